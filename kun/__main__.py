@@ -1,0 +1,3 @@
+from kun.cli import main
+
+main()

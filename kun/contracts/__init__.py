@@ -1,0 +1,1 @@
+"""Declared contracts: msgspec Structs only, no logic, no IO."""

@@ -1,0 +1,287 @@
+"""The event contract: every state change of a thread, as one tagged union.
+
+Each event is one line of ``events.jsonl``. The envelope (``seq``, ``at``,
+``thread_id``, ``turn_id``, ``v``) is shared; ``kind`` is the tag. Events are
+acyclic, so they are declared ``gc=False``: a million of them must not make the
+garbage collector crawl.
+
+Delta contract: the ``text`` of a delta event is a fragment to append; the item
+carried by ``item_created``/``item_updated``/``item_completed`` is the whole
+authoritative item and replaces what the deltas built.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from kun.contracts.items import Item, Severity
+from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings, Todo
+from kun.contracts.usage import UsageSnapshot
+
+PipelineStageName = Literal[
+    "setup",
+    "pre_start",
+    "post_start",
+    "input_received",
+    "input_cached",
+    "input_routed",
+    "input_compressed",
+    "input_remembered",
+    "pre_send",
+    "post_send",
+    "response_received",
+]
+
+
+class EventBase(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind"
+):
+    """The envelope. ``seq`` starts at 1 per thread and strictly increases; it
+    and ``at`` (epoch milliseconds) are assigned by the thread's writer."""
+
+    seq: int
+    at: int
+    thread_id: str
+    turn_id: str | None = None
+    v: int = 1
+
+
+# -- thread ------------------------------------------------------------------
+
+
+class ThreadCreated(EventBase, tag="thread_created", kw_only=True):
+    settings: ThreadSettings = ThreadSettings()
+
+
+class ThreadUpdated(EventBase, tag="thread_updated", kw_only=True):
+    """Changes the named settings; an absent field is left as it was."""
+
+    workspace: str | UnsetType = UNSET
+    provider: str | None | UnsetType = UNSET
+    model: str | None | UnsetType = UNSET
+    approval_policy: ApprovalPolicy | UnsetType = UNSET
+    title: str | UnsetType = UNSET
+    title_auto: bool | UnsetType = UNSET
+    goal: Goal | None | UnsetType = UNSET
+    todos: tuple[Todo, ...] | UnsetType = UNSET
+    hidden: bool | UnsetType = UNSET
+
+
+class ThreadForked(EventBase, tag="thread_forked", kw_only=True):
+    """Lineage of a fork. A forked log starts with a copy of the source's
+    events up to ``source_seq``; this event follows them. Turns still open at
+    that point are settled as aborted: their work stays with the source."""
+
+    source_thread_id: str
+    source_seq: int
+
+
+class ThreadRewound(EventBase, tag="thread_rewound", kw_only=True):
+    """Hides the turn ``before_turn_id`` and every later turn. Nothing is
+    deleted; ``thread_rewind_undone`` brings them back."""
+
+    before_turn_id: str
+
+
+class ThreadRewindUndone(EventBase, tag="thread_rewind_undone", kw_only=True):
+    rewind_seq: int
+
+
+# -- turn --------------------------------------------------------------------
+
+
+class TurnStarted(EventBase, tag="turn_started", kw_only=True):
+    provider: str | None = None
+    model: str | None = None
+    disable_user_input: bool = False
+    plan_mode: bool = False
+
+
+class TurnSteered(EventBase, tag="turn_steered", kw_only=True):
+    text: str
+
+
+class PipelineStage(EventBase, tag="pipeline_stage", kw_only=True):
+    stage: PipelineStageName
+    step: int = 0
+
+
+class TurnCompleted(EventBase, tag="turn_completed", kw_only=True):
+    stop_reason: str | None = None
+
+
+class TurnFailed(EventBase, tag="turn_failed", kw_only=True):
+    code: str
+    message: str
+    severity: Severity = "error"
+
+
+class TurnAborted(EventBase, tag="turn_aborted", kw_only=True):
+    """``discard`` drops the turn's generated items (the user's messages
+    stay); otherwise open items are sealed as aborted."""
+
+    reason: str = "interrupted"
+    discard: bool = False
+
+
+# -- items -------------------------------------------------------------------
+
+
+class ItemCreated(EventBase, tag="item_created", kw_only=True):
+    item: Item
+
+
+class ItemUpdated(EventBase, tag="item_updated", kw_only=True):
+    item: Item
+
+
+class ItemCompleted(EventBase, tag="item_completed", kw_only=True):
+    item: Item
+
+
+class AssistantTextDelta(EventBase, tag="assistant_text_delta", kw_only=True):
+    item_id: str
+    text: str
+
+
+class AssistantReasoningDelta(EventBase, tag="assistant_reasoning_delta", kw_only=True):
+    item_id: str
+    text: str
+
+
+class ToolCallDelta(EventBase, tag="tool_call_delta", kw_only=True):
+    """Fragments of a streamed tool call: ``name`` and ``arguments`` append."""
+
+    item_id: str
+    call_id: str
+    name: str = ""
+    arguments: str = ""
+
+
+class ToolCallStarted(EventBase, tag="tool_call_started", kw_only=True):
+    """The tool began executing: from here its side effects may exist."""
+
+    item_id: str
+    call_id: str
+    name: str
+
+
+class ToolCallFinished(EventBase, tag="tool_call_finished", kw_only=True):
+    item_id: str
+    call_id: str
+    status: Literal["completed", "failed", "aborted"] = "completed"
+    duration_ms: int = 0
+
+
+class ToolStormSuppressed(EventBase, tag="tool_storm_suppressed", kw_only=True):
+    call_id: str
+    name: str
+    repeats: int
+
+
+# -- suspension points -------------------------------------------------------
+
+
+class ApprovalRequested(EventBase, tag="approval_requested", kw_only=True):
+    """Creates a pending ``approval`` item whose id is ``approval_id``."""
+
+    approval_id: str
+    call_id: str | None = None
+    tool_name: str = ""
+    summary: str = ""
+
+
+class ApprovalResolved(EventBase, tag="approval_resolved", kw_only=True):
+    approval_id: str
+    decision: Literal["approved", "denied", "expired", "cancelled"]
+    reason: str | None = None
+
+
+class UserInputRequested(EventBase, tag="user_input_requested", kw_only=True):
+    """Creates a pending ``user_input`` item whose id is ``request_id``."""
+
+    request_id: str
+    question: str
+    options: tuple[str, ...] = ()
+
+
+class UserInputResolved(EventBase, tag="user_input_resolved", kw_only=True):
+    request_id: str
+    status: Literal["answered", "cancelled"]
+    answer: str | None = None
+
+
+# -- accounting and diagnostics ----------------------------------------------
+
+
+class Usage(EventBase, tag="usage", kw_only=True):
+    """One model call's usage; exactly one per call."""
+
+    usage: UsageSnapshot
+    provider: str | None = None
+    model: str | None = None
+    request_id: str | None = None
+    price_source: str | None = None
+    step: int = 0
+
+
+class WarningEvent(EventBase, tag="warning", kw_only=True):
+    """A warning; inside a turn it also becomes a ``warning`` item."""
+
+    code: str
+    message: str
+
+
+class DelegatedRuntime(EventBase, tag="delegated_runtime", kw_only=True):
+    engine: str
+    mode: Literal["resumed", "rebased"]
+    reason: str = ""
+    session_id: str | None = None
+
+
+class LogRepaired(EventBase, tag="log_repaired", kw_only=True):
+    """The writer cut a torn or undecodable tail off the log on open."""
+
+    dropped_bytes: int
+    line: int
+    reason: str
+    preview: str = ""
+
+
+Event = (
+    ThreadCreated
+    | ThreadUpdated
+    | ThreadForked
+    | ThreadRewound
+    | ThreadRewindUndone
+    | TurnStarted
+    | TurnSteered
+    | PipelineStage
+    | TurnCompleted
+    | TurnFailed
+    | TurnAborted
+    | ItemCreated
+    | ItemUpdated
+    | ItemCompleted
+    | AssistantTextDelta
+    | AssistantReasoningDelta
+    | ToolCallDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | ToolStormSuppressed
+    | ApprovalRequested
+    | ApprovalResolved
+    | UserInputRequested
+    | UserInputResolved
+    | Usage
+    | WarningEvent
+    | DelegatedRuntime
+    | LogRepaired
+)
+
+EVENT_TYPES: tuple[type[EventBase], ...] = get_args(Event)
+
+KINDS: frozenset[str] = frozenset(t.__struct_config__.tag for t in EVENT_TYPES)  # type: ignore[misc]

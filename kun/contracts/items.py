@@ -1,0 +1,136 @@
+"""Items: the smallest persisted units of a turn.
+
+Items are state; events are how state changes. A completed item is never
+rewritten in place: a change is a new event carrying the whole new item.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+ItemStatus = Literal[
+    "in_progress",
+    "completed",
+    "failed",
+    "aborted",
+    "pending",
+    "approved",
+    "denied",
+    "answered",
+    "expired",
+    "cancelled",
+    "unknown_after_crash",
+]
+"""Every status an item can have. ``in_progress`` and ``pending`` are open;
+the rest are final. Approvals go pending -> approved/denied/expired/cancelled,
+user inputs pending -> answered/cancelled, everything else in_progress ->
+completed/failed/aborted. ``unknown_after_crash`` is a tool call that started
+but whose end was never recorded."""
+
+OPEN_STATUSES: frozenset[str] = frozenset({"in_progress", "pending"})
+
+Severity = Literal["info", "warning", "error", "fatal"]
+
+
+class ItemBase(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    gc=False,
+    omit_defaults=True,
+    tag_field="type",
+):
+    id: str
+    status: ItemStatus = "completed"
+
+
+class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    name: str
+    mime_type: str
+    path: str | None = None
+    size_bytes: int | None = None
+
+
+class UserMessage(ItemBase, tag="user_message", kw_only=True):
+    text: str
+    attachments: tuple[Attachment, ...] = ()
+    steered: bool = False
+
+
+class AssistantText(ItemBase, tag="assistant_text", kw_only=True):
+    text: str = ""
+
+
+class AssistantReasoning(ItemBase, tag="assistant_reasoning", kw_only=True):
+    text: str = ""
+    signature: str | None = None
+
+
+class ToolCall(ItemBase, tag="tool_call", kw_only=True):
+    """A call the model asked for. ``arguments`` is the JSON object verbatim
+    (kept as raw JSON so the snapshot stays immutable and round-trips
+    byte-exactly; ``{}`` while nothing is known yet); ``arguments_text`` holds
+    the fragments while they stream."""
+
+    call_id: str
+    name: str = ""
+    arguments: msgspec.Raw
+    arguments_text: str = ""
+
+
+class ToolResult(ItemBase, tag="tool_result", kw_only=True):
+    call_id: str
+    name: str = ""
+    output: str = ""
+    is_error: bool = False
+    code: str | None = None
+
+
+class Approval(ItemBase, tag="approval", kw_only=True):
+    call_id: str | None = None
+    tool_name: str = ""
+    summary: str = ""
+    reason: str | None = None
+
+
+class UserInput(ItemBase, tag="user_input", kw_only=True):
+    question: str
+    options: tuple[str, ...] = ()
+    answer: str | None = None
+
+
+class Plan(ItemBase, tag="plan", kw_only=True):
+    markdown: str
+
+
+class Compaction(ItemBase, tag="compaction", kw_only=True):
+    summary: str
+    replaced_items: int = 0
+
+
+class WarningItem(ItemBase, tag="warning", kw_only=True):
+    code: str
+    message: str
+
+
+class ErrorItem(ItemBase, tag="error", kw_only=True):
+    code: str
+    message: str
+    severity: Severity = "error"
+
+
+Item = (
+    UserMessage
+    | AssistantText
+    | AssistantReasoning
+    | ToolCall
+    | ToolResult
+    | Approval
+    | UserInput
+    | Plan
+    | Compaction
+    | WarningItem
+    | ErrorItem
+)

@@ -1,0 +1,45 @@
+"""Thread settings: what a thread is configured to do."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+ApprovalPolicy = Literal["never", "on-request", "untrusted", "always", "auto"]
+GoalStatus = Literal["active", "paused", "blocked", "complete"]
+TodoStatus = Literal["pending", "in_progress", "completed"]
+
+
+class Goal(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An objective that outlives a single turn."""
+
+    objective: str
+    status: GoalStatus = "active"
+    token_budget: int | None = None
+    created_at: int = 0
+    time_used_ms: int = 0
+
+
+class Todo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    content: str
+    status: TodoStatus = "pending"
+
+
+class ThreadSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The settings a thread is created with; ``thread_updated`` changes them.
+
+    ``hidden`` marks side threads (delegated sub-agents) that are not listed by
+    default; ``parent_thread_id`` names the thread that spawned one.
+    """
+
+    workspace: str = ""
+    provider: str | None = None
+    model: str | None = None
+    approval_policy: ApprovalPolicy = "on-request"
+    title: str = "New Thread"
+    title_auto: bool = True
+    goal: Goal | None = None
+    todos: tuple[Todo, ...] = ()
+    hidden: bool = False
+    parent_thread_id: str | None = None
