@@ -1,0 +1,1 @@
+"""Pure functions over contracts: reducers, projections, transcripts. No IO."""
