@@ -36,9 +36,7 @@ PipelineStageName = Literal[
 ]
 
 
-class EventBase(
-    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind"
-):
+class EventBase(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind"):
     """The envelope. ``seq`` starts at 1 per thread and strictly increases; it
     and ``at`` (epoch milliseconds) are assigned by the thread's writer."""
 
@@ -52,25 +50,25 @@ class EventBase(
 # -- thread ------------------------------------------------------------------
 
 
-class ThreadCreated(EventBase, tag="thread_created", kw_only=True):
+class ThreadCreated(EventBase, tag="thread_created", frozen=True, kw_only=True):
     settings: ThreadSettings = ThreadSettings()
 
 
-class ThreadUpdated(EventBase, tag="thread_updated", kw_only=True):
+class ThreadUpdated(EventBase, tag="thread_updated", frozen=True, kw_only=True):
     """Changes the named settings; an absent field is left as it was."""
 
     workspace: str | UnsetType = UNSET
-    provider: str | None | UnsetType = UNSET
-    model: str | None | UnsetType = UNSET
+    provider: str | UnsetType | None = UNSET
+    model: str | UnsetType | None = UNSET
     approval_policy: ApprovalPolicy | UnsetType = UNSET
     title: str | UnsetType = UNSET
     title_auto: bool | UnsetType = UNSET
-    goal: Goal | None | UnsetType = UNSET
+    goal: Goal | UnsetType | None = UNSET
     todos: tuple[Todo, ...] | UnsetType = UNSET
     hidden: bool | UnsetType = UNSET
 
 
-class ThreadForked(EventBase, tag="thread_forked", kw_only=True):
+class ThreadForked(EventBase, tag="thread_forked", frozen=True, kw_only=True):
     """Lineage of a fork. A forked log starts with a copy of the source's
     events up to ``source_seq``; this event follows them. Turns still open at
     that point are settled as aborted: their work stays with the source."""
@@ -79,47 +77,47 @@ class ThreadForked(EventBase, tag="thread_forked", kw_only=True):
     source_seq: int
 
 
-class ThreadRewound(EventBase, tag="thread_rewound", kw_only=True):
+class ThreadRewound(EventBase, tag="thread_rewound", frozen=True, kw_only=True):
     """Hides the turn ``before_turn_id`` and every later turn. Nothing is
     deleted; ``thread_rewind_undone`` brings them back."""
 
     before_turn_id: str
 
 
-class ThreadRewindUndone(EventBase, tag="thread_rewind_undone", kw_only=True):
+class ThreadRewindUndone(EventBase, tag="thread_rewind_undone", frozen=True, kw_only=True):
     rewind_seq: int
 
 
 # -- turn --------------------------------------------------------------------
 
 
-class TurnStarted(EventBase, tag="turn_started", kw_only=True):
+class TurnStarted(EventBase, tag="turn_started", frozen=True, kw_only=True):
     provider: str | None = None
     model: str | None = None
     disable_user_input: bool = False
     plan_mode: bool = False
 
 
-class TurnSteered(EventBase, tag="turn_steered", kw_only=True):
+class TurnSteered(EventBase, tag="turn_steered", frozen=True, kw_only=True):
     text: str
 
 
-class PipelineStage(EventBase, tag="pipeline_stage", kw_only=True):
+class PipelineStage(EventBase, tag="pipeline_stage", frozen=True, kw_only=True):
     stage: PipelineStageName
     step: int = 0
 
 
-class TurnCompleted(EventBase, tag="turn_completed", kw_only=True):
+class TurnCompleted(EventBase, tag="turn_completed", frozen=True, kw_only=True):
     stop_reason: str | None = None
 
 
-class TurnFailed(EventBase, tag="turn_failed", kw_only=True):
+class TurnFailed(EventBase, tag="turn_failed", frozen=True, kw_only=True):
     code: str
     message: str
     severity: Severity = "error"
 
 
-class TurnAborted(EventBase, tag="turn_aborted", kw_only=True):
+class TurnAborted(EventBase, tag="turn_aborted", frozen=True, kw_only=True):
     """``discard`` drops the turn's generated items (the user's messages
     stay); otherwise open items are sealed as aborted."""
 
@@ -130,29 +128,31 @@ class TurnAborted(EventBase, tag="turn_aborted", kw_only=True):
 # -- items -------------------------------------------------------------------
 
 
-class ItemCreated(EventBase, tag="item_created", kw_only=True):
+class ItemCreated(EventBase, tag="item_created", frozen=True, kw_only=True):
     item: Item
 
 
-class ItemUpdated(EventBase, tag="item_updated", kw_only=True):
+class ItemUpdated(EventBase, tag="item_updated", frozen=True, kw_only=True):
     item: Item
 
 
-class ItemCompleted(EventBase, tag="item_completed", kw_only=True):
+class ItemCompleted(EventBase, tag="item_completed", frozen=True, kw_only=True):
     item: Item
 
 
-class AssistantTextDelta(EventBase, tag="assistant_text_delta", kw_only=True):
+class AssistantTextDelta(EventBase, tag="assistant_text_delta", frozen=True, kw_only=True):
     item_id: str
     text: str
 
 
-class AssistantReasoningDelta(EventBase, tag="assistant_reasoning_delta", kw_only=True):
+class AssistantReasoningDelta(
+    EventBase, tag="assistant_reasoning_delta", frozen=True, kw_only=True
+):
     item_id: str
     text: str
 
 
-class ToolCallDelta(EventBase, tag="tool_call_delta", kw_only=True):
+class ToolCallDelta(EventBase, tag="tool_call_delta", frozen=True, kw_only=True):
     """Fragments of a streamed tool call: ``name`` and ``arguments`` append."""
 
     item_id: str
@@ -161,7 +161,7 @@ class ToolCallDelta(EventBase, tag="tool_call_delta", kw_only=True):
     arguments: str = ""
 
 
-class ToolCallStarted(EventBase, tag="tool_call_started", kw_only=True):
+class ToolCallStarted(EventBase, tag="tool_call_started", frozen=True, kw_only=True):
     """The tool began executing: from here its side effects may exist."""
 
     item_id: str
@@ -169,14 +169,14 @@ class ToolCallStarted(EventBase, tag="tool_call_started", kw_only=True):
     name: str
 
 
-class ToolCallFinished(EventBase, tag="tool_call_finished", kw_only=True):
+class ToolCallFinished(EventBase, tag="tool_call_finished", frozen=True, kw_only=True):
     item_id: str
     call_id: str
     status: Literal["completed", "failed", "aborted"] = "completed"
     duration_ms: int = 0
 
 
-class ToolStormSuppressed(EventBase, tag="tool_storm_suppressed", kw_only=True):
+class ToolStormSuppressed(EventBase, tag="tool_storm_suppressed", frozen=True, kw_only=True):
     call_id: str
     name: str
     repeats: int
@@ -185,7 +185,7 @@ class ToolStormSuppressed(EventBase, tag="tool_storm_suppressed", kw_only=True):
 # -- suspension points -------------------------------------------------------
 
 
-class ApprovalRequested(EventBase, tag="approval_requested", kw_only=True):
+class ApprovalRequested(EventBase, tag="approval_requested", frozen=True, kw_only=True):
     """Creates a pending ``approval`` item whose id is ``approval_id``."""
 
     approval_id: str
@@ -194,13 +194,13 @@ class ApprovalRequested(EventBase, tag="approval_requested", kw_only=True):
     summary: str = ""
 
 
-class ApprovalResolved(EventBase, tag="approval_resolved", kw_only=True):
+class ApprovalResolved(EventBase, tag="approval_resolved", frozen=True, kw_only=True):
     approval_id: str
     decision: Literal["approved", "denied", "expired", "cancelled"]
     reason: str | None = None
 
 
-class UserInputRequested(EventBase, tag="user_input_requested", kw_only=True):
+class UserInputRequested(EventBase, tag="user_input_requested", frozen=True, kw_only=True):
     """Creates a pending ``user_input`` item whose id is ``request_id``."""
 
     request_id: str
@@ -208,7 +208,7 @@ class UserInputRequested(EventBase, tag="user_input_requested", kw_only=True):
     options: tuple[str, ...] = ()
 
 
-class UserInputResolved(EventBase, tag="user_input_resolved", kw_only=True):
+class UserInputResolved(EventBase, tag="user_input_resolved", frozen=True, kw_only=True):
     request_id: str
     status: Literal["answered", "cancelled"]
     answer: str | None = None
@@ -217,7 +217,7 @@ class UserInputResolved(EventBase, tag="user_input_resolved", kw_only=True):
 # -- accounting and diagnostics ----------------------------------------------
 
 
-class Usage(EventBase, tag="usage", kw_only=True):
+class Usage(EventBase, tag="usage", frozen=True, kw_only=True):
     """One model call's usage; exactly one per call."""
 
     usage: UsageSnapshot
@@ -228,21 +228,21 @@ class Usage(EventBase, tag="usage", kw_only=True):
     step: int = 0
 
 
-class WarningEvent(EventBase, tag="warning", kw_only=True):
+class WarningEvent(EventBase, tag="warning", frozen=True, kw_only=True):
     """A warning; inside a turn it also becomes a ``warning`` item."""
 
     code: str
     message: str
 
 
-class DelegatedRuntime(EventBase, tag="delegated_runtime", kw_only=True):
+class DelegatedRuntime(EventBase, tag="delegated_runtime", frozen=True, kw_only=True):
     engine: str
     mode: Literal["resumed", "rebased"]
     reason: str = ""
     session_id: str | None = None
 
 
-class LogRepaired(EventBase, tag="log_repaired", kw_only=True):
+class LogRepaired(EventBase, tag="log_repaired", frozen=True, kw_only=True):
     """The writer cut a torn or undecodable tail off the log on open."""
 
     dropped_bytes: int

@@ -53,22 +53,22 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     size_bytes: int | None = None
 
 
-class UserMessage(ItemBase, tag="user_message", kw_only=True):
+class UserMessage(ItemBase, tag="user_message", frozen=True, kw_only=True):
     text: str
     attachments: tuple[Attachment, ...] = ()
     steered: bool = False
 
 
-class AssistantText(ItemBase, tag="assistant_text", kw_only=True):
+class AssistantText(ItemBase, tag="assistant_text", frozen=True, kw_only=True):
     text: str = ""
 
 
-class AssistantReasoning(ItemBase, tag="assistant_reasoning", kw_only=True):
+class AssistantReasoning(ItemBase, tag="assistant_reasoning", frozen=True, kw_only=True):
     text: str = ""
     signature: str | None = None
 
 
-class ToolCall(ItemBase, tag="tool_call", kw_only=True):
+class ToolCall(ItemBase, tag="tool_call", frozen=True, kw_only=True):
     """A call the model asked for. ``arguments`` is the JSON object verbatim
     (kept as raw JSON so the snapshot stays immutable and round-trips
     byte-exactly; ``{}`` while nothing is known yet); ``arguments_text`` holds
@@ -80,7 +80,7 @@ class ToolCall(ItemBase, tag="tool_call", kw_only=True):
     arguments_text: str = ""
 
 
-class ToolResult(ItemBase, tag="tool_result", kw_only=True):
+class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
     call_id: str
     name: str = ""
     output: str = ""
@@ -88,34 +88,34 @@ class ToolResult(ItemBase, tag="tool_result", kw_only=True):
     code: str | None = None
 
 
-class Approval(ItemBase, tag="approval", kw_only=True):
+class Approval(ItemBase, tag="approval", frozen=True, kw_only=True):
     call_id: str | None = None
     tool_name: str = ""
     summary: str = ""
     reason: str | None = None
 
 
-class UserInput(ItemBase, tag="user_input", kw_only=True):
+class UserInput(ItemBase, tag="user_input", frozen=True, kw_only=True):
     question: str
     options: tuple[str, ...] = ()
     answer: str | None = None
 
 
-class Plan(ItemBase, tag="plan", kw_only=True):
+class Plan(ItemBase, tag="plan", frozen=True, kw_only=True):
     markdown: str
 
 
-class Compaction(ItemBase, tag="compaction", kw_only=True):
+class Compaction(ItemBase, tag="compaction", frozen=True, kw_only=True):
     summary: str
     replaced_items: int = 0
 
 
-class WarningItem(ItemBase, tag="warning", kw_only=True):
+class WarningItem(ItemBase, tag="warning", frozen=True, kw_only=True):
     code: str
     message: str
 
 
-class ErrorItem(ItemBase, tag="error", kw_only=True):
+class ErrorItem(ItemBase, tag="error", frozen=True, kw_only=True):
     code: str
     message: str
     severity: Severity = "error"

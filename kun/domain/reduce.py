@@ -1,0 +1,468 @@
+"""Reducers: the thread's state is a left fold over its events.
+
+``replay(events)`` and ``reduce(state, event)`` are pure: the result depends
+only on their arguments (no clock, IO, randomness or global state). The fold
+(``Projector``) owns mutable scratch state for speed and hands out immutable
+``ThreadState`` snapshots; dispatch is a dict keyed by event type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from kun.contracts import events as ev
+from kun.contracts.items import (
+    OPEN_STATUSES,
+    Approval,
+    AssistantReasoning,
+    AssistantText,
+    Item,
+    ToolCall,
+    UserInput,
+    WarningItem,
+)
+from kun.domain.errors import ProjectionError
+from kun.domain.state import (
+    ForkOrigin,
+    Repair,
+    Rewind,
+    ThreadState,
+    ThreadWarning,
+    TurnError,
+    TurnState,
+)
+from kun.domain.tags import item_type
+from kun.domain.turn_fold import TurnFold
+from kun.domain.usage import add_usage
+
+_replace = msgspec.structs.replace
+_SETTING_FIELDS = (
+    "workspace",
+    "provider",
+    "model",
+    "approval_policy",
+    "title",
+    "title_auto",
+    "goal",
+    "todos",
+    "hidden",
+)
+
+
+class Projector:
+    """A running fold over one thread's events.
+
+    ``apply`` validates an event before changing anything, so an event that
+    raises ``ProjectionError`` leaves the fold as it was.
+    """
+
+    def __init__(self, state: ThreadState | None = None) -> None:
+        state = state if state is not None else ThreadState(thread_id="")
+        self._state = state
+        self._thread = state
+        self._turns: dict[str, TurnFold] = {t.turn_id: TurnFold(t) for t in state.turns}
+        self._approvals: dict[str, str] = {}
+        self._inputs: dict[str, str] = {}
+        for fold in self._turns.values():
+            for item in fold.items:
+                if item.status == "pending" and isinstance(item, Approval):
+                    self._approvals[item.id] = fold.base.turn_id
+                elif item.status == "pending" and isinstance(item, UserInput):
+                    self._inputs[item.id] = fold.base.turn_id
+        self._dirty = False
+
+    def apply(self, event: ev.Event) -> None:
+        thread = self._thread
+        if event.seq <= thread.last_seq:
+            raise ProjectionError(
+                event.seq, f"seq {event.seq} is not after the last seq {thread.last_seq}"
+            )
+        if thread.thread_id and event.thread_id != thread.thread_id:
+            raise ProjectionError(
+                event.seq,
+                f"event of thread {event.thread_id!r} in thread {thread.thread_id!r}",
+            )
+        _HANDLERS[type(event)](self, event)
+        changes: dict[str, object] = {"last_seq": event.seq, "updated_at": event.at}
+        if not thread.thread_id:
+            changes["thread_id"] = event.thread_id
+        self._thread = _replace(self._thread, **changes)
+        self._dirty = True
+
+    def apply_all(self, events: Iterable[ev.Event]) -> None:
+        for event in events:
+            self.apply(event)
+
+    def snapshot(self) -> ThreadState:
+        if self._dirty:
+            self._state = _replace(
+                self._thread,
+                turns=tuple(fold.freeze() for fold in self._turns.values()),
+                pending_approvals=tuple(self._approvals),
+                pending_user_inputs=tuple(self._inputs),
+            )
+            self._dirty = False
+        return self._state
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _set(self, **changes: object) -> None:
+        self._thread = _replace(self._thread, **changes)
+
+    def _late(self) -> None:
+        self._set(late_events=self._thread.late_events + 1)
+
+    def _turn(self, event: ev.EventBase) -> TurnFold:
+        if event.turn_id is None:
+            raise ProjectionError(event.seq, f"{type(event).__name__} has no turn_id")
+        fold = self._turns.get(event.turn_id)
+        if fold is None:
+            raise ProjectionError(event.seq, f"turn {event.turn_id!r} was never started")
+        return fold
+
+    def _open_turn(self, event: ev.EventBase) -> TurnFold | None:
+        fold = self._turn(event)
+        if fold.settled:
+            self._late()
+            return None
+        return fold
+
+    # -- thread ----------------------------------------------------------------
+
+    def _thread_created(self, e: ev.ThreadCreated) -> None:
+        if self._thread.created_at is not None:
+            raise ProjectionError(e.seq, "thread_created after the thread was created")
+        self._set(settings=e.settings, created_at=e.at)
+
+    def _thread_updated(self, e: ev.ThreadUpdated) -> None:
+        changes = {
+            name: value
+            for name in _SETTING_FIELDS
+            if (value := getattr(e, name)) is not msgspec.UNSET
+        }
+        self._set(settings=_replace(self._thread.settings, **changes))
+
+    def _thread_forked(self, e: ev.ThreadForked) -> None:
+        for fold in self._turns.values():
+            if not fold.settled:
+                self._settle(fold, e, "aborted", abort_reason="forked")
+        self._set(forked_from=ForkOrigin(thread_id=e.source_thread_id, seq=e.source_seq))
+
+    def _thread_rewound(self, e: ev.ThreadRewound) -> None:
+        folds = list(self._turns.values())
+        start = next((i for i, f in enumerate(folds) if f.base.turn_id == e.before_turn_id), None)
+        if start is None:
+            raise ProjectionError(e.seq, f"rewind to unknown turn {e.before_turn_id!r}")
+        hidden = []
+        for fold in folds[start:]:
+            if fold.base.hidden_by is None:
+                fold.update(hidden_by=e.seq)
+                hidden.append(fold.base.turn_id)
+        rewind = Rewind(seq=e.seq, before_turn_id=e.before_turn_id, hidden_turn_ids=tuple(hidden))
+        self._set(rewinds=(*self._thread.rewinds, rewind))
+
+    def _thread_rewind_undone(self, e: ev.ThreadRewindUndone) -> None:
+        rewinds = list(self._thread.rewinds)
+        i = next((i for i, r in enumerate(rewinds) if r.seq == e.rewind_seq), None)
+        if i is None:
+            raise ProjectionError(e.seq, f"no rewind at seq {e.rewind_seq} to undo")
+        if rewinds[i].undone_at_seq is not None:
+            self._late()
+            return
+        for fold in self._turns.values():
+            if fold.base.hidden_by == e.rewind_seq:
+                fold.update(hidden_by=None)
+        rewinds[i] = _replace(rewinds[i], undone_at_seq=e.seq)
+        self._set(rewinds=tuple(rewinds))
+
+    def _log_repaired(self, e: ev.LogRepaired) -> None:
+        repair = Repair(seq=e.seq, dropped_bytes=e.dropped_bytes, line=e.line, reason=e.reason)
+        self._set(repairs=(*self._thread.repairs, repair))
+
+    # -- turn lifecycle --------------------------------------------------------
+
+    def _turn_started(self, e: ev.TurnStarted) -> None:
+        if e.turn_id is None:
+            raise ProjectionError(e.seq, "turn_started has no turn_id")
+        if e.turn_id in self._turns:
+            raise ProjectionError(e.seq, f"turn {e.turn_id!r} started twice")
+        self._turns[e.turn_id] = TurnFold(
+            TurnState(
+                turn_id=e.turn_id,
+                status="running",
+                started_seq=e.seq,
+                started_at=e.at,
+                provider=e.provider,
+                model=e.model,
+                disable_user_input=e.disable_user_input,
+                plan_mode=e.plan_mode,
+            )
+        )
+
+    def _turn_steered(self, e: ev.TurnSteered) -> None:
+        fold = self._open_turn(e)
+        if fold is not None:
+            fold.update(steered=fold.base.steered + 1)
+
+    def _pipeline_stage(self, e: ev.PipelineStage) -> None:
+        fold = self._open_turn(e)
+        if fold is not None:
+            fold.update(last_stage=e.stage)
+
+    def _delegated_runtime(self, e: ev.DelegatedRuntime) -> None:
+        fold = self._open_turn(e)
+        if fold is not None:
+            fold.update(delegated=e.mode)
+
+    def _tool_storm_suppressed(self, e: ev.ToolStormSuppressed) -> None:
+        fold = self._open_turn(e)
+        if fold is not None:
+            fold.update(storms_suppressed=fold.base.storms_suppressed + 1)
+
+    def _turn_completed(self, e: ev.TurnCompleted) -> None:
+        fold = self._open_turn(e)
+        if fold is not None:
+            self._settle(fold, e, "completed", stop_reason=e.stop_reason)
+
+    def _turn_failed(self, e: ev.TurnFailed) -> None:
+        fold = self._open_turn(e)
+        if fold is not None:
+            error = TurnError(code=e.code, message=e.message, severity=e.severity)
+            self._settle(fold, e, "failed", error=error)
+
+    def _turn_aborted(self, e: ev.TurnAborted) -> None:
+        fold = self._open_turn(e)
+        if fold is not None:
+            self._settle(fold, e, "aborted", abort_reason=e.reason, discard=e.discard)
+
+    def _settle(
+        self,
+        fold: TurnFold,
+        e: ev.EventBase,
+        status: str,
+        *,
+        error: TurnError | None = None,
+        discard: bool = False,
+        **changes: object,
+    ) -> None:
+        orphaned = error is not None and error.code == "orphaned"
+        approvals, inputs = fold.seal(status, orphaned)
+        for approval_id in approvals:
+            self._approvals.pop(approval_id, None)
+        for request_id in inputs:
+            self._inputs.pop(request_id, None)
+        discarded = fold.discard_generated() if discard else 0
+        fold.update(
+            status=status,
+            ended_at=e.at,
+            error=error,
+            discarded_items=discarded,
+            tools_in_flight=(),
+            **changes,
+        )
+
+    # -- items -----------------------------------------------------------------
+
+    def _item(self, e: ev.ItemCreated | ev.ItemUpdated | ev.ItemCompleted) -> None:
+        fold = self._open_turn(e)
+        if fold is None:
+            return
+        current = fold.get(e.item.id)
+        if current is not None and current.status not in OPEN_STATUSES:
+            self._late()
+            return
+        if current is not None and type(current) is not type(e.item):
+            raise ProjectionError(
+                e.seq,
+                f"item {e.item.id!r} changes type from {item_type(current)} to {item_type(e.item)}",
+            )
+        fold.put(e.item)
+        if isinstance(e.item, ToolCall) and e.item.status not in OPEN_STATUSES:
+            if e.item.id in fold.in_flight:
+                fold.in_flight.remove(e.item.id)
+
+    def _delta(
+        self, e: ev.EventBase, item_id: str, kind: type[Item], text: str, name: str = ""
+    ) -> None:
+        fold = self._open_turn(e)
+        if fold is None:
+            return
+        i = fold.index.get(item_id)
+        if i is None:
+            fold.put(_implicit_item(kind, item_id, e))
+        else:
+            item = fold.items[i]
+            if type(item) is not kind:
+                raise ProjectionError(
+                    e.seq, f"{type(e).__name__} for item {item_id!r} of type {item_type(item)}"
+                )
+            if item.status not in OPEN_STATUSES:
+                self._late()
+                return
+        fold.append_fragment(item_id, text, name)
+
+    def _text_delta(self, e: ev.AssistantTextDelta) -> None:
+        self._delta(e, e.item_id, AssistantText, e.text)
+
+    def _reasoning_delta(self, e: ev.AssistantReasoningDelta) -> None:
+        self._delta(e, e.item_id, AssistantReasoning, e.text)
+
+    def _tool_call_delta(self, e: ev.ToolCallDelta) -> None:
+        self._delta(e, e.item_id, ToolCall, e.arguments, e.name)
+
+    def _tool_call_started(self, e: ev.ToolCallStarted) -> None:
+        fold = self._open_turn(e)
+        if fold is None:
+            return
+        item = fold.get(e.item_id)
+        if not isinstance(item, ToolCall):
+            raise ProjectionError(e.seq, f"tool_call_started for unknown call {e.item_id!r}")
+        if e.item_id not in fold.in_flight:
+            fold.in_flight.append(e.item_id)
+            fold.frozen = None
+
+    def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
+        fold = self._open_turn(e)
+        if fold is None:
+            return
+        item = fold.get(e.item_id)
+        if not isinstance(item, ToolCall):
+            raise ProjectionError(e.seq, f"tool_call_finished for unknown call {e.item_id!r}")
+        if e.item_id in fold.in_flight:
+            fold.in_flight.remove(e.item_id)
+        if item.status in OPEN_STATUSES:
+            fold.put(_replace(item, status=e.status))
+        else:
+            fold.frozen = None
+
+    # -- suspension points -----------------------------------------------------
+
+    def _approval_requested(self, e: ev.ApprovalRequested) -> None:
+        fold = self._open_turn(e)
+        if fold is None:
+            return
+        if e.approval_id in fold.index:
+            raise ProjectionError(e.seq, f"approval {e.approval_id!r} requested twice")
+        fold.put(
+            Approval(
+                id=e.approval_id,
+                status="pending",
+                call_id=e.call_id,
+                tool_name=e.tool_name,
+                summary=e.summary,
+            )
+        )
+        self._approvals[e.approval_id] = fold.base.turn_id
+
+    def _approval_resolved(self, e: ev.ApprovalResolved) -> None:
+        turn_id = self._approvals.pop(e.approval_id, None)
+        if turn_id is None:
+            self._late()
+            return
+        fold = self._turns[turn_id]
+        item = fold.get(e.approval_id)
+        assert isinstance(item, Approval)
+        fold.put(_replace(item, status=e.decision, reason=e.reason))
+
+    def _user_input_requested(self, e: ev.UserInputRequested) -> None:
+        fold = self._open_turn(e)
+        if fold is None:
+            return
+        if e.request_id in fold.index:
+            raise ProjectionError(e.seq, f"user input {e.request_id!r} requested twice")
+        fold.put(
+            UserInput(id=e.request_id, status="pending", question=e.question, options=e.options)
+        )
+        self._inputs[e.request_id] = fold.base.turn_id
+
+    def _user_input_resolved(self, e: ev.UserInputResolved) -> None:
+        turn_id = self._inputs.pop(e.request_id, None)
+        if turn_id is None:
+            self._late()
+            return
+        fold = self._turns[turn_id]
+        item = fold.get(e.request_id)
+        assert isinstance(item, UserInput)
+        fold.put(_replace(item, status=e.status, answer=e.answer))
+
+    # -- accounting and diagnostics --------------------------------------------
+
+    def _usage(self, e: ev.Usage) -> None:
+        if e.turn_id is not None:
+            fold = self._turn(e)
+            fold.update(usage=add_usage(fold.base.usage, e.usage))
+        self._set(usage=add_usage(self._thread.usage, e.usage))
+
+    def _warning(self, e: ev.WarningEvent) -> None:
+        fold = self._turns.get(e.turn_id) if e.turn_id is not None else None
+        if fold is not None and not fold.settled:
+            fold.put(WarningItem(id=f"warning-{e.seq}", code=e.code, message=e.message))
+            return
+        warning = ThreadWarning(seq=e.seq, code=e.code, message=e.message)
+        self._set(warnings=(*self._thread.warnings, warning))
+
+
+def _implicit_item(kind: type[Item], item_id: str, e: ev.EventBase) -> Item:
+    """The in-progress item a delta creates when it arrives before its item."""
+    if kind is ToolCall:
+        assert isinstance(e, ev.ToolCallDelta)
+        return ToolCall(
+            id=item_id, status="in_progress", call_id=e.call_id, arguments=msgspec.Raw(b"{}")
+        )
+    if kind is AssistantReasoning:
+        return AssistantReasoning(id=item_id, status="in_progress")
+    return AssistantText(id=item_id, status="in_progress")
+
+
+_HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
+    ev.ThreadCreated: Projector._thread_created,
+    ev.ThreadUpdated: Projector._thread_updated,
+    ev.ThreadForked: Projector._thread_forked,
+    ev.ThreadRewound: Projector._thread_rewound,
+    ev.ThreadRewindUndone: Projector._thread_rewind_undone,
+    ev.LogRepaired: Projector._log_repaired,
+    ev.TurnStarted: Projector._turn_started,
+    ev.TurnSteered: Projector._turn_steered,
+    ev.PipelineStage: Projector._pipeline_stage,
+    ev.DelegatedRuntime: Projector._delegated_runtime,
+    ev.ToolStormSuppressed: Projector._tool_storm_suppressed,
+    ev.TurnCompleted: Projector._turn_completed,
+    ev.TurnFailed: Projector._turn_failed,
+    ev.TurnAborted: Projector._turn_aborted,
+    ev.ItemCreated: Projector._item,
+    ev.ItemUpdated: Projector._item,
+    ev.ItemCompleted: Projector._item,
+    ev.AssistantTextDelta: Projector._text_delta,
+    ev.AssistantReasoningDelta: Projector._reasoning_delta,
+    ev.ToolCallDelta: Projector._tool_call_delta,
+    ev.ToolCallStarted: Projector._tool_call_started,
+    ev.ToolCallFinished: Projector._tool_call_finished,
+    ev.ApprovalRequested: Projector._approval_requested,
+    ev.ApprovalResolved: Projector._approval_resolved,
+    ev.UserInputRequested: Projector._user_input_requested,
+    ev.UserInputResolved: Projector._user_input_resolved,
+    ev.Usage: Projector._usage,
+    ev.WarningEvent: Projector._warning,
+}
+
+
+def replay(events: Iterable[ev.Event]) -> ThreadState:
+    """The state a log describes."""
+    projector = Projector()
+    projector.apply_all(events)
+    return projector.snapshot()
+
+
+def fold(state: ThreadState, events: Iterable[ev.Event]) -> ThreadState:
+    """``state`` after ``events``: ``fold(replay(a), b) == replay(a + b)``."""
+    projector = Projector(state)
+    projector.apply_all(events)
+    return projector.snapshot()
+
+
+def reduce(state: ThreadState, event: ev.Event) -> ThreadState:
+    """``state`` after one event."""
+    return fold(state, (event,))

@@ -1,0 +1,125 @@
+"""Projections: the immutable snapshots reducers hand to callers.
+
+Everything here is rebuilt from the log. A snapshot holds everything the fold
+needs to continue from it, so ``fold(replay(a), b) == replay(a + b)``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from kun.contracts.items import Item, Severity
+from kun.contracts.threads import ThreadSettings
+from kun.contracts.usage import UsageTotals
+
+TurnStatus = Literal["queued", "running", "completed", "failed", "aborted"]
+TERMINAL_TURN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "aborted"})
+
+
+class TurnError(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    code: str
+    message: str
+    severity: Severity = "error"
+
+
+class TurnState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One turn. ``hidden_by`` is the seq of the rewind that hides it;
+    ``tools_in_flight`` are tool-call item ids that started executing and have
+    not finished (their side effects may exist)."""
+
+    turn_id: str
+    status: TurnStatus
+    started_seq: int
+    started_at: int
+    ended_at: int | None = None
+    provider: str | None = None
+    model: str | None = None
+    disable_user_input: bool = False
+    plan_mode: bool = False
+    items: tuple[Item, ...] = ()
+    usage: UsageTotals = UsageTotals()
+    error: TurnError | None = None
+    stop_reason: str | None = None
+    abort_reason: str | None = None
+    discarded_items: int = 0
+    steered: int = 0
+    storms_suppressed: int = 0
+    last_stage: str | None = None
+    delegated: str | None = None
+    tools_in_flight: tuple[str, ...] = ()
+    hidden_by: int | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.status in TERMINAL_TURN_STATUSES
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+
+class ForkOrigin(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    thread_id: str
+    seq: int
+
+
+class Rewind(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    seq: int
+    before_turn_id: str
+    hidden_turn_ids: tuple[str, ...]
+    undone_at_seq: int | None = None
+
+
+class Repair(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    seq: int
+    dropped_bytes: int
+    line: int
+    reason: str
+
+
+class ThreadWarning(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    seq: int
+    code: str
+    message: str
+
+
+class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A thread as its log says it is, up to ``last_seq``.
+
+    ``turns`` lists every turn in start order, hidden ones included (see
+    ``visible_turns``). ``usage`` counts every model call of the thread,
+    including calls of hidden turns and calls outside any turn: money spent
+    stays spent. ``late_events`` counts events that arrived for a turn or an
+    item already final; they are kept in the log and change nothing.
+    """
+
+    thread_id: str
+    last_seq: int = 0
+    created_at: int | None = None
+    updated_at: int | None = None
+    settings: ThreadSettings = ThreadSettings()
+    turns: tuple[TurnState, ...] = ()
+    usage: UsageTotals = UsageTotals()
+    pending_approvals: tuple[str, ...] = ()
+    pending_user_inputs: tuple[str, ...] = ()
+    warnings: tuple[ThreadWarning, ...] = ()
+    forked_from: ForkOrigin | None = None
+    rewinds: tuple[Rewind, ...] = ()
+    repairs: tuple[Repair, ...] = ()
+    late_events: int = 0
+
+    @property
+    def visible_turns(self) -> tuple[TurnState, ...]:
+        return tuple(t for t in self.turns if t.hidden_by is None)
+
+    @property
+    def status(self) -> str:
+        """``running`` while a turn is open, else the last visible turn's status
+        (``idle`` for a thread with no turn)."""
+        for turn in reversed(self.turns):
+            if not turn.settled:
+                return "running"
+        visible = self.visible_turns
+        return visible[-1].status if visible else "idle"

@@ -1,0 +1,148 @@
+"""The mutable fold of one turn: items, streamed fragments, tools in flight.
+
+Private to the reducer. Deltas are kept as fragment lists and joined only when
+a snapshot is taken or the item is replaced, so a long streamed answer costs
+linear time. A frozen ``TurnState`` is cached until the turn changes again.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from kun.contracts.items import (
+    OPEN_STATUSES,
+    Approval,
+    AssistantReasoning,
+    AssistantText,
+    Item,
+    ItemStatus,
+    ToolCall,
+    ToolResult,
+    UserInput,
+    UserMessage,
+)
+from kun.domain.state import TurnState
+
+_replace = msgspec.structs.replace
+
+
+class TurnFold:
+    __slots__ = ("base", "frozen", "in_flight", "index", "items", "names", "pending")
+
+    def __init__(self, base: TurnState) -> None:
+        self.base = base
+        self.items: list[Item] = list(base.items)
+        self.index: dict[str, int] = {item.id: i for i, item in enumerate(self.items)}
+        self.pending: dict[str, list[str]] = {}
+        self.names: dict[str, list[str]] = {}
+        self.in_flight: list[str] = list(base.tools_in_flight)
+        self.frozen: TurnState | None = base
+
+    @property
+    def settled(self) -> bool:
+        return self.base.settled
+
+    def update(self, **changes: object) -> None:
+        self.base = _replace(self.base, **changes)
+        self.frozen = None
+
+    def get(self, item_id: str) -> Item | None:
+        i = self.index.get(item_id)
+        if i is None:
+            return None
+        if item_id in self.pending or item_id in self.names:
+            return self._materialize(item_id, i)
+        return self.items[i]
+
+    def put(self, item: Item) -> None:
+        """Insert or replace ``item`` whole; fragments streamed for it are dropped."""
+        self.frozen = None
+        self.pending.pop(item.id, None)
+        self.names.pop(item.id, None)
+        i = self.index.get(item.id)
+        if i is None:
+            self.index[item.id] = len(self.items)
+            self.items.append(item)
+        else:
+            self.items[i] = item
+
+    def append_fragment(self, item_id: str, text: str, name: str = "") -> None:
+        self.frozen = None
+        if text:
+            self.pending.setdefault(item_id, []).append(text)
+        if name:
+            self.names.setdefault(item_id, []).append(name)
+
+    def _materialize(self, item_id: str, i: int) -> Item:
+        item = self.items[i]
+        text = "".join(self.pending.pop(item_id, ()))
+        name = "".join(self.names.pop(item_id, ()))
+        if isinstance(item, ToolCall):
+            item = _replace(item, name=item.name + name, arguments_text=item.arguments_text + text)
+        elif isinstance(item, AssistantText | AssistantReasoning):
+            item = _replace(item, text=item.text + text)
+        self.items[i] = item
+        return item
+
+    def freeze(self) -> TurnState:
+        if self.frozen is None:
+            for item_id in list(self.pending) + list(self.names):
+                i = self.index.get(item_id)
+                if i is not None:
+                    self._materialize(item_id, i)
+            self.frozen = _replace(
+                self.base, items=tuple(self.items), tools_in_flight=tuple(self.in_flight)
+            )
+        return self.frozen
+
+    def seal(self, final: str, orphaned: bool) -> tuple[list[str], list[str]]:
+        """Give every open item a final status (SPEC §4 rule 5).
+
+        Pending approvals expire, pending user inputs are cancelled, a tool
+        call without a result is failed (aborted if the turn was), or
+        ``unknown_after_crash`` when it had started and the turn was orphaned;
+        every other open item takes the turn's final status. Returns the ids of
+        the approvals and user inputs that were closed.
+        """
+        self.freeze()
+        answered = {item.call_id for item in self.items if isinstance(item, ToolResult)}
+        closed_approvals: list[str] = []
+        closed_inputs: list[str] = []
+        for i, item in enumerate(self.items):
+            if item.status not in OPEN_STATUSES:
+                continue
+            status: ItemStatus
+            if isinstance(item, Approval):
+                status = "expired"
+                closed_approvals.append(item.id)
+            elif isinstance(item, UserInput):
+                status = "cancelled"
+                closed_inputs.append(item.id)
+            elif isinstance(item, ToolCall) and item.call_id not in answered:
+                if orphaned and item.id in self.in_flight:
+                    status = "unknown_after_crash"
+                else:
+                    status = "aborted" if final == "aborted" else "failed"
+            else:
+                status = _as_item_status(final)
+            self.items[i] = _replace(item, status=status)
+        self.in_flight.clear()
+        self.frozen = None
+        return closed_approvals, closed_inputs
+
+    def discard_generated(self) -> int:
+        """Drop every item but the user's messages; returns how many went."""
+        kept: list[Item] = [item for item in self.items if isinstance(item, UserMessage)]
+        dropped = len(self.items) - len(kept)
+        self.items = kept
+        self.index = {item.id: i for i, item in enumerate(kept)}
+        self.pending.clear()
+        self.names.clear()
+        self.frozen = None
+        return dropped
+
+
+def _as_item_status(turn_status: str) -> ItemStatus:
+    if turn_status == "completed":
+        return "completed"
+    return "aborted" if turn_status == "aborted" else "failed"

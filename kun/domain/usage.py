@@ -1,0 +1,29 @@
+"""Usage arithmetic: adding one call's usage to a total."""
+
+from __future__ import annotations
+
+from kun.contracts.usage import UsageSnapshot, UsageTotals
+
+
+def add_usage(total: UsageTotals, call: UsageSnapshot) -> UsageTotals:
+    """``total`` plus one call. Costs add in log order, so a replay and a
+    fold over the same events give bit-identical floats."""
+    cost = call.cost_usd
+    return UsageTotals(
+        calls=total.calls + 1,
+        prompt_tokens=total.prompt_tokens + call.prompt_tokens,
+        completion_tokens=total.completion_tokens + call.completion_tokens,
+        reasoning_tokens=total.reasoning_tokens + call.reasoning_tokens,
+        cache_hit_tokens=total.cache_hit_tokens + call.cache_hit_tokens,
+        cache_miss_tokens=total.cache_miss_tokens + call.cache_miss_tokens,
+        cache_write_tokens=total.cache_write_tokens + call.cache_write_tokens,
+        cost_usd=total.cost_usd + cost if cost is not None else total.cost_usd,
+        unpriced_calls=total.unpriced_calls + (cost is None),
+    )
+
+
+def sum_usage(calls: list[UsageSnapshot]) -> UsageTotals:
+    total = UsageTotals()
+    for call in calls:
+        total = add_usage(total, call)
+    return total

@@ -1,0 +1,1 @@
+"""Fakes with behaviour for tests, the demo and benchmarks."""
