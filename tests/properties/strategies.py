@@ -37,8 +37,18 @@ class _Sim:
 
 def _in_turn_step(draw: st.DrawFn, sim: _Sim) -> None:
     b = sim.b
-    available = ["text", "text_open", "reasoning", "call", "ask", "usage", "warning", "steer",
-                 "stage", "plan"]
+    available = [
+        "text",
+        "text_open",
+        "reasoning",
+        "call",
+        "ask",
+        "usage",
+        "warning",
+        "steer",
+        "stage",
+        "plan",
+    ]
     if sim.calls:
         available += ["start", "start", "approval"]
     if sim.running:
@@ -56,8 +66,13 @@ def _in_turn_step(draw: st.DrawFn, sim: _Sim) -> None:
         b.reasoning(draw(pieces), complete=draw(st.booleans()))
     elif action == "call":
         args = draw(st.dictionaries(st.sampled_from(["path", "q", "n"]), texts, max_size=2))
-        sim.calls.append(b.tool_call(draw(st.sampled_from(["read", "grep", "bash"])), args,
-                                     fragments=draw(st.integers(1, 3))))
+        sim.calls.append(
+            b.tool_call(
+                draw(st.sampled_from(["read", "grep", "bash"])),
+                args,
+                fragments=draw(st.integers(1, 3)),
+            )
+        )
     elif action == "start" and sim.calls:
         call = sim.calls.pop(draw(st.integers(0, len(sim.calls) - 1)))
         b.start_tool(call)
@@ -75,8 +90,12 @@ def _in_turn_step(draw: st.DrawFn, sim: _Sim) -> None:
     elif action == "answer" and sim.inputs:
         b.answer_user(sim.inputs.pop(0), draw(st.one_of(st.none(), texts)))
     elif action == "usage":
-        b.usage(prompt_tokens=draw(small), completion_tokens=draw(small),
-                cache_hit_tokens=draw(small), cost_usd=draw(costs))
+        b.usage(
+            prompt_tokens=draw(small),
+            completion_tokens=draw(small),
+            cache_hit_tokens=draw(small),
+            cost_usd=draw(costs),
+        )
     elif action == "warning":
         b.warning(draw(st.sampled_from(["output_truncated", "todo_sync_failed"])), draw(texts))
     elif action == "steer":
@@ -88,8 +107,13 @@ def _in_turn_step(draw: st.DrawFn, sim: _Sim) -> None:
         b.item(Plan(id=b.next_id("plan"), markdown=draw(texts)))
     elif action == "storm" and sim.running:
         call = sim.running[-1]
-        b.emit(ev.ToolStormSuppressed, turn_id=b.turn_id, call_id=call.call_id,
-               name=call.name, repeats=3)
+        b.emit(
+            ev.ToolStormSuppressed,
+            turn_id=b.turn_id,
+            call_id=call.call_id,
+            name=call.name,
+            repeats=3,
+        )
 
 
 def _settle(draw: st.DrawFn, sim: _Sim) -> None:

@@ -114,8 +114,9 @@ def test_rewind_shows_the_log_that_never_had_those_turns(
     last = events[-1]
     rewound = [
         *events,
-        ev.ThreadRewound(seq=last.seq + 1, at=last.at, thread_id=last.thread_id,
-                         before_turn_id=target),
+        ev.ThreadRewound(
+            seq=last.seq + 1, at=last.at, thread_id=last.thread_id, before_turn_id=target
+        ),
     ]
     gone_rewinds = {
         e.seq for e in events if isinstance(e, ev.ThreadRewound) and e.before_turn_id in dropped
