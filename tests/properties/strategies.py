@@ -35,85 +35,99 @@ class _Sim:
     rewinds: list[int] = field(default_factory=list)
 
 
+def _text(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.assistant_text(draw(pieces), complete=draw(st.booleans()))
+
+
+def _reasoning(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.reasoning(draw(pieces), complete=draw(st.booleans()))
+
+
+def _call(draw: st.DrawFn, sim: _Sim) -> None:
+    args = draw(st.dictionaries(st.sampled_from(["path", "q", "n"]), texts, max_size=2))
+    name = draw(st.sampled_from(["read", "grep", "bash"]))
+    sim.calls.append(sim.b.tool_call(name, args, fragments=draw(st.integers(1, 3))))
+
+
+def _start(draw: st.DrawFn, sim: _Sim) -> None:
+    call = sim.calls.pop(draw(st.integers(0, len(sim.calls) - 1)))
+    sim.b.start_tool(call)
+    sim.running.append(call)
+
+
+def _finish(draw: st.DrawFn, sim: _Sim) -> None:
+    call = sim.running.pop(draw(st.integers(0, len(sim.running) - 1)))
+    sim.b.finish_tool(call, draw(texts), is_error=draw(st.booleans()))
+
+
+def _approval(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.approvals.append(sim.b.request_approval(sim.calls[-1], draw(texts)))
+
+
+def _resolve(draw: st.DrawFn, sim: _Sim) -> None:
+    decision = draw(st.sampled_from(["approved", "denied", "cancelled"]))
+    sim.b.resolve_approval(sim.approvals.pop(0), decision)
+
+
+def _ask(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.inputs.append(sim.b.ask_user(draw(texts), tuple(draw(st.lists(texts, max_size=2)))))
+
+
+def _answer(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.answer_user(sim.inputs.pop(0), draw(st.one_of(st.none(), texts)))
+
+
+def _usage(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.usage(
+        prompt_tokens=draw(small),
+        completion_tokens=draw(small),
+        cache_hit_tokens=draw(small),
+        cost_usd=draw(costs),
+    )
+
+
+def _warning(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.warning(draw(st.sampled_from(["output_truncated", "todo_sync_failed"])), draw(texts))
+
+
+def _steer(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.steer(draw(texts))
+    sim.b.user_message(draw(texts), steered=True)
+
+
+def _stage(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.stage(draw(st.sampled_from(["setup", "pre_send", "post_send", "response_received"])))
+
+
+def _plan(draw: st.DrawFn, sim: _Sim) -> None:
+    sim.b.item(Plan(id=sim.b.next_id("plan"), markdown=draw(texts)))
+
+
+def _storm(draw: st.DrawFn, sim: _Sim) -> None:
+    call = sim.running[-1]
+    sim.b.emit(
+        ev.ToolStormSuppressed,
+        turn_id=sim.b.turn_id,
+        call_id=call.call_id,
+        name=call.name,
+        repeats=3,
+    )
+
+
+_ALWAYS = [_text, _reasoning, _call, _ask, _usage, _warning, _steer, _stage, _plan]
+
+
 def _in_turn_step(draw: st.DrawFn, sim: _Sim) -> None:
-    b = sim.b
-    available = [
-        "text",
-        "text_open",
-        "reasoning",
-        "call",
-        "ask",
-        "usage",
-        "warning",
-        "steer",
-        "stage",
-        "plan",
-    ]
+    available = list(_ALWAYS)
     if sim.calls:
-        available += ["start", "start", "approval"]
+        available += [_start, _start, _approval]
     if sim.running:
-        available += ["finish", "finish", "storm"]
+        available += [_finish, _finish, _storm]
     if sim.approvals:
-        available += ["resolve"]
+        available.append(_resolve)
     if sim.inputs:
-        available += ["answer"]
-    action = draw(st.sampled_from(available))
-    if action == "text":
-        b.assistant_text(draw(pieces))
-    elif action == "text_open":
-        b.assistant_text(draw(pieces), complete=False)
-    elif action == "reasoning":
-        b.reasoning(draw(pieces), complete=draw(st.booleans()))
-    elif action == "call":
-        args = draw(st.dictionaries(st.sampled_from(["path", "q", "n"]), texts, max_size=2))
-        sim.calls.append(
-            b.tool_call(
-                draw(st.sampled_from(["read", "grep", "bash"])),
-                args,
-                fragments=draw(st.integers(1, 3)),
-            )
-        )
-    elif action == "start" and sim.calls:
-        call = sim.calls.pop(draw(st.integers(0, len(sim.calls) - 1)))
-        b.start_tool(call)
-        sim.running.append(call)
-    elif action == "finish" and sim.running:
-        call = sim.running.pop(draw(st.integers(0, len(sim.running) - 1)))
-        b.finish_tool(call, draw(texts), is_error=draw(st.booleans()))
-    elif action == "approval" and sim.calls:
-        sim.approvals.append(b.request_approval(sim.calls[-1], draw(texts)))
-    elif action == "resolve" and sim.approvals:
-        decision = draw(st.sampled_from(["approved", "denied", "cancelled"]))
-        b.resolve_approval(sim.approvals.pop(0), decision)
-    elif action == "ask":
-        sim.inputs.append(b.ask_user(draw(texts), tuple(draw(st.lists(texts, max_size=2)))))
-    elif action == "answer" and sim.inputs:
-        b.answer_user(sim.inputs.pop(0), draw(st.one_of(st.none(), texts)))
-    elif action == "usage":
-        b.usage(
-            prompt_tokens=draw(small),
-            completion_tokens=draw(small),
-            cache_hit_tokens=draw(small),
-            cost_usd=draw(costs),
-        )
-    elif action == "warning":
-        b.warning(draw(st.sampled_from(["output_truncated", "todo_sync_failed"])), draw(texts))
-    elif action == "steer":
-        b.steer(draw(texts))
-        b.user_message(draw(texts), steered=True)
-    elif action == "stage":
-        b.stage(draw(st.sampled_from(["setup", "pre_send", "post_send", "response_received"])))
-    elif action == "plan":
-        b.item(Plan(id=b.next_id("plan"), markdown=draw(texts)))
-    elif action == "storm" and sim.running:
-        call = sim.running[-1]
-        b.emit(
-            ev.ToolStormSuppressed,
-            turn_id=b.turn_id,
-            call_id=call.call_id,
-            name=call.name,
-            repeats=3,
-        )
+        available.append(_answer)
+    draw(st.sampled_from(available))(draw, sim)
 
 
 def _settle(draw: st.DrawFn, sim: _Sim) -> None:
