@@ -1,0 +1,230 @@
+"""The ``kun`` command line.
+
+Every command takes ``--home`` (default ``$KUN_HOME``, else ``~/.kun``). A
+user mistake or a failure kun can explain is one line on stderr and a
+non-zero exit, never a traceback. Heavy layers (HTTP, server, model) are
+imported inside the commands that need them, so the CLI starts instantly.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from kun.errors import KunError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_FAILURE = 1
+
+
+class _Cli(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KunError as exc:
+            _fail(str(exc))
+        except OSError as exc:
+            _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+        except KeyboardInterrupt:
+            _fail("interrupted", code=130)
+
+
+def _fail(message: str, code: int = EXIT_FAILURE) -> None:
+    click.echo(f"kun: error: {message}", err=True)
+    sys.exit(code)
+
+
+def home_option(func: F) -> F:
+    return click.option(
+        "--home",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="kun home directory (default: $KUN_HOME, else ~/.kun).",
+    )(func)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kun")
+def cli() -> None:
+    """kun: an event-sourced runtime for LLM agents.
+
+    Every change to a thread is an event in its events.jsonl; these commands
+    rebuild what you see from that log.
+    """
+
+
+def _log_of(home: Path | None, thread: str) -> tuple[str, Path]:
+    """A thread id under the home, or a path to an ``events.jsonl`` file."""
+    from kun.store.errors import ThreadNotFound
+    from kun.store.paths import log_path, resolve_home, validate_thread_id
+
+    candidate = Path(thread)
+    if ("/" in thread or thread.endswith(".jsonl")) and candidate.is_file():
+        return thread, candidate
+    thread_id = validate_thread_id(thread)
+    path = log_path(resolve_home(home), thread_id)
+    if not path.is_file():
+        raise ThreadNotFound(thread_id)
+    return thread_id, path
+
+
+def _replay(path: Path, *, until: int | None, strict: bool) -> tuple[Any, Any]:
+    from kun.domain.errors import ProjectionError
+    from kun.domain.reduce import Projector
+    from kun.store.port import ReadReport
+    from kun.store.reader import read_log
+
+    report = ReadReport()
+    projector = Projector()
+    try:
+        events = read_log(path, until=until, mode="strict" if strict else "tolerant", report=report)
+        projector.apply_all(events)
+    except ProjectionError as exc:
+        raise ProjectionError(exc.seq, f"{path}: {exc.reason}") from exc
+    return projector.snapshot(), report
+
+
+def _report_notes(report: Any) -> Iterator[str]:
+    if report.unknown:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(report.unknown_kinds.items()))
+        yield (
+            f"note: skipped {report.unknown} events of kinds this kun does not know ({kinds}); "
+            "the log was written by a newer kun (--strict refuses such logs)"
+        )
+    torn = report.torn_tail
+    if torn is not None:
+        yield (
+            f"note: ignored a torn last line ({torn.size} bytes at line {torn.line}: "
+            f"{torn.reason}); the next write to this thread repairs it"
+        )
+
+
+@cli.command()
+@click.argument("thread")
+@click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON.")
+@click.option(
+    "--until-seq",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Replay only the events up to this seq.",
+)
+@click.option("--strict", is_flag=True, help="Refuse events of unknown kinds.")
+@click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
+@click.option("--hidden", is_flag=True, help="Show turns hidden by a rewind.")
+@home_option
+def replay(
+    thread: str,
+    as_json: bool,
+    until_seq: int | None,
+    strict: bool,
+    reasoning: bool,
+    hidden: bool,
+    home: Path | None,
+) -> None:
+    """Rebuild THREAD from its log and print its transcript.
+
+    THREAD is a thread id, or the path of an events.jsonl file.
+    """
+    import msgspec
+
+    from kun.domain.transcript import render_transcript
+
+    _, path = _log_of(home, thread)
+    state, report = _replay(path, until=until_seq, strict=strict)
+    if as_json:
+        click.echo(msgspec.json.format(msgspec.json.encode(state), indent=2))
+    else:
+        lines = render_transcript(state, show_hidden=hidden, show_reasoning=reasoning)
+        click.echo("\n".join(lines))
+    for note in _report_notes(report):
+        click.echo(note, err=True)
+
+
+@cli.command()
+@click.option("--all", "show_all", is_flag=True, help="Include hidden side threads.")
+@home_option
+def threads(show_all: bool, home: Path | None) -> None:
+    """List threads: id, title, status, turns, last activity, tokens, cost."""
+    from kun.store.paths import log_path, resolve_home, threads_root
+
+    root = resolve_home(home)
+    rows: list[tuple[str, ...]] = []
+    ids = (
+        sorted(p.name for p in threads_root(root).iterdir()) if threads_root(root).is_dir() else []
+    )
+    for thread_id in ids:
+        path = log_path(root, thread_id)
+        if not path.is_file():
+            continue
+        try:
+            state, _ = _replay(path, until=None, strict=False)
+        except KunError as exc:
+            rows.append((thread_id, f"(unreadable: {exc})", "", "", "", "", ""))
+            continue
+        if state.settings.hidden and not show_all:
+            continue
+        usage = state.usage
+        rows.append(
+            (
+                thread_id,
+                state.settings.title,
+                state.status,
+                str(len(state.visible_turns)),
+                _when(state.updated_at),
+                f"{usage.prompt_tokens + usage.completion_tokens:,}",
+                f"${usage.cost_usd:.4f}" + ("+" if usage.unpriced_calls else ""),
+            )
+        )
+    if not rows:
+        click.echo(f"no threads under {root}")
+        return
+    header = ("THREAD", "TITLE", "STATUS", "TURNS", "LAST ACTIVITY", "TOKENS", "COST")
+    click.echo("\n".join(_table([header, *rows])))
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+
+
+@cli.command()
+@click.argument("threads", nargs=-1, required=True)
+@home_option
+def usage(threads: tuple[str, ...], home: Path | None) -> None:
+    """Usage and cost of THREAD, or of two threads side by side with deltas.
+
+    Sums the usage events only, skipping (and counting) lines it cannot read.
+    """
+    from kun.domain.usage_report import render_usage
+    from kun.store.usage_totals import sum_usage_log
+
+    if len(threads) > 2:
+        raise click.UsageError("give one thread, or two to compare")
+    totals = []
+    labels = []
+    for name, thread in zip("AB", threads, strict=False):
+        thread_id, path = _log_of(home, thread)
+        total, skipped = sum_usage_log(path)
+        totals.append(total)
+        labels.append(f"{name}: {thread_id}" if len(threads) == 2 else thread_id)
+        if skipped:
+            click.echo(f"note: {thread_id}: skipped {skipped} unreadable lines", err=True)
+    click.echo("\n".join(render_usage(labels, totals)))
+
+
+def main() -> None:
+    cli(prog_name="kun")

@@ -1,0 +1,191 @@
+"""A thread rendered as the transcript a person wants to read.
+
+Pure: takes a ``ThreadState`` and returns lines. Long tool arguments and
+results are cut to a few lines so a transcript stays skimmable; reasoning is
+folded to a one-line summary unless asked for.
+"""
+
+from __future__ import annotations
+
+from kun.contracts.items import (
+    Approval,
+    AssistantReasoning,
+    AssistantText,
+    Compaction,
+    ErrorItem,
+    Item,
+    Plan,
+    ToolCall,
+    ToolResult,
+    UserInput,
+    UserMessage,
+    WarningItem,
+)
+from kun.contracts.usage import UsageTotals
+from kun.domain.state import ThreadState, TurnState
+
+RESULT_LINES = 6
+LINE_WIDTH = 160
+ARGUMENT_WIDTH = 200
+
+
+def render_transcript(
+    state: ThreadState, *, show_hidden: bool = False, show_reasoning: bool = False
+) -> list[str]:
+    lines = _header(state)
+    for number, turn in enumerate(state.turns, start=1):
+        if turn.hidden_by is not None and not show_hidden:
+            lines.append(f"-- turn {number} · hidden by the rewind at seq {turn.hidden_by} --")
+            continue
+        lines.append("")
+        lines.extend(_turn(number, turn, show_reasoning))
+    for warning in state.warnings:
+        lines.append(f"warning {warning.code}: {warning.message}")
+    lines.append("")
+    lines.append(f"total: {format_usage(state.usage)}")
+    return lines
+
+
+def _header(state: ThreadState) -> list[str]:
+    s = state.settings
+    model = "/".join(p for p in (s.provider, s.model) if p) or "default model"
+    turns = _plural(len(state.turns), "turn")
+    lines = [
+        f"thread {state.thread_id} · {s.title!r} · {state.status} · {turns}",
+        f"workspace {s.workspace or '-'} · {model} · approval {s.approval_policy}",
+    ]
+    if state.forked_from is not None:
+        origin = state.forked_from
+        lines.append(f"forked from {origin.thread_id} at seq {origin.seq}")
+    if s.goal is not None:
+        lines.append(f"goal ({s.goal.status}): {_one_line(s.goal.objective)}")
+    for todo in s.todos:
+        mark = {"completed": "x", "in_progress": "~"}.get(todo.status, " ")
+        lines.append(f"  [{mark}] {_one_line(todo.content)}")
+    for repair in state.repairs:
+        lines.append(
+            f"log repaired at seq {repair.seq}: dropped {repair.dropped_bytes} bytes "
+            f"at line {repair.line} ({repair.reason})"
+        )
+    return lines
+
+
+def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
+    duration = turn.duration_ms
+    took = f" · {duration / 1000:.1f}s" if duration is not None else ""
+    model = f" · {turn.model}" if turn.model else ""
+    lines = [f"== turn {number} · {turn.status}{took}{model} · {turn.turn_id} =="]
+    calls = {i.call_id for i in turn.items if isinstance(i, ToolCall)}
+    attached: dict[str, list[Item]] = {}
+    for item in turn.items:
+        if isinstance(item, ToolResult | Approval) and item.call_id in calls:
+            attached.setdefault(str(item.call_id), []).append(item)
+    for item in turn.items:
+        if isinstance(item, ToolResult | Approval) and item.call_id in calls:
+            continue
+        if isinstance(item, ToolCall):
+            lines.extend(_tool_call(item, attached.get(item.call_id, [])))
+        else:
+            lines.extend(_item(item, show_reasoning))
+    if turn.error is not None:
+        lines.append(f"  failed [{turn.error.code}]: {_one_line(turn.error.message)}")
+    if turn.status == "aborted":
+        dropped = f", {turn.discarded_items} items discarded" if turn.discarded_items else ""
+        lines.append(f"  aborted: {turn.abort_reason}{dropped}")
+    if turn.usage.calls:
+        lines.append(f"  usage: {format_usage(turn.usage)}")
+    return lines
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _item(item: Item, show_reasoning: bool) -> list[str]:
+    status = "" if item.status == "completed" else f" ({item.status})"
+    match item:
+        case UserMessage():
+            who = "user (steering)" if item.steered else "user"
+            return _block(f"  {who} > ", item.text)
+        case AssistantText():
+            return _block(f"  assistant{status} > ", item.text)
+        case AssistantReasoning():
+            if show_reasoning:
+                return _block(f"  thinking{status} > ", item.text)
+            return [f"  thinking{status}: {len(item.text)} chars (folded; --reasoning shows it)"]
+        case ToolCall():
+            return _tool_call(item, [])
+        case ToolResult():
+            return _result(item, "  ")
+        case Approval():
+            reason = f" ({item.reason})" if item.reason else ""
+            return [
+                f"  approval for {item.tool_name}: {_one_line(item.summary)} -> "
+                f"{item.status}{reason}"
+            ]
+        case UserInput():
+            answer = f": {_one_line(item.answer)}" if item.answer is not None else ""
+            return [f"  question: {_one_line(item.question)} -> {item.status}{answer}"]
+        case Plan():
+            return _block("  plan > ", item.markdown)
+        case Compaction():
+            return [f"  compacted {item.replaced_items} items: {_one_line(item.summary)}"]
+        case WarningItem():
+            return [f"  warning {item.code}: {_one_line(item.message)}"]
+        case ErrorItem():
+            return [f"  error {item.code} ({item.severity}): {_one_line(item.message)}"]
+
+
+def _approval(item: Approval) -> str:
+    reason = f" ({item.reason})" if item.reason else ""
+    return f"{_one_line(item.summary)} -> {item.status}{reason}"
+
+
+def _tool_call(call: ToolCall, attached: list[Item]) -> list[str]:
+    arguments = bytes(call.arguments).decode() if call.arguments_text == "" else call.arguments_text
+    mark = {"completed": "ok", "in_progress": "running"}.get(call.status, call.status)
+    for item in attached:
+        if isinstance(item, ToolResult) and item.is_error:
+            mark = f"error{f' [{item.code}]' if item.code else ''}"
+    lines = [f"  tool {call.name}({_cut(_one_line(arguments), ARGUMENT_WIDTH)}) -> {mark}"]
+    for item in attached:
+        if isinstance(item, Approval):
+            lines.append(f"    approval: {_approval(item)}")
+        elif isinstance(item, ToolResult):
+            lines.extend(_result(item, "    "))
+    return lines
+
+
+def _result(result: ToolResult, indent: str) -> list[str]:
+    rows = result.output.split("\n")
+    shown = [f"{indent}| {_cut(row.expandtabs(4), LINE_WIDTH)}" for row in rows[:RESULT_LINES]]
+    if len(rows) > RESULT_LINES:
+        shown.append(f"{indent}| ... ({len(rows) - RESULT_LINES} more lines)")
+    return shown
+
+
+def _block(prefix: str, text: str) -> list[str]:
+    rows = text.split("\n")
+    pad = " " * len(prefix)
+    return [prefix + rows[0], *(pad + row for row in rows[1:])]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def format_usage(usage: UsageTotals) -> str:
+    if usage.calls == 0:
+        return "no model calls"
+    cost = f"${usage.cost_usd:.4f}"
+    if usage.unpriced_calls:
+        cost += f" + {usage.unpriced_calls} unpriced calls"
+    return (
+        f"{usage.calls} calls · prompt {usage.prompt_tokens:,} "
+        f"(cache hit {usage.cache_hit_tokens:,}) · completion {usage.completion_tokens:,} "
+        f"· {cost}"
+    )

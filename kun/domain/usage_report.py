@@ -1,0 +1,54 @@
+"""Usage of one thread, or of two side by side with their difference."""
+
+from __future__ import annotations
+
+from kun.contracts.usage import UsageTotals
+
+_ROWS: tuple[tuple[str, str], ...] = (
+    ("model calls", "calls"),
+    ("prompt tokens", "prompt_tokens"),
+    ("  cache hit", "cache_hit_tokens"),
+    ("  cache miss", "cache_miss_tokens"),
+    ("  cache write", "cache_write_tokens"),
+    ("completion tokens", "completion_tokens"),
+    ("  reasoning", "reasoning_tokens"),
+    ("cost (USD)", "cost_usd"),
+    ("unpriced calls", "unpriced_calls"),
+)
+
+
+def _cell(value: float, is_cost: bool) -> str:
+    return f"{value:.6f}" if is_cost else f"{int(value):,}"
+
+
+def _delta(a: float, b: float, is_cost: bool) -> str:
+    diff = b - a
+    sign = "+" if diff > 0 else ""
+    text = f"{sign}{diff:.6f}" if is_cost else f"{sign}{int(diff):,}"
+    if a:
+        text += f" ({sign}{diff / a * 100:.1f}%)"
+    return text
+
+
+def render_usage(labels: list[str], totals: list[UsageTotals]) -> list[str]:
+    """One column per thread; with two threads a third column shows B - A."""
+    header = ["", *labels] + (["delta (B - A)"] if len(totals) == 2 else [])
+    rows = [header]
+    for title, field in _ROWS:
+        is_cost = field == "cost_usd"
+        values = [float(getattr(t, field)) for t in totals]
+        row = [title, *(_cell(v, is_cost) for v in values)]
+        if len(values) == 2:
+            row.append(_delta(values[0], values[1], is_cost))
+        rows.append(row)
+    rates = [
+        f"{t.cache_hit_tokens / t.prompt_tokens:.1%}" if t.prompt_tokens else "-" for t in totals
+    ]
+    rows.append(["cache hit rate", *rates] + ([""] if len(totals) == 2 else []))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
