@@ -1,0 +1,163 @@
+"""The CLI: readable output, and one clear line plus a non-zero exit on mistakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from kun.cli import cli
+from kun.contracts.events import Event
+from kun.domain.state import ThreadState
+from kun.testing.logbuilder import LogBuilder
+
+GOLDEN = Path(__file__).resolve().parent.parent / "events" / "golden"
+_encoder = msgspec.json.Encoder()
+
+
+def _write(home: Path, events: list[Event]) -> Path:
+    path = home / "threads" / events[0].thread_id / "events.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(_encoder.encode(e) + b"\n" for e in events))
+    return path
+
+
+def _thread(thread_id: str = "t_cli", cost: float = 0.25) -> list[Event]:
+    b = LogBuilder(thread_id)
+    b.create(workspace="/w", title=f"title of {thread_id}")
+    b.start_turn("list the files", model="m1")
+    b.run_tool("list_dir", {"path": "."}, "a.py\nb.py")
+    b.assistant_text(["Two files: ", "a.py and b.py."])
+    b.usage(prompt_tokens=1000, completion_tokens=50, cache_hit_tokens=800, cost_usd=cost)
+    b.complete()
+    return b.events
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_replay_prints_a_readable_transcript(tmp_path: Path) -> None:
+    _write(tmp_path, _thread())
+    code, out, err = _run("replay", "t_cli", "--home", str(tmp_path))
+    assert code == 0, err
+    assert "== turn 1 · completed" in out
+    assert "user > list the files" in out
+    assert "tool list_dir" in out and "| a.py" in out
+    assert "assistant > Two files: a.py and b.py." in out
+    assert "$0.2500" in out
+
+
+def test_replay_json_is_the_projection(tmp_path: Path) -> None:
+    events = _thread()
+    _write(tmp_path, events)
+    code, out, _ = _run("replay", "t_cli", "--json", "--home", str(tmp_path))
+    assert code == 0
+    state = msgspec.json.decode(out, type=ThreadState)
+    assert state.last_seq == events[-1].seq and state.turns[0].status == "completed"
+
+
+def test_replay_until_seq_replays_a_prefix(tmp_path: Path) -> None:
+    _write(tmp_path, _thread())
+    code, out, _ = _run("replay", "t_cli", "--json", "--until-seq", "4", "--home", str(tmp_path))
+    assert code == 0
+    assert json.loads(out)["last_seq"] == 4
+
+
+@pytest.mark.parametrize("golden", sorted(GOLDEN.glob("*.events.jsonl")), ids=lambda p: p.name)
+def test_every_golden_log_replays_to_a_transcript(golden: Path) -> None:
+    code, out, err = _run("replay", str(golden))
+    assert code == 0, err
+    assert out.startswith("thread ") and "total:" in out
+
+
+@pytest.mark.parametrize(
+    ("thread", "message"),
+    [
+        ("../x", "invalid thread id '../x'"),
+        ("a\\b", "invalid thread id"),
+        ("nope", "thread 'nope' not found"),
+    ],
+)
+def test_user_mistakes_are_one_line_and_exit_non_zero(
+    tmp_path: Path, thread: str, message: str
+) -> None:
+    code, out, err = _run("replay", thread, "--home", str(tmp_path))
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("kun: error: ") and message in err
+
+
+def test_a_corrupt_line_in_the_middle_names_file_and_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = b'{"kind": "usage", garbage'
+    path.write_bytes(b"\n".join(lines))
+    code, _, err = _run("replay", "t_cli", "--home", str(tmp_path))
+    assert code == 1
+    assert err.count("\n") == 1 and str(path) in err and "line 4" in err
+
+
+def test_unknown_kinds_are_skipped_with_a_note_unless_strict(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    with path.open("ab") as f:
+        f.write(b'{"kind":"from_the_future","seq":99,"at":1,"thread_id":"t_cli","v":1}\n')
+    code, out, err = _run("replay", "t_cli", "--home", str(tmp_path))
+    assert code == 0 and "turn 1" in out
+    assert "from_the_future x1" in err
+    code, _, err = _run("replay", "t_cli", "--strict", "--home", str(tmp_path))
+    assert code == 1 and "from_the_future" in err and err.count("\n") == 1
+
+
+def test_a_torn_tail_is_ignored_with_a_note(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    with path.open("ab") as f:
+        f.write(b'{"kind":"assistant_text_del')
+    code, out, err = _run("replay", "t_cli", "--home", str(tmp_path))
+    assert code == 0 and "turn 1" in out
+    assert "torn last line" in err
+
+
+def test_threads_lists_every_thread_with_its_totals(tmp_path: Path) -> None:
+    _write(tmp_path, _thread("t_one", cost=0.5))
+    _write(tmp_path, _thread("t_two", cost=1.25))
+    code, out, _ = _run("threads", "--home", str(tmp_path))
+    assert code == 0
+    rows = out.strip().split("\n")
+    assert rows[0].split()[:3] == ["THREAD", "TITLE", "STATUS"]
+    assert rows[1].startswith("t_one") and "title of t_one" in rows[1] and "$0.5000" in rows[1]
+    assert rows[2].startswith("t_two") and "completed" in rows[2] and "$1.2500" in rows[2]
+
+
+def test_threads_on_an_empty_home_says_so(tmp_path: Path) -> None:
+    code, out, _ = _run("threads", "--home", str(tmp_path))
+    assert code == 0 and "no threads under" in out
+
+
+def test_usage_compares_two_threads_and_counts_skipped_lines(tmp_path: Path) -> None:
+    _write(tmp_path, _thread("t_a", cost=0.5))
+    path = _write(tmp_path, _thread("t_b", cost=1.0))
+    with path.open("ab") as f:
+        f.write(b"not json at all\n")
+    code, out, err = _run("usage", "t_a", "t_b", "--home", str(tmp_path))
+    assert code == 0
+    cost = next(line for line in out.split("\n") if line.startswith("cost (USD)"))
+    assert cost.split()[2:] == ["0.500000", "1.000000", "+0.500000", "(+100.0%)"]
+    assert "skipped 1 unreadable lines" in err
+
+
+def test_the_console_script_runs_as_a_module(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kun", "replay", "nope", "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr == "kun: error: thread 'nope' not found\n"
