@@ -23,6 +23,8 @@ def _cell(value: float, is_cost: bool) -> str:
 
 def _delta(a: float, b: float, is_cost: bool) -> str:
     diff = b - a
+    if diff == 0:
+        return "0"
     sign = "+" if diff > 0 else ""
     text = f"{sign}{diff:.6f}" if is_cost else f"{sign}{int(diff):,}"
     if a:
