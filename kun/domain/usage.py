@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from kun.contracts.usage import UsageSnapshot, UsageTotals
 
+COST_DIGITS = 10
+"""Decimal places kept in summed costs: a ten-billionth of a dollar."""
+
 
 def add_usage(total: UsageTotals, call: UsageSnapshot) -> UsageTotals:
-    """``total`` plus one call. Costs add in log order, so a replay and a
-    fold over the same events give bit-identical floats."""
+    """``total`` plus one call. Costs add in log order and are rounded to
+    ``COST_DIGITS`` decimal places after each addition, so a replay and a fold
+    over the same events give identical totals without float noise
+    (0.1 + 0.2 is 0.3 here)."""
     cost = call.cost_usd
     return UsageTotals(
         calls=total.calls + 1,
@@ -17,7 +22,7 @@ def add_usage(total: UsageTotals, call: UsageSnapshot) -> UsageTotals:
         cache_hit_tokens=total.cache_hit_tokens + call.cache_hit_tokens,
         cache_miss_tokens=total.cache_miss_tokens + call.cache_miss_tokens,
         cache_write_tokens=total.cache_write_tokens + call.cache_write_tokens,
-        cost_usd=total.cost_usd + cost if cost is not None else total.cost_usd,
+        cost_usd=round(total.cost_usd + cost, COST_DIGITS) if cost is not None else total.cost_usd,
         unpriced_calls=total.unpriced_calls + (cost is None),
     )
 
