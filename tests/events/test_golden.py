@@ -20,6 +20,7 @@ from kun.domain.reduce import replay
 from kun.domain.state import ThreadState
 from kun.domain.tags import event_kind
 from kun.domain.upcast import CURRENT_VERSION, upcast
+from kun.testing.golden_threads import THREADS
 from tests.events.scripts import load_script
 
 make_golden = load_script("make_golden")
@@ -28,7 +29,7 @@ GOLDEN = make_golden.GOLDEN_DIR
 LOG_SUFFIX: str = make_golden.LOG_SUFFIX
 EXPECTED_SUFFIX: str = make_golden.EXPECTED_SUFFIX
 LOGS = sorted(GOLDEN.glob(f"*{LOG_SUFFIX}"))
-SCRIPTED = sorted(make_golden.THREADS)
+SCRIPTED = sorted(THREADS)
 REGENERATE = f"`{make_golden.COMMAND}`"
 
 _decoder = msgspec.json.Decoder(Event)
@@ -127,9 +128,9 @@ def test_golden_files_are_what_the_generator_writes() -> None:
         if current != data:
             stale.append(f"{name}:\n{_diff(current, data, name)[:4000]}")
     assert not stale, (
-        f"events/golden/ differs from the scripts in tools/make_golden.py. Released logs are "
-        f"frozen: freeze them under a versioned name first (events/CHANGELOG.md), then run "
-        f"{REGENERATE}; use --force only for logs never released.\n" + "\n".join(stale)
+        "events/golden/ differs from the scripts in kun/testing/golden_threads.py. Released "
+        "logs are frozen: freeze them under a versioned name first (events/CHANGELOG.md), then "
+        f"run {REGENERATE}; use --force only for logs never released.\n" + "\n".join(stale)
     )
 
 

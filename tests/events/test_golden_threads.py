@@ -18,6 +18,7 @@ from kun.domain.reduce import replay
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.tags import item_type
 from kun.domain.usage import sum_usage
+from kun.testing.golden_threads import THREADS
 from tests.events.scripts import load_script
 
 make_golden = load_script("make_golden")
@@ -55,7 +56,7 @@ def test_multi_step_tools_persists_a_parallel_batch_in_call_order() -> None:
 
 
 def test_usage_totals_are_the_sum_of_usage_events() -> None:
-    for name in make_golden.THREADS:
+    for name in THREADS:
         usages = [e.usage for e in _events(name) if isinstance(e, ev.Usage)]
         state = _state(name)
         assert state.usage.calls == len(usages), name

@@ -12,6 +12,7 @@ import pytest
 
 from kun.contracts.events import EVENT_TYPES, KINDS, EventBase
 from kun.domain.upcast import CURRENT_VERSION
+from kun.testing.golden_threads import THREADS
 from tests.events.scripts import load_script
 
 make_schema = load_script("make_schema")
@@ -65,7 +66,7 @@ def test_structs_write_their_kinds_current_version(event_type: type[EventBase]) 
     assert v.default == CURRENT_VERSION[str(event_type.__struct_config__.tag)]
 
 
-@pytest.mark.parametrize("name", sorted(make_golden.THREADS))
+@pytest.mark.parametrize("name", sorted(THREADS))
 def test_every_line_of_a_current_golden_log_validates(
     validator: jsonschema.Draft202012Validator, name: str
 ) -> None:
