@@ -226,5 +226,29 @@ def usage(threads: tuple[str, ...], home: Path | None) -> None:
     click.echo("\n".join(render_usage(labels, totals)))
 
 
+@cli.command()
+@home_option
+def demo(home: Path | None) -> None:
+    """Write a recorded multi-step, tool-using thread through the log store and
+    replay it (into a fresh temporary home unless --home is given)."""
+    import tempfile
+    import time
+
+    from kun.demo import run_demo
+    from kun.domain.transcript import render_transcript
+    from kun.store.paths import resolve_home
+
+    root = resolve_home(home) if home is not None else Path(tempfile.mkdtemp(prefix="kun-demo-"))
+    run = run_demo(root, int(time.time() * 1000))
+    state, _ = _replay(run.path, until=None, strict=True)
+    click.echo("\n".join(render_transcript(state)))
+    click.echo("")
+    click.echo(
+        f"wrote {run.events} events to {run.path} "
+        f"({run.durable} fsynced as appended, {run.events - run.durable} group-committed)"
+    )
+    click.echo(f"replay it: kun replay {run.thread_id} --home {root}")
+
+
 def main() -> None:
     cli(prog_name="kun")

@@ -161,3 +161,17 @@ def test_the_console_script_runs_as_a_module(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr == "kun: error: thread 'nope' not found\n"
+
+
+def test_demo_writes_a_thread_that_replays_to_the_same_transcript(tmp_path: Path) -> None:
+    code, out, err = _run("demo", "--home", str(tmp_path))
+    assert code == 0, err
+    hint = out.strip().split("\n")[-1]
+    assert hint.startswith("replay it: kun replay thr_")
+    thread_id = hint.split()[4]
+    code, replayed, _ = _run("replay", thread_id, "--home", str(tmp_path))
+    assert code == 0
+    assert out.startswith(replayed.rstrip("\n"))
+    assert "tool grep" in replayed and "approval: " in replayed
+    code, listing, _ = _run("threads", "--home", str(tmp_path))
+    assert thread_id in listing and "completed" in listing
