@@ -56,13 +56,26 @@ class Projector:
     """A running fold over one thread's events.
 
     ``apply`` validates an event before changing anything, so an event that
-    raises ``ProjectionError`` leaves the fold as it was.
+    raises ``ProjectionError`` leaves the fold as it was. Thread-level fields
+    live in plain attributes and become a ``ThreadState`` only in
+    ``snapshot``: a million-event replay must not build a million snapshots.
     """
 
     def __init__(self, state: ThreadState | None = None) -> None:
         state = state if state is not None else ThreadState(thread_id="")
         self._state = state
-        self._thread = state
+        self._dirty = False
+        self._thread_id = state.thread_id
+        self._last_seq = state.last_seq
+        self._created_at = state.created_at
+        self._updated_at = state.updated_at
+        self._settings = state.settings
+        self._usage_total = state.usage
+        self._warnings = list(state.warnings)
+        self._forked_from = state.forked_from
+        self._rewinds = list(state.rewinds)
+        self._repairs = list(state.repairs)
+        self._late_events = state.late_events
         self._turns: dict[str, TurnFold] = {t.turn_id: TurnFold(t) for t in state.turns}
         self._approvals: dict[str, str] = {}
         self._inputs: dict[str, str] = {}
@@ -72,48 +85,77 @@ class Projector:
                     self._approvals[item.id] = fold.base.turn_id
                 elif item.status == "pending" and isinstance(item, UserInput):
                     self._inputs[item.id] = fold.base.turn_id
-        self._dirty = False
 
     def apply(self, event: ev.Event) -> None:
-        thread = self._thread
-        if event.seq <= thread.last_seq:
-            raise ProjectionError(
-                event.seq, f"seq {event.seq} is not after the last seq {thread.last_seq}"
-            )
-        if thread.thread_id and event.thread_id != thread.thread_id:
-            raise ProjectionError(
-                event.seq,
-                f"event of thread {event.thread_id!r} in thread {thread.thread_id!r}",
-            )
-        _HANDLERS[type(event)](self, event)
-        changes: dict[str, object] = {"last_seq": event.seq, "updated_at": event.at}
-        if not thread.thread_id:
-            changes["thread_id"] = event.thread_id
-        self._thread = _replace(self._thread, **changes)
-        self._dirty = True
+        self.apply_all((event,))
 
     def apply_all(self, events: Iterable[ev.Event]) -> None:
-        for event in events:
-            self.apply(event)
+        handlers = _HANDLERS
+        turns = self._turns
+        text_delta = ev.AssistantTextDelta
+        last_seq = self._last_seq
+        last_at = self._updated_at
+        thread_id = self._thread_id
+        try:
+            for event in events:
+                seq = event.seq
+                if seq <= last_seq:
+                    raise ProjectionError(seq, f"seq {seq} is not after the last seq {last_seq}")
+                if event.thread_id != thread_id:
+                    if thread_id:
+                        raise ProjectionError(
+                            seq, f"event of thread {event.thread_id!r} in thread {thread_id!r}"
+                        )
+                    thread_id = self._thread_id = event.thread_id
+                cls = type(event)
+                if cls is text_delta:
+                    # The hot path, half of a log: a fragment for an open text
+                    # item that already has fragments (so the turn's cached
+                    # snapshot is already invalid: freeze() empties ``pending``).
+                    fold = turns.get(event.turn_id)  # type: ignore[arg-type]
+                    if fold is not None and fold.open:
+                        frags = fold.pending.get(event.item_id)  # type: ignore[union-attr]
+                        if frags is not None and frags.kind is AssistantText:
+                            frags.parts.append(event.text)  # type: ignore[union-attr]
+                            last_seq = seq
+                            last_at = event.at
+                            continue
+                handlers[cls](self, event)
+                last_seq = seq
+                last_at = event.at
+        finally:
+            if last_seq != self._last_seq:
+                self._last_seq = last_seq
+                self._updated_at = last_at
+                self._dirty = True
+            elif not last_seq:
+                self._thread_id = ""
 
     def snapshot(self) -> ThreadState:
         if self._dirty:
-            self._state = _replace(
-                self._thread,
+            self._state = ThreadState(
+                thread_id=self._thread_id,
+                last_seq=self._last_seq,
+                created_at=self._created_at,
+                updated_at=self._updated_at,
+                settings=self._settings,
                 turns=tuple(fold.freeze() for fold in self._turns.values()),
+                usage=self._usage_total,
                 pending_approvals=tuple(self._approvals),
                 pending_user_inputs=tuple(self._inputs),
+                warnings=tuple(self._warnings),
+                forked_from=self._forked_from,
+                rewinds=tuple(self._rewinds),
+                repairs=tuple(self._repairs),
+                late_events=self._late_events,
             )
             self._dirty = False
         return self._state
 
     # -- helpers ---------------------------------------------------------------
 
-    def _set(self, **changes: object) -> None:
-        self._thread = _replace(self._thread, **changes)
-
     def _late(self) -> None:
-        self._set(late_events=self._thread.late_events + 1)
+        self._late_events += 1
 
     def _turn(self, event: ev.EventBase) -> TurnFold:
         if event.turn_id is None:
@@ -125,7 +167,7 @@ class Projector:
 
     def _open_turn(self, event: ev.EventBase) -> TurnFold | None:
         fold = self._turn(event)
-        if fold.settled:
+        if not fold.open:
             self._late()
             return None
         return fold
@@ -133,9 +175,10 @@ class Projector:
     # -- thread ----------------------------------------------------------------
 
     def _thread_created(self, e: ev.ThreadCreated) -> None:
-        if self._thread.created_at is not None:
+        if self._created_at is not None:
             raise ProjectionError(e.seq, "thread_created after the thread was created")
-        self._set(settings=e.settings, created_at=e.at)
+        self._settings = e.settings
+        self._created_at = e.at
 
     def _thread_updated(self, e: ev.ThreadUpdated) -> None:
         changes = {
@@ -143,13 +186,13 @@ class Projector:
             for name in _SETTING_FIELDS
             if (value := getattr(e, name)) is not msgspec.UNSET
         }
-        self._set(settings=_replace(self._thread.settings, **changes))
+        self._settings = _replace(self._settings, **changes)
 
     def _thread_forked(self, e: ev.ThreadForked) -> None:
         for fold in self._turns.values():
             if not fold.settled:
                 self._settle(fold, e, "aborted", abort_reason="forked")
-        self._set(forked_from=ForkOrigin(thread_id=e.source_thread_id, seq=e.source_seq))
+        self._forked_from = ForkOrigin(thread_id=e.source_thread_id, seq=e.source_seq)
 
     def _thread_rewound(self, e: ev.ThreadRewound) -> None:
         folds = list(self._turns.values())
@@ -162,10 +205,10 @@ class Projector:
                 fold.update(hidden_by=e.seq)
                 hidden.append(fold.base.turn_id)
         rewind = Rewind(seq=e.seq, before_turn_id=e.before_turn_id, hidden_turn_ids=tuple(hidden))
-        self._set(rewinds=(*self._thread.rewinds, rewind))
+        self._rewinds.append(rewind)
 
     def _thread_rewind_undone(self, e: ev.ThreadRewindUndone) -> None:
-        rewinds = list(self._thread.rewinds)
+        rewinds = self._rewinds
         i = next((i for i, r in enumerate(rewinds) if r.seq == e.rewind_seq), None)
         if i is None:
             raise ProjectionError(e.seq, f"no rewind at seq {e.rewind_seq} to undo")
@@ -176,11 +219,10 @@ class Projector:
             if fold.base.hidden_by == e.rewind_seq:
                 fold.update(hidden_by=None)
         rewinds[i] = _replace(rewinds[i], undone_at_seq=e.seq)
-        self._set(rewinds=tuple(rewinds))
 
     def _log_repaired(self, e: ev.LogRepaired) -> None:
         repair = Repair(seq=e.seq, dropped_bytes=e.dropped_bytes, line=e.line, reason=e.reason)
-        self._set(repairs=(*self._thread.repairs, repair))
+        self._repairs.append(repair)
 
     # -- turn lifecycle --------------------------------------------------------
 
@@ -267,22 +309,37 @@ class Projector:
     # -- items -----------------------------------------------------------------
 
     def _item(self, e: ev.ItemCreated | ev.ItemUpdated | ev.ItemCompleted) -> None:
-        fold = self._open_turn(e)
+        fold = self._turns.get(e.turn_id) if e.turn_id is not None else None
         if fold is None:
-            return
-        current = fold.get(e.item.id)
-        if current is not None and current.status not in OPEN_STATUSES:
+            fold = self._turn(e)
+        if not fold.open:
             self._late()
             return
-        if current is not None and type(current) is not type(e.item):
+        item = e.item
+        item_id = item.id
+        fold.frozen = None
+        i = fold.index.get(item_id)
+        if i is None:
+            fold.index[item_id] = len(fold.items)
+            fold.items.append(item)
+            return
+        current = fold.items[i]
+        if current.status not in OPEN_STATUSES:
+            self._late()
+            return
+        if type(current) is not type(item):
             raise ProjectionError(
                 e.seq,
-                f"item {e.item.id!r} changes type from {item_type(current)} to {item_type(e.item)}",
+                f"item {item_id!r} changes type from {item_type(current)} to {item_type(item)}",
             )
-        fold.put(e.item)
-        if isinstance(e.item, ToolCall) and e.item.status not in OPEN_STATUSES:
-            if e.item.id in fold.in_flight:
-                fold.in_flight.remove(e.item.id)
+        fold.pending.pop(item_id, None)
+        fold.items[i] = item
+        if (
+            type(item) is ToolCall
+            and item.status not in OPEN_STATUSES
+            and item_id in fold.in_flight
+        ):
+            fold.in_flight.remove(item_id)
 
     def _delta(
         self, e: ev.EventBase, item_id: str, kind: type[Item], text: str, name: str = ""
@@ -290,19 +347,29 @@ class Projector:
         fold = self._open_turn(e)
         if fold is None:
             return
-        i = fold.index.get(item_id)
-        if i is None:
-            fold.put(_implicit_item(kind, item_id, e))
-        else:
-            item = fold.items[i]
-            if type(item) is not kind:
-                raise ProjectionError(
-                    e.seq, f"{type(e).__name__} for item {item_id!r} of type {item_type(item)}"
-                )
-            if item.status not in OPEN_STATUSES:
-                self._late()
-                return
-        fold.append_fragment(item_id, text, name)
+        frags = fold.pending.get(item_id)
+        if frags is None:
+            i = fold.index.get(item_id)
+            if i is None:
+                fold.put(_implicit_item(kind, item_id, e))
+            else:
+                item = fold.items[i]
+                if type(item) is not kind:
+                    raise ProjectionError(
+                        e.seq, f"{type(e).__name__} for item {item_id!r} of type {item_type(item)}"
+                    )
+                if item.status not in OPEN_STATUSES:
+                    self._late()
+                    return
+            frags = fold.fragments(item_id, kind)
+        elif frags.kind is not kind:
+            raise ProjectionError(
+                e.seq, f"{type(e).__name__} for item {item_id!r} of type {frags.kind.__name__}"
+            )
+        fold.frozen = None
+        frags.parts.append(text)
+        if name:
+            frags.names.append(name)
 
     def _text_delta(self, e: ev.AssistantTextDelta) -> None:
         self._delta(e, e.item_id, AssistantText, e.text)
@@ -311,6 +378,14 @@ class Projector:
         self._delta(e, e.item_id, AssistantReasoning, e.text)
 
     def _tool_call_delta(self, e: ev.ToolCallDelta) -> None:
+        fold = self._turns.get(e.turn_id)  # type: ignore[arg-type]
+        if fold is not None and fold.open:
+            frags = fold.pending.get(e.item_id)
+            if frags is not None and frags.kind is ToolCall:
+                frags.parts.append(e.arguments)
+                if e.name:
+                    frags.names.append(e.name)
+                return
         self._delta(e, e.item_id, ToolCall, e.arguments, e.name)
 
     def _tool_call_started(self, e: ev.ToolCallStarted) -> None:
@@ -394,15 +469,15 @@ class Projector:
         if e.turn_id is not None:
             fold = self._turn(e)
             fold.update(usage=add_usage(fold.base.usage, e.usage))
-        self._set(usage=add_usage(self._thread.usage, e.usage))
+        self._usage_total = add_usage(self._usage_total, e.usage)
 
     def _warning(self, e: ev.WarningEvent) -> None:
         fold = self._turns.get(e.turn_id) if e.turn_id is not None else None
-        if fold is not None and not fold.settled:
+        if fold is not None and fold.open:
             fold.put(WarningItem(id=f"warning-{e.seq}", code=e.code, message=e.message))
             return
         warning = ThreadWarning(seq=e.seq, code=e.code, message=e.message)
-        self._set(warnings=(*self._thread.warnings, warning))
+        self._warnings.append(warning)
 
 
 def _implicit_item(kind: type[Item], item_id: str, e: ev.EventBase) -> Item:

@@ -26,31 +26,45 @@ from kun.domain.state import TurnState
 _replace = msgspec.structs.replace
 
 
+class Fragments:
+    """Text streamed for one open item and not yet folded into it. It exists
+    only while its item is open and of type ``kind``; ``parts`` holds text or a
+    tool call's argument fragments, ``names`` a tool call's name fragments."""
+
+    __slots__ = ("kind", "names", "parts")
+
+    def __init__(self, kind: type[Item]) -> None:
+        self.kind = kind
+        self.parts: list[str] = []
+        self.names: list[str] = []
+
+
 class TurnFold:
-    __slots__ = ("base", "frozen", "in_flight", "index", "items", "names", "pending")
+    __slots__ = ("base", "frozen", "in_flight", "index", "items", "open", "pending")
 
     def __init__(self, base: TurnState) -> None:
         self.base = base
+        self.open = not base.settled
         self.items: list[Item] = list(base.items)
         self.index: dict[str, int] = {item.id: i for i, item in enumerate(self.items)}
-        self.pending: dict[str, list[str]] = {}
-        self.names: dict[str, list[str]] = {}
+        self.pending: dict[str, Fragments] = {}
         self.in_flight: list[str] = list(base.tools_in_flight)
         self.frozen: TurnState | None = base
 
     @property
     def settled(self) -> bool:
-        return self.base.settled
+        return not self.open
 
     def update(self, **changes: object) -> None:
         self.base = _replace(self.base, **changes)
+        self.open = not self.base.settled
         self.frozen = None
 
     def get(self, item_id: str) -> Item | None:
         i = self.index.get(item_id)
         if i is None:
             return None
-        if item_id in self.pending or item_id in self.names:
+        if item_id in self.pending:
             return self._materialize(item_id, i)
         return self.items[i]
 
@@ -58,7 +72,6 @@ class TurnFold:
         """Insert or replace ``item`` whole; fragments streamed for it are dropped."""
         self.frozen = None
         self.pending.pop(item.id, None)
-        self.names.pop(item.id, None)
         i = self.index.get(item.id)
         if i is None:
             self.index[item.id] = len(self.items)
@@ -66,19 +79,21 @@ class TurnFold:
         else:
             self.items[i] = item
 
-    def append_fragment(self, item_id: str, text: str, name: str = "") -> None:
+    def fragments(self, item_id: str, kind: type[Item]) -> Fragments:
+        """The fragments of the open item ``item_id`` (of type ``kind``)."""
         self.frozen = None
-        if text:
-            self.pending.setdefault(item_id, []).append(text)
-        if name:
-            self.names.setdefault(item_id, []).append(name)
+        frags = self.pending.get(item_id)
+        if frags is None:
+            frags = self.pending[item_id] = Fragments(kind)
+        return frags
 
     def _materialize(self, item_id: str, i: int) -> Item:
         item = self.items[i]
-        text = "".join(self.pending.pop(item_id, ()))
-        name = "".join(self.names.pop(item_id, ()))
+        frags = self.pending.pop(item_id)
+        text = "".join(frags.parts)
         if isinstance(item, ToolCall):
-            item = _replace(item, name=item.name + name, arguments_text=item.arguments_text + text)
+            name = item.name + "".join(frags.names)
+            item = _replace(item, name=name, arguments_text=item.arguments_text + text)
         elif isinstance(item, AssistantText | AssistantReasoning):
             item = _replace(item, text=item.text + text)
         self.items[i] = item
@@ -86,10 +101,8 @@ class TurnFold:
 
     def freeze(self) -> TurnState:
         if self.frozen is None:
-            for item_id in list(self.pending) + list(self.names):
-                i = self.index.get(item_id)
-                if i is not None:
-                    self._materialize(item_id, i)
+            for item_id in list(self.pending):
+                self._materialize(item_id, self.index[item_id])
             self.frozen = _replace(
                 self.base, items=tuple(self.items), tools_in_flight=tuple(self.in_flight)
             )
@@ -104,13 +117,14 @@ class TurnFold:
         every other open item takes the turn's final status. Returns the ids of
         the approvals and user inputs that were closed.
         """
-        self.freeze()
-        answered = {item.call_id for item in self.items if isinstance(item, ToolResult)}
+        for item_id in list(self.pending):
+            self._materialize(item_id, self.index[item_id])
+        open_items = [i for i, item in enumerate(self.items) if item.status in OPEN_STATUSES]
+        answered: set[str] | None = None
         closed_approvals: list[str] = []
         closed_inputs: list[str] = []
-        for i, item in enumerate(self.items):
-            if item.status not in OPEN_STATUSES:
-                continue
+        for i in open_items:
+            item = self.items[i]
             status: ItemStatus
             if isinstance(item, Approval):
                 status = "expired"
@@ -118,8 +132,12 @@ class TurnFold:
             elif isinstance(item, UserInput):
                 status = "cancelled"
                 closed_inputs.append(item.id)
-            elif isinstance(item, ToolCall) and item.call_id not in answered:
-                if orphaned and item.id in self.in_flight:
+            elif isinstance(item, ToolCall):
+                if answered is None:
+                    answered = {r.call_id for r in self.items if isinstance(r, ToolResult)}
+                if item.call_id in answered:
+                    status = _as_item_status(final)
+                elif orphaned and item.id in self.in_flight:
                     status = "unknown_after_crash"
                 else:
                     status = "aborted" if final == "aborted" else "failed"
@@ -137,7 +155,6 @@ class TurnFold:
         self.items = kept
         self.index = {item.id: i for i, item in enumerate(kept)}
         self.pending.clear()
-        self.names.clear()
         self.frozen = None
         return dropped
 
