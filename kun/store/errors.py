@@ -1,0 +1,146 @@
+"""Errors raised by the event store.
+
+::
+
+    KunError
+    ├── UserMistake
+    │   ├── InvalidThreadId     a thread id that may not touch the filesystem
+    │   └── ThreadNotFound      reading a thread that has no log
+    └── RuntimeFailure
+        ├── SeqConflict         append's expected last seq is not the log's
+        ├── InvalidSequence     a batch not numbered expected+1, +2, ... or for
+        │                       another thread
+        ├── ThreadLocked        another writer (process or store) owns the thread
+        ├── LogWriteFailed      the OS refused a write or fsync; the writer was
+        │                       closed and reopens (and re-checks the log) on the
+        │                       next append
+        ├── StoreClosed         the store was used after ``aclose``
+        └── CorruptLog          a bad line where a good one must be
+            └── UnknownEventKind  strict replay met a kind this version does not
+                                  know (a log written by a newer kun)
+
+Every error carries its facts as attributes; callers classify by type and read
+the attributes, never the message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kun.errors import RuntimeFailure, UserMistake
+
+__all__ = [
+    "CorruptLog",
+    "InvalidSequence",
+    "InvalidThreadId",
+    "LogWriteFailed",
+    "SeqConflict",
+    "StoreClosed",
+    "ThreadLocked",
+    "ThreadNotFound",
+    "UnknownEventKind",
+]
+
+
+class InvalidThreadId(UserMistake):
+    """Raised before a thread id reaches the filesystem when it breaks a rule."""
+
+    def __init__(self, thread_id: object, rule: str) -> None:
+        self.thread_id = thread_id
+        self.rule = rule
+        super().__init__(f"invalid thread id {thread_id!r}: {rule}")
+
+
+class ThreadNotFound(UserMistake):
+    """Raised by ``read`` for a thread with no log."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(f"thread {thread_id!r} not found")
+
+
+class SeqConflict(RuntimeFailure):
+    """Raised by ``append`` when ``expected_seq`` is not the log's last seq:
+    someone else appended first. Re-read the last seq and retry."""
+
+    def __init__(self, thread_id: str, expected: int, actual: int) -> None:
+        self.thread_id = thread_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"thread {thread_id!r}: append expected last seq {expected}, "
+            f"but the log's last seq is {actual}"
+        )
+
+
+class InvalidSequence(RuntimeFailure):
+    """Raised by ``append`` for a batch that is not numbered consecutively from
+    ``expected_seq + 1`` or carries another thread's id. Nothing is written."""
+
+    def __init__(self, thread_id: str, index: int, reason: str) -> None:
+        self.thread_id = thread_id
+        self.index = index
+        self.reason = reason
+        super().__init__(f"thread {thread_id!r}: event {index} of the batch: {reason}")
+
+
+class ThreadLocked(RuntimeFailure):
+    """Raised when another writer holds the thread's lock file."""
+
+    def __init__(self, thread_id: str, lock_path: Path, holder_pid: int | None) -> None:
+        self.thread_id = thread_id
+        self.lock_path = lock_path
+        self.holder_pid = holder_pid
+        holder = "an unknown process" if holder_pid is None else f"process {holder_pid}"
+        super().__init__(
+            f"thread {thread_id!r} is being written by {holder} "
+            f"(lock file {lock_path}); only one writer per thread is allowed"
+        )
+
+
+class LogWriteFailed(RuntimeFailure):
+    """Raised when writing or fsyncing the log fails. The events of the failed
+    append may or may not be in the log: the next append reopens the writer,
+    which re-reads the tail, so a retry sees either ``SeqConflict`` (they are
+    there) or success."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: write failed: {reason}")
+
+
+class StoreClosed(RuntimeFailure):
+    """Raised by ``append`` and ``claim`` after the store was closed."""
+
+    def __init__(self) -> None:
+        super().__init__("the event store is closed")
+
+
+class CorruptLog(RuntimeFailure):
+    """A line that must be a good event is not (a torn *last* line is not an
+    error: readers report it, the writer repairs it).
+
+    ``line`` is 1-based; ``last_good_seq`` is the seq of the last event decoded
+    before the bad line (0 if none), so the log can be cut there by hand.
+    """
+
+    def __init__(self, path: Path, line: int, last_good_seq: int, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.last_good_seq = last_good_seq
+        self.reason = reason
+        super().__init__(f"{path}: line {line}: {reason} (last good seq {last_good_seq})")
+
+
+class UnknownEventKind(CorruptLog):
+    """Strict replay met a kind this version of kun does not know."""
+
+    def __init__(self, path: Path, line: int, last_good_seq: int, kind: str) -> None:
+        self.kind = kind
+        super().__init__(
+            path,
+            line,
+            last_good_seq,
+            f"unknown event kind {kind!r} (written by a newer kun? replay in tolerant mode)",
+        )

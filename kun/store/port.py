@@ -1,0 +1,159 @@
+"""The storage port: one append-only log of events per thread.
+
+Every backend (the JSONL files of :mod:`kun.store.jsonl`, the in-memory fake of
+:mod:`kun.store.memory`, a database later) honours the contract written on
+:class:`EventStore`, and one contract test suite runs against each of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Literal, Protocol, Self
+
+import msgspec
+
+from kun.contracts.events import Event
+
+__all__ = ["EventStore", "ReadMode", "ReadReport", "TornTail"]
+
+ReadMode = Literal["strict", "tolerant", "skip_bad"]
+"""How a reader treats lines it cannot turn into events.
+
+``strict``: an unknown kind raises ``UnknownEventKind``; a bad line raises
+``CorruptLog``. The runtime's mode when it must trust what it rebuilds.
+``tolerant``: unknown kinds (a log from a newer kun) are skipped and counted;
+bad lines still raise. Replay for display.
+``skip_bad``: unknown kinds and bad lines are skipped and counted. For tools
+such as transcript-diff that must say how much they could not read.
+
+In every mode a torn *last* line (no trailing newline, or not JSON) is not an
+error: it is what a crash mid-append leaves, and it is reported in
+:attr:`ReadReport.torn_tail`.
+"""
+
+
+class TornTail(msgspec.Struct, frozen=True, kw_only=True):
+    """The torn last line of a log: what a crash in the middle of an append
+    leaves. ``line`` is 1-based, ``offset`` the byte where it starts,
+    ``size`` its length in bytes (newline included, if it had one)."""
+
+    line: int
+    offset: int
+    size: int
+    reason: str
+    preview: str
+
+
+class ReadReport(msgspec.Struct, kw_only=True):
+    """What a read met, filled in as the read goes; pass one in to see it.
+
+    ``lines`` counts non-blank lines read (a log kun wrote holds one event per
+    line); ``events`` the events handed to the caller; ``unknown_kinds`` the
+    lines skipped per unknown kind; ``skipped_bad`` the bad lines skipped in
+    ``skip_bad`` mode; ``last_seq`` the seq of the last event decoded.
+    Counts add up if one report is passed to several reads.
+    """
+
+    lines: int = 0
+    events: int = 0
+    unknown_kinds: dict[str, int] = msgspec.field(default_factory=dict)
+    skipped_bad: int = 0
+    last_seq: int = 0
+    torn_tail: TornTail | None = None
+
+    @property
+    def unknown(self) -> int:
+        """Lines skipped because their kind is unknown."""
+        return sum(self.unknown_kinds.values())
+
+
+class EventStore(Protocol):
+    """An append-only, per-thread log of events.
+
+    Threads are named by validated ids (``InvalidThreadId`` otherwise). A
+    thread's events carry ``seq`` 1, 2, 3, ... with no gaps, assigned by the
+    thread's single writer, which calls ``append`` with the seq it expects the
+    log to end at (optimistic concurrency). A store is used from one event loop;
+    it is an async context manager that calls :meth:`aclose` on exit.
+    """
+
+    async def append(self, thread_id: str, events: Sequence[Event], *, expected_seq: int) -> int:
+        """Append ``events`` after ``expected_seq``; return the new last seq.
+
+        The events must already carry ``seq = expected_seq + 1, + 2, ...`` and
+        ``thread_id``. Raises ``SeqConflict`` if the log's last seq is not
+        ``expected_seq`` (re-read it with :meth:`last_seq` and retry),
+        ``InvalidSequence`` if the batch is misnumbered or for another thread
+        (nothing is written), ``ThreadLocked`` if another writer owns the
+        thread, ``LogWriteFailed`` if the OS refused the write or the fsync
+        (the events may or may not be in the log). When it returns, the
+        events are visible to readers and, unless every event in the batch is
+        a delta or pipeline stage, durable. An empty batch checks
+        ``expected_seq`` and writes nothing.
+
+        A batch is all-or-nothing for other appenders and for errors raised
+        before writing. A crash in the middle of an append can leave whole
+        lines of a prefix of the batch (never a partial line, once the writer
+        has repaired the tail): callers must not assume a batch they were not
+        told about is absent.
+        """
+        ...
+
+    async def claim(self, thread_id: str) -> int:
+        """Become the thread's writer now, creating the thread if it has no
+        log, and return its last seq. A backend with a lock takes it here
+        (``ThreadLocked``) and repairs a torn tail, which appends a
+        ``log_repaired`` event. ``append`` claims implicitly; claim first to
+        fail early and to learn the seq a repair may have moved."""
+        ...
+
+    def read(
+        self,
+        thread_id: str,
+        *,
+        after: int = 0,
+        until: int | None = None,
+        mode: ReadMode = "strict",
+        report: ReadReport | None = None,
+    ) -> Iterator[Event]:
+        """Stream the thread's events with ``after < seq <= until`` in order.
+
+        Blocking IO, streaming: memory stays bounded whatever the log's size.
+        Raises ``ThreadNotFound`` at once for a thread with no log; ``mode``
+        decides what a bad or unknown line does (see :data:`ReadMode`).
+        Events appended while the iterator runs may or may not be seen.
+        """
+        ...
+
+    async def last_seq(self, thread_id: str) -> int:
+        """The seq of the thread's last event; 0 for a thread with no events.
+        For a thread no one has claimed this is a snapshot: claiming may
+        repair a torn tail and move it, so appenders retry on ``SeqConflict``."""
+        ...
+
+    def exists(self, thread_id: str) -> bool:
+        """Whether the thread has a log (possibly empty)."""
+        ...
+
+    def list_threads(self) -> list[str]:
+        """The ids of every thread with a log, sorted."""
+        ...
+
+    async def sync(self, thread_id: str) -> None:
+        """Make every event appended to the thread so far durable."""
+        ...
+
+    async def aclose(self) -> None:
+        """Sync every thread, release every lock. Reading still works;
+        ``append`` and ``claim`` raise ``StoreClosed``. Idempotent."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

@@ -1,0 +1,257 @@
+"""Streaming replay of one ``events.jsonl``.
+
+The file is read in 1 MiB chunks and split on ``b"\\n"`` only (never
+``splitlines``: U+2028 and friends are legal inside JSON strings). Complete
+lines are decoded in sub-blocks of about 64 KiB, each a zero-copy view of the
+chunk, with one ``Decoder.decode_lines`` call (a sub-block is small enough
+for its events to stay in cache while the caller consumes them); a
+sub-block that fails is decoded again line by line to find the culprit.
+Memory is bounded by the chunk size and the longest line, never by the file:
+no decoded event keeps a reference to a chunk (see
+:func:`kun.store.codec.decode_block`).
+
+Line numbers are not tracked on the hot path: when an error or a torn tail
+needs one, it is counted from the file (a rare, one-off cost).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from itertools import chain
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from kun.contracts.events import Event
+from kun.store.codec import (
+    NotJson,
+    UnknownKind,
+    WrongShape,
+    decode_block,
+    decode_line,
+    preview,
+    stale_types,
+)
+from kun.store.errors import CorruptLog, UnknownEventKind
+from kun.store.port import ReadMode, ReadReport, TornTail
+
+__all__ = ["CHUNK_SIZE", "SUB_BLOCK_SIZE", "count_lines", "read_log"]
+
+CHUNK_SIZE = 1 << 20
+SUB_BLOCK_SIZE = 1 << 16
+_JSON_SPACE = b" \t\r"
+
+
+def read_log(
+    path: Path,
+    *,
+    after: int = 0,
+    until: int | None = None,
+    mode: ReadMode = "strict",
+    report: ReadReport | None = None,
+) -> Iterator[Event]:
+    """Stream the events of the log at ``path`` with ``after < seq <= until``.
+
+    Reading stops at the first event past ``until``. Bad lines, unknown kinds
+    and a torn last line are handled per ``mode`` (see ``ReadMode``); what was
+    skipped or torn is recorded in ``report``. The file is opened when
+    iteration starts and closed when it ends or the iterator is dropped.
+    """
+    if mode not in ("strict", "tolerant", "skip_bad"):
+        raise ValueError(f"unknown read mode {mode!r}")
+    reader = _LogReader(path, after, until, mode, ReadReport() if report is None else report)
+    return chain.from_iterable(reader.blocks())
+
+
+def count_lines(fd: int, end: int) -> int:
+    """Number of ``\\n`` in the first ``end`` bytes of the file open as ``fd``."""
+    count = 0
+    offset = 0
+    while offset < end:
+        data = os.pread(fd, min(CHUNK_SIZE, end - offset), offset)
+        if not data:
+            break
+        count += data.count(b"\n")
+        offset += len(data)
+    return count
+
+
+class _Line(NamedTuple):
+    offset: int
+    data: bytes
+    reason: str
+
+
+class _LogReader:
+    __slots__ = ("_fd", "_tail", "after", "mode", "path", "report", "until")
+
+    def __init__(
+        self, path: Path, after: int, until: int | None, mode: ReadMode, report: ReadReport
+    ) -> None:
+        self.path = path
+        self.after = after
+        self.until = until
+        self.mode = mode
+        self.report = report
+        self._fd = -1
+        self._tail: tuple[int, bytes] = (0, b"")
+
+    def blocks(self) -> Iterator[list[Event]]:
+        """The events of the log, a sub-block at a time (``chain`` flattens
+        them in C, which is measurably cheaper per event than resuming a
+        generator for each)."""
+        report = self.report
+        windowed = bool(self.after) or self.until is not None
+        stale = stale_types()
+        deferred: _Line | None = None
+        with open(self.path, "rb", buffering=0) as file:
+            self._fd = file.fileno()
+            for data, cut, base in self._chunks(file):
+                if deferred is not None:
+                    self._bad(deferred)
+                    deferred = None
+                view = memoryview(data)
+                start = 0
+                while start < cut:
+                    end = data.rfind(b"\n", start, start + SUB_BLOCK_SIZE) + 1
+                    if end <= start:
+                        end = data.find(b"\n", start) + 1
+                    events = decode_block(view[start:end], stale)
+                    error = None
+                    if events is None:
+                        final = end == len(data)
+                        block = data[start:end]
+                        events, deferred, error = self._slow(block, base + start, final)
+                    elif events:
+                        report.lines += len(events)
+                        report.last_seq = events[-1].seq
+                    start = end
+                    if events:
+                        stop = False
+                        if windowed:
+                            events, stop = self._window(events)
+                        report.events += len(events)
+                        yield events
+                        if stop:
+                            return
+                    if error is not None:
+                        raise error
+            self._finish(deferred)
+
+    def _chunks(self, file: BinaryIO) -> Iterator[tuple[bytes, int, int]]:
+        """Yield ``(data, cut, offset)``: ``data[:cut]`` are complete lines,
+        ``data[cut:]`` the start of the next one, ``offset`` where ``data``
+        starts in the file. A line longer than a chunk is gathered in pieces
+        and joined once. Leaves what follows the last newline in
+        ``self._tail``."""
+        pieces: list[bytes] = []
+        carried = 0
+        position = 0
+        while data := file.read(CHUNK_SIZE):
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                pieces.append(data)
+                carried += len(data)
+                continue
+            if pieces:
+                pieces.append(data)
+                data = b"".join(pieces)
+                cut += carried
+            yield data, cut, position
+            position += cut
+            pieces = [data[cut:]] if cut < len(data) else []
+            carried = len(data) - cut
+        self._tail = (position, b"".join(pieces))
+
+    def _window(self, events: list[Event]) -> tuple[list[Event], bool]:
+        """Keep ``after < seq <= until``; true when reading should stop."""
+        after, until = self.after, self.until
+        if events[0].seq <= after:
+            events = [e for e in events if e.seq > after]
+        if until is not None and events and events[-1].seq > until:
+            return [e for e in events if e.seq <= until], True
+        return events, False
+
+    def _finish(self, deferred: _Line | None) -> None:
+        """Judge what the end of the file holds: a torn tail, or a bad line."""
+        position, tail = self._tail
+        if deferred is not None:
+            if tail:
+                self._bad(deferred)
+            else:
+                reason = f"last line is not valid JSON: {deferred.reason}"
+                self._torn(deferred.offset, deferred.data + b"\n", reason)
+        if tail:
+            self._torn(position, tail, "last line has no trailing newline")
+
+    def _slow(
+        self, block: bytes, offset: int, final: bool
+    ) -> tuple[list[Event], _Line | None, CorruptLog | None]:
+        """Decode ``block`` line by line, up to the first line that must
+        raise (returned, to be raised once the events before it are
+        yielded). A last line of the file that is not JSON may be a torn
+        tail: it comes back deferred, to be judged once it is known whether
+        anything follows it."""
+        report = self.report
+        lines = block.split(b"\n")
+        lines.pop()
+        last = len(lines) - 1
+        events: list[Event] = []
+        for index, line in enumerate(lines):
+            if line.strip(_JSON_SPACE):
+                error = None
+                try:
+                    event = decode_line(line)
+                except NotJson as exc:
+                    bad = _Line(offset, line, exc.reason)
+                    if final and index == last:
+                        return events, bad, None
+                    error = self._bad(bad, raise_=False)
+                except WrongShape as exc:
+                    error = self._bad(_Line(offset, line, exc.reason), raise_=False)
+                except UnknownKind as exc:
+                    error = self._unknown(offset, exc.kind)
+                else:
+                    report.lines += 1
+                    report.last_seq = event.seq
+                    events.append(event)
+                if error is not None:
+                    return events, None, error
+            offset += len(line) + 1
+        return events, None, None
+
+    def _bad(self, line: _Line, raise_: bool = True) -> CorruptLog | None:
+        """Count a bad line in ``skip_bad`` mode; else the ``CorruptLog`` for
+        it, raised unless ``raise_`` is false."""
+        if self.mode == "skip_bad":
+            self.report.lines += 1
+            self.report.skipped_bad += 1
+            return None
+        error = CorruptLog(
+            self.path,
+            self._line_at(line.offset),
+            self.report.last_seq,
+            f"{line.reason}; the line starts {preview(line.data)!r}",
+        )
+        if raise_:
+            raise error
+        return error
+
+    def _unknown(self, offset: int, kind: str) -> CorruptLog | None:
+        if self.mode == "strict":
+            return UnknownEventKind(self.path, self._line_at(offset), self.report.last_seq, kind)
+        self.report.lines += 1
+        self.report.unknown_kinds[kind] = self.report.unknown_kinds.get(kind, 0) + 1
+        return None
+
+    def _torn(self, offset: int, data: bytes, reason: str) -> None:
+        self.report.torn_tail = TornTail(
+            line=self._line_at(offset),
+            offset=offset,
+            size=len(data),
+            reason=reason,
+            preview=preview(data),
+        )
+
+    def _line_at(self, offset: int) -> int:
+        return count_lines(self._fd, offset) + 1
