@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 from kun.contracts import events as ev
 from kun.contracts.items import ToolCall, ToolResult
@@ -26,16 +26,8 @@ _PRICES: dict[str, tuple[str, float, float, float, float]] = {
     "claude-haiku-4-5": ("anthropic", 1.0, 5.0, 0.10, 1.25),
     "gpt-5": ("openai", 1.25, 10.0, 0.125, 0.0),
 }
-_TURN_STAGES = (
-    "setup",
-    "pre_start",
-    "post_start",
-    "input_received",
-    "input_cached",
-    "input_routed",
-    "input_compressed",
-    "input_remembered",
-)
+_TURN_STAGES = get_args(ev.PipelineStageName)[:8]
+"""The stages before the first request is sent: setup … input_remembered."""
 
 
 def epoch_ms(year: int, month: int, day: int, hour: int, minute: int, second: int) -> int:
