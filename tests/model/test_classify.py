@@ -238,3 +238,15 @@ def test_error_fields() -> None:
     )
     assert message == "m"
     assert codes == ("c1", "t1")
+
+
+def test_rw12_deepseek_missing_reasoning_content_is_a_final_400_quoting_the_provider() -> None:
+    text = "The `reasoning_content` in the thinking mode must be passed back to the API."
+    error = classify_response(
+        400,
+        body(error={"message": text, "type": "invalid_request_error", "code": "invalid_request"}),
+        url="https://api.deepseek.com/chat/completions",
+    )
+    assert type(error) is APIStatusError
+    assert error.status_code == 400 and not error.is_retryable
+    assert "reasoning_content" in str(error)

@@ -48,7 +48,7 @@ DOWN = {"error": {"message": "Service Unavailable", "type": "server_error"}}
         ),
     ],
 )
-async def test_context_overflow_in_an_http_body(fmt: str, status: int, body: object) -> None:
+async def test_rw20_context_overflow_in_an_http_body(fmt: str, status: int, body: object) -> None:
     script = Script(json_answer(status, body))
     last = error(await collect(client(script, fmt)))  # type: ignore[arg-type]
     assert script.posts == 1
@@ -56,7 +56,7 @@ async def test_context_overflow_in_an_http_body(fmt: str, status: int, body: obj
     assert isinstance(error_from_chunk(last), APIContextOverflowError)
 
 
-async def test_context_overflow_in_a_stream_error_event_after_text() -> None:
+async def test_rw20_context_overflow_in_a_stream_error_event_after_text() -> None:
     chunks = await collect(client(Script(sse(fixture("cc_error_frame.sse")))))
     assert text(chunks) == "Partial"
     last = error(chunks)
@@ -64,7 +64,7 @@ async def test_context_overflow_in_a_stream_error_event_after_text() -> None:
     assert "requested about 1200000 tokens" in last.message
 
 
-async def test_context_overflow_in_a_responses_error_event() -> None:
+async def test_rw20_context_overflow_in_a_responses_error_event() -> None:
     script = Script(sse(fixture("resp_error_event.sse")))
     last = error(await collect(client(script, "responses")))
     assert script.posts == 1

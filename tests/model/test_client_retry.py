@@ -75,7 +75,7 @@ async def test_backoff_jitter_only_shortens_the_wait() -> None:
         assert 2.0 ** (attempt - 1) * 0.5 <= delay <= 2.0 ** (attempt - 1)
 
 
-async def test_quota_exhausted_429_is_not_retried() -> None:
+async def test_rw19_quota_exhausted_429_is_not_retried() -> None:
     sleeps = Sleeps()
     body = {
         "error": {
@@ -93,7 +93,7 @@ async def test_quota_exhausted_429_is_not_retried() -> None:
     assert isinstance(error_from_chunk(last), APIProviderQuotaExhaustedError)
 
 
-async def test_retry_after_above_the_cap_fails_at_once_saying_when() -> None:
+async def test_rw19_retry_after_above_the_cap_fails_at_once_saying_when() -> None:
     sleeps = Sleeps()
     headers = {"retry-after": "1209600", "date": DATE}
     script = Script(json_answer(429, RATE_LIMITED, headers))
@@ -113,7 +113,7 @@ async def test_retry_after_above_the_cap_fails_at_once_saying_when() -> None:
         (422, b'{"detail":[{"loc":["body","include_usage"],"msg":"extra fields"}]}'),
     ],
 )
-async def test_stream_options_rejected_resend_once_and_remember(
+async def test_rw11_stream_options_rejected_resend_once_and_remember(
     status: int, complaint: bytes
 ) -> None:
     sleeps = Sleeps()
@@ -145,7 +145,7 @@ async def test_an_unrelated_400_is_not_resent() -> None:
     assert "bad temperature" in last.message
 
 
-async def test_overloaded_event_before_any_text_is_retried() -> None:
+async def test_rw14_overloaded_event_before_any_text_is_retried() -> None:
     sleeps = Sleeps()
     script = Script(sse(fixture("msg_rw14_overloaded_error.sse")), sse(fixture("msg_text.sse")))
     chunks = await collect(client(script, "messages", sleep=sleeps))
