@@ -81,11 +81,16 @@ class ToolCall(ItemBase, tag="tool_call", frozen=True, kw_only=True):
 
 
 class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
+    """A call's output. ``attachments`` are files the tool produced for the
+    model to see (a screenshot, an image it read), sent as images to models
+    that take them."""
+
     call_id: str
     name: str = ""
     output: str = ""
     is_error: bool = False
     code: str | None = None
+    attachments: tuple[Attachment, ...] = ()
 
 
 class Approval(ItemBase, tag="approval", frozen=True, kw_only=True):

@@ -75,10 +75,11 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Everything one model call needs, in layers, so the adapter can place
     each where the provider's prefix cache is best served.
 
-    Order on the wire: ``system_prompt`` (byte-stable), ``mode_instruction``,
-    ``prefix`` + ``history``, then ``context_instructions`` (they change every
-    turn, so they come after the history, never before it), with
-    ``attachments`` on the last user message.
+    Order on the wire: ``system_prompt`` (byte-stable), ``persona`` (the
+    thread's own instruction), ``mode_instruction``, ``prefix`` + ``history``,
+    then ``context_instructions`` (they change every turn, so they come after
+    the history, never before it), with ``attachments`` on the last user
+    message.
 
     ``reasoning_effort`` is an open string: ``off``, ``on`` or any level the
     model declares; ``None`` leaves the provider's default. Abort is not a
@@ -86,6 +87,7 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """
 
     system_prompt: str = ""
+    persona: str | None = None
     mode_instruction: str | None = None
     prefix: tuple[Item, ...] = ()
     history: tuple[Item, ...] = ()

@@ -3,11 +3,15 @@
 ::
 
     UserMistake (kun.errors)
-    └── EndpointConfigError         the configured endpoint cannot work: a custom
-                                    endpoint whose path does not name its wire
-                                    format, a base URL that is not http(s).
-                                    Raised when the client is built, before
-                                    anything is sent.
+    ├── EndpointConfigError         the configured endpoint cannot work: a custom
+    │                               endpoint whose path does not name its wire
+    │                               format, a base URL that is not http(s).
+    │                               Raised when the client is built, before
+    │                               anything is sent.
+    └── AttachmentTooLarge          an attachment a model cannot take as an
+                                    image is over the size limit of the
+                                    base64 text fallback. Raised while the
+                                    request is built, before anything is sent.
 
     RuntimeFailure (kun.errors)
     └── ChatProviderError           a model provider failed us     provider_error
@@ -66,6 +70,7 @@ __all__ = [
     "APIRequestTooLargeError",
     "APIStatusError",
     "APITimeoutError",
+    "AttachmentTooLarge",
     "ChatProviderError",
     "EndpointConfigError",
     "StreamIdleTimeout",
@@ -80,6 +85,11 @@ RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 409, 429, 500, 502, 503, 50
 class EndpointConfigError(UserMistake):
     """The endpoint configuration cannot produce a working URL; the message
     quotes what is accepted."""
+
+
+class AttachmentTooLarge(UserMistake):
+    """An attachment is too large to send as text; the message names the file,
+    its size and the limit, and says how to get past it."""
 
 
 class ChatProviderError(RuntimeFailure):

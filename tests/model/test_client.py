@@ -8,6 +8,7 @@ from contextlib import aclosing
 import httpx
 import pytest
 
+from kun.contracts.capabilities import ModelCapabilities
 from kun.contracts.model import (
     ErrorChunk,
     ModelRequest,
@@ -18,6 +19,7 @@ from kun.model.client import HttpModelClient
 from kun.model.errors import EndpointConfigError
 from kun.model.port import ModelClient
 from kun.model.reading import CallStats
+from kun.model.request_codec import RequestCodec, codec_for
 
 from .fake_http import (
     REQUEST,
@@ -32,6 +34,16 @@ from .fake_http import (
 from .support import Run, fixture, stop_reason, text
 
 pytestmark = pytest.mark.anyio
+
+
+def reasoning_codec() -> RequestCodec:
+    """A chat completions codec for a model that takes ``reasoning_effort``
+    (the default codec knows nothing of the model and sends no reasoning)."""
+    capabilities = ModelCapabilities(
+        known=True, reasoning=True, reasoning_protocol="openai-responses"
+    )
+    return codec_for("chat_completions", capabilities=capabilities)
+
 
 PLAIN = [
     ("chat_completions", "cc_plain_text.sse", "https://api.example.test/v1/chat/completions"),
@@ -119,7 +131,7 @@ async def test_non_streaming_call() -> None:
 
 async def test_clones_share_the_transport_and_change_only_their_setting() -> None:
     script = Script(sse(fixture("cc_plain_text.sse")))
-    base = client(script)
+    base = client(script, codec=reasoning_codec())
     thinking = base.with_thinking("high")
     capped = thinking.with_max_completion_tokens(512)
     assert thinking.http is base.http
@@ -137,7 +149,8 @@ async def test_clones_share_the_transport_and_change_only_their_setting() -> Non
 
 async def test_request_settings_win_over_the_clients() -> None:
     script = Script(sse(fixture("cc_plain_text.sse")))
-    model = client(script).with_thinking("low").with_max_completion_tokens(100)
+    model = client(script, codec=reasoning_codec())
+    model = model.with_thinking("low").with_max_completion_tokens(100)
     await collect(model, ModelRequest(reasoning_effort="high", max_tokens=7))
     assert script.bodies[0]["reasoning_effort"] == "high"
     assert script.bodies[0]["max_tokens"] == 7

@@ -1,5 +1,6 @@
-"""The seed request codecs: what each wire format's body holds for a
-text-only history."""
+"""The request codecs as the client uses them: what each wire format's body
+holds for a text-only history (the call without a result is dropped). The
+full matrix is in ``tests/model/request/``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from kun.contracts.capabilities import ModelCapabilities
 from kun.contracts.items import AssistantText, ToolCall, UserMessage
 from kun.contracts.model import ModelRequest, ToolSpec
 from kun.model.request_codec import (
@@ -47,8 +49,12 @@ def encode(codec: Any, **kwargs: Any) -> dict[str, Any]:
     return decoded
 
 
+OPENAI_REASONING = ModelCapabilities(known=True, reasoning_protocol="openai-responses")
+
+
 def test_chat_completions() -> None:
-    body = encode(ChatCompletionsCodec(), max_tokens=100, reasoning_effort="high")
+    codec = ChatCompletionsCodec(OPENAI_REASONING)
+    body = encode(codec, max_tokens=100, reasoning_effort="high")
     assert [(m["role"], m["content"]) for m in body["messages"]] == [
         ("system", "You are kun."),
         ("system", "Plan first."),
@@ -68,7 +74,7 @@ def test_chat_completions() -> None:
 
 
 def test_chat_completions_without_stream_has_no_stream_options() -> None:
-    body = encode(ChatCompletionsCodec(), stream=False, reasoning_effort="off")
+    body = encode(ChatCompletionsCodec(OPENAI_REASONING), stream=False, reasoning_effort="off")
     assert body["stream"] is False
     assert "stream_options" not in body
     assert "reasoning_effort" not in body
@@ -83,7 +89,7 @@ def test_tool_schema_bytes_are_sent_verbatim() -> None:
 
 
 def test_responses() -> None:
-    body = encode(ResponsesCodec(), max_tokens=50, reasoning_effort="low")
+    body = encode(ResponsesCodec(OPENAI_REASONING), max_tokens=50, reasoning_effort="low")
     assert body["instructions"] == "You are kun.\n\nPlan first."
     assert body["input"][-1] == {"role": "developer", "content": "Today is Monday."}
     assert [i["role"] for i in body["input"]] == ["user", "user", "assistant", "user", "developer"]
@@ -98,12 +104,14 @@ def test_messages() -> None:
     body = encode(MessagesCodec())
     assert body["system"] == [
         {"type": "text", "text": "You are kun."},
-        {"type": "text", "text": "Plan first."},
+        {"type": "text", "text": "Plan first.", "cache_control": {"type": "ephemeral"}},
     ]
     assert body["max_tokens"] == ANTHROPIC_DEFAULT_MAX_TOKENS
     last = body["messages"][-1]
     assert last["role"] == "user"
     assert [b["text"] for b in last["content"]] == ["Thanks.", "Today is Monday."]
+    assert "cache_control" in last["content"][0]
+    assert "cache_control" not in last["content"][1]
     assert body["tools"][0]["input_schema"]["required"] == ["path"]
     assert "stream_options" not in body
     assert "thinking" not in encode(MessagesCodec(), reasoning_effort="high")
@@ -118,6 +126,7 @@ def test_messages_context_after_an_assistant_turn_opens_a_user_turn() -> None:
         request, model="m", stream=False, max_tokens=10, reasoning_effort=None
     )
     assert body["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "ctx"}]}
+    assert body["messages"][-2]["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert body["max_tokens"] == 10
 
 

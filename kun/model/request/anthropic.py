@@ -1,0 +1,239 @@
+"""The Anthropic Messages body (also DeepSeek's and other ``/anthropic`` relays).
+
+``{model, max_tokens, stream, thinking?, tools?, system?, messages}`` with
+``messages`` last.
+
+* ``system``: the leading system messages as text blocks. A system message
+  that appears after the conversation started (the context instructions) is
+  appended as a text block to the user turn at the end — a new user turn if
+  the conversation ends with the assistant.
+* Roles alternate, starting with ``user``: consecutive messages of one role
+  are merged into one turn, and a conversation that would start with the
+  assistant gets a one-line user turn first.
+* The ``tool_result`` blocks answering one assistant turn are grouped in ONE
+  user turn, first in it (DeepSeek's ``/anthropic`` refuses results split
+  over several user messages, Anthropic wants them before any text); images
+  of tool outputs follow them there as sibling ``image`` blocks, each group
+  introduced by a line naming its call; then any user text.
+* Thinking: with thinking on (:func:`~.reasoning.anthropic_thinking`),
+  assistant turns carry their signed ``thinking`` blocks (unsigned reasoning
+  from other providers cannot be verified and is dropped; with DeepSeek's
+  protocol every reasoning block goes back, signed or not). Anthropic insists
+  that the assistant's final turn — every assistant message since the last
+  user turn that is not only tool results — starts with a thinking block
+  when it is using tools: when it does not (its reasoning came from another
+  model, or was lost), the request is sent with thinking off rather than
+  refused. With thinking off no thinking block is sent, and a thinking block
+  is never the last block of an assistant message.
+* Cache: three ``cache_control`` breakpoints — the last system block, and
+  the last cacheable block (not thinking, not the per-request context text)
+  of the last two turns that have one. :func:`cache_breakpoints` counts every
+  breakpoint (tools, system, messages); the body never carries more than 4.
+* ``max_tokens`` is required: the caller's, else 8192, or 32768 with thinking.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from kun.contracts.model import ModelRequest
+from kun.model.request.base import BaseCodec, split_leading_system
+from kun.model.request.chat_completions import tool_images_intro
+from kun.model.request.images import Image
+from kun.model.request.messages import (
+    Assistant,
+    Call,
+    Message,
+    Reasoning,
+    System,
+    Text,
+    ToolOutput,
+    User,
+)
+from kun.model.request.reasoning import anthropic_thinking
+
+__all__ = ["CACHE_BREAKPOINT_LIMIT", "FIRST_USER_TURN", "MessagesCodec", "cache_breakpoints"]
+
+CACHE_BREAKPOINT_LIMIT = 4
+FIRST_USER_TURN = "(earlier conversation omitted)"
+"""The user turn put before a conversation that starts with the assistant."""
+
+_EPHEMERAL = {"type": "ephemeral"}
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+ThinkingBlocks = Literal["none", "signed", "all"]
+
+
+class _Turn:
+    __slots__ = ("blocks", "role", "volatile")
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.blocks: list[dict[str, Any]] = []
+        self.volatile = 0
+        """How many trailing blocks are per-request text (never cached)."""
+
+
+class MessagesCodec(BaseCodec):
+    """Encodes a request as an Anthropic Messages body (see the module docstring)."""
+
+    def encode(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> dict[str, Any]:
+        plan = anthropic_thinking(
+            self.capabilities, reasoning_effort, self.endpoint_url, max_tokens
+        )
+        system, rest = split_leading_system(self.messages(request))
+        mode: ThinkingBlocks = "none"
+        if plan.enabled:
+            deepseek = self.capabilities.reasoning_protocol == "deepseek-chat-completions"
+            mode = "all" if deepseek else "signed"
+        turns = _build_turns(rest, mode)
+        thinking = plan.thinking
+        if mode == "signed" and not _final_turn_thinks_first(turns):
+            turns, thinking = _build_turns(rest, "none"), None
+        body: dict[str, Any] = {"model": model, "max_tokens": plan.max_tokens, "stream": stream}
+        if thinking is not None:
+            body["thinking"] = thinking
+        if request.tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.parameters,
+                }
+                for tool in request.tools
+            ]
+        if system:
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text} for text in system]
+            blocks[-1]["cache_control"] = dict(_EPHEMERAL)
+            body["system"] = blocks
+        _mark_last_turns(turns, CACHE_BREAKPOINT_LIMIT - cache_breakpoints(body))
+        body["messages"] = [{"role": turn.role, "content": turn.blocks} for turn in turns]
+        return body
+
+
+def _build_turns(messages: list[Message], thinking: ThinkingBlocks) -> list[_Turn]:
+    """Alternating turns of ``messages`` (leading system messages removed)."""
+    turns: list[_Turn] = []
+    images: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]], volatile: bool = False) -> None:
+        if not blocks:
+            return
+        if not turns or turns[-1].role != role:
+            turns.append(_Turn(role))
+        turn = turns[-1]
+        turn.blocks += blocks
+        turn.volatile = turn.volatile + len(blocks) if volatile else 0
+
+    for message in messages:
+        if images and not isinstance(message, ToolOutput):
+            add("user", images)
+            images = []
+        if isinstance(message, System):
+            add("user", [{"type": "text", "text": message.text}], volatile=True)
+        elif isinstance(message, User):
+            add("user", [_part(part) for part in message.content])
+        elif isinstance(message, Assistant):
+            add("assistant", _assistant(message, thinking))
+        else:
+            add("user", [_tool_result(message)])
+            if message.images:
+                images.append({"type": "text", "text": tool_images_intro(message)})
+                images += (_image(image) for image in message.images)
+    add("user", images)
+    for turn in turns:
+        while turn.role == "assistant" and turn.blocks and turn.blocks[-1]["type"] in _THINKING:
+            turn.blocks.pop()
+    if turns and turns[0].role == "assistant":
+        first = _Turn("user")
+        first.blocks.append({"type": "text", "text": FIRST_USER_TURN})
+        turns.insert(0, first)
+    return turns
+
+
+def cache_breakpoints(body: dict[str, Any]) -> int:
+    """How many ``cache_control`` breakpoints ``body`` carries, everywhere."""
+    count = sum("cache_control" in tool for tool in body.get("tools", ()))
+    count += sum("cache_control" in block for block in body.get("system", ()))
+    for message in body.get("messages", ()):
+        content = message["content"]
+        if isinstance(content, list):
+            count += sum("cache_control" in block for block in content)
+    return count
+
+
+def _mark_last_turns(turns: list[_Turn], budget: int) -> None:
+    """Breakpoints on the last cacheable block of the last two turns that
+    have one, within ``budget``."""
+    marks = min(2, budget)
+    for turn in reversed(turns):
+        if marks <= 0:
+            return
+        for block in reversed(turn.blocks[: len(turn.blocks) - turn.volatile]):
+            if block["type"] not in _THINKING:
+                block["cache_control"] = dict(_EPHEMERAL)
+                marks -= 1
+                break
+
+
+def _final_turn_thinks_first(turns: list[_Turn]) -> bool:
+    """Whether the assistant's final turn, if it is using tools, starts with
+    a thinking block. That turn spans every assistant message since the last
+    user turn that answers no tool call: a tool loop continues one turn (the
+    steps after the first usually carry no thinking of their own)."""
+    first: _Turn | None = None
+    uses_tools = False
+    for turn in reversed(turns):
+        if turn.role == "assistant":
+            first = turn
+            uses_tools = uses_tools or any(b["type"] == "tool_use" for b in turn.blocks)
+        elif not any(block["type"] == "tool_result" for block in turn.blocks):
+            break
+    if first is None or not uses_tools:
+        return True
+    return first.blocks[0]["type"] in _THINKING
+
+
+def _assistant(message: Assistant, thinking: ThinkingBlocks) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, Reasoning):
+            if thinking == "all" or (thinking == "signed" and part.signature):
+                block = {"type": "thinking", "thinking": part.text}
+                if part.signature:
+                    block["signature"] = part.signature
+                blocks.append(block)
+        elif isinstance(part, Text):
+            blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, Call):
+            blocks.append(
+                {"type": "tool_use", "id": part.call_id, "name": part.name, "input": part.arguments}
+            )
+    return blocks
+
+
+def _tool_result(output: ToolOutput) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": output.call_id,
+        "content": output.text,
+    }
+    if output.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _part(part: Text | Image) -> dict[str, Any]:
+    return {"type": "text", "text": part.text} if isinstance(part, Text) else _image(part)
+
+
+def _image(image: Image) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": image.media_type, "data": image.data}
+    return {"type": "image", "source": source}

@@ -1,0 +1,103 @@
+"""What the three codecs share: the model, the endpoint, the attachment
+loader, and a cache that projects a growing history by appending.
+
+A codec is built for one model at one endpoint (:func:`~kun.model.request_codec.
+codec_for`): ``capabilities`` pick the reasoning dialect and whether images
+are sent as images, ``endpoint_url`` tells the official DeepSeek host and
+Azure hosts apart, ``load_attachment`` reads attachment bytes (see
+:mod:`.images`). Encoding is otherwise pure.
+
+The cache keeps the :class:`~.messages.HistoryProjection` of the last few
+histories, keyed by their first item's id. A request whose items start with
+the items already projected (the next step of the same turn, the next turn
+of the same thread) only projects the items added; anything else starts
+afresh. Results never depend on the cache.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from kun.contracts.capabilities import UNKNOWN, ModelCapabilities
+from kun.contracts.items import Item
+from kun.contracts.model import ModelRequest, ToolSpec
+from kun.model.request.images import DEFAULT_FALLBACK_LIMIT, AttachmentLoader, AttachmentReader
+from kun.model.request.messages import HistoryProjection, Message, System, assemble
+
+__all__ = ["BaseCodec", "function_tools", "split_leading_system"]
+
+_CACHED_HISTORIES = 16
+
+
+class BaseCodec:
+    """Base of the three codecs (see the module docstring)."""
+
+    def __init__(
+        self,
+        capabilities: ModelCapabilities = UNKNOWN,
+        *,
+        endpoint_url: str | None = None,
+        load_attachment: AttachmentLoader | None = None,
+        fallback_limit: int = DEFAULT_FALLBACK_LIMIT,
+    ) -> None:
+        self.capabilities = capabilities
+        self.endpoint_url = endpoint_url
+        self.reader = AttachmentReader(
+            load_attachment, takes_images=capabilities.takes_images, limit=fallback_limit
+        )
+        self._histories: OrderedDict[str, tuple[list[Item], HistoryProjection]] = OrderedDict()
+
+    def messages(self, request: ModelRequest) -> list[Message]:
+        """The request's neutral messages, in cache order."""
+        items = (*request.prefix, *request.history)
+        return assemble(request, self._history(items), self.reader)
+
+    def _history(self, items: Sequence[Item]) -> list[Message]:
+        if not items:
+            return []
+        key = items[0].id
+        cached = self._histories.pop(key, None)
+        if cached is not None and _starts_with(items, cached[0]):
+            seen, projection = cached
+        else:
+            seen, projection = [], HistoryProjection(self.reader)
+        added = items[len(seen) :]
+        projection.extend(added)
+        seen += added
+        self._histories[key] = (seen, projection)
+        while len(self._histories) > _CACHED_HISTORIES:
+            self._histories.popitem(last=False)
+        return projection.messages()
+
+
+def split_leading_system(messages: list[Message]) -> tuple[list[str], list[Message]]:
+    """The texts of the leading system messages, and the messages after them."""
+    at = 0
+    texts: list[str] = []
+    while at < len(messages) and isinstance(system := messages[at], System) and not system.late:
+        texts.append(system.text)
+        at += 1
+    return texts, messages[at:]
+
+
+def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tools as chat completions ``{"type": "function", "function": ...}``."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
+
+
+def _starts_with(items: Sequence[Item], seen: Sequence[Item]) -> bool:
+    if len(seen) > len(items):
+        return False
+    return all(a is b or a == b for a, b in zip(seen, items, strict=False))

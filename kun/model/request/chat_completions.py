@@ -1,0 +1,119 @@
+"""The chat completions body: OpenAI's format and every compatible server's.
+
+``{model, stream, stream_options?, max_tokens?, <reasoning>, tools?, messages}``
+with ``messages`` last, so two requests of one turn share their bytes up to
+the end of the earlier history.
+
+* System messages stay ``system`` messages, leading or late (the context
+  instructions are the last message).
+* A user message is a string when it is only text, else a list of ``text``
+  and ``image_url`` (data URL) parts.
+* An assistant message carries its text as ``content`` (``""`` when it only
+  calls tools) and its calls as ``tool_calls`` with the ids from the log,
+  arguments as the JSON text. ``reasoning_content`` is added to *every*
+  assistant message when the model requires its reasoning back
+  (``reasoning_history == "required"``, DeepSeek thinking mode): the joined
+  reasoning text, or a single space when there was none (an empty string is
+  refused). Otherwise reasoning is never sent.
+* A tool output is a ``tool`` message (text only: the format has no images
+  there). Images of the outputs of one assistant message follow them in one
+  synthetic user message, each introduced by a line naming its call.
+* ``tools`` is omitted when there are none: vLLM refuses ``tools: []``.
+* ``stream_options.include_usage`` asks for usage when streaming; the client
+  drops it for servers that refuse it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kun.contracts.model import ModelRequest
+from kun.model.request.base import BaseCodec, function_tools
+from kun.model.request.images import Image
+from kun.model.request.messages import Assistant, Message, System, Text, ToolOutput, User
+from kun.model.request.reasoning import chat_reasoning
+
+__all__ = ["ChatCompletionsCodec", "tool_images_intro"]
+
+
+class ChatCompletionsCodec(BaseCodec):
+    """Encodes a request as a chat completions body (see the module docstring)."""
+
+    def encode(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model, "stream": stream}
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        body.update(chat_reasoning(self.capabilities, reasoning_effort, self.endpoint_url))
+        if request.tools:
+            body["tools"] = function_tools(request.tools)
+        body["messages"] = self.wire_messages(self.messages(request))
+        return body
+
+    def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
+        reasoning_back = self.capabilities.reasoning_history == "required"
+        wire: list[dict[str, Any]] = []
+        images: list[dict[str, Any]] = []
+        for message in messages:
+            if images and not isinstance(message, ToolOutput):
+                wire.append({"role": "user", "content": images})
+                images = []
+            if isinstance(message, System):
+                wire.append({"role": "system", "content": message.text})
+            elif isinstance(message, User):
+                wire.append({"role": "user", "content": _content(message.content)})
+            elif isinstance(message, Assistant):
+                wire.append(_assistant(message, reasoning_back))
+            else:
+                wire.append(
+                    {"role": "tool", "tool_call_id": message.call_id, "content": message.text}
+                )
+                if message.images:
+                    images.append({"type": "text", "text": tool_images_intro(message)})
+                    images += (_image_part(image) for image in message.images)
+        if images:
+            wire.append({"role": "user", "content": images})
+        return wire
+
+
+def tool_images_intro(output: ToolOutput) -> str:
+    """The line that introduces the images of a tool output in a user message."""
+    return f"Images returned by tool call {output.call_id} ({output.name}):"
+
+
+def _assistant(message: Assistant, reasoning_back: bool) -> dict[str, Any]:
+    wire: dict[str, Any] = {"role": "assistant", "content": message.text}
+    if reasoning_back:
+        wire["reasoning_content"] = "".join(r.text for r in message.reasoning) or " "
+    if calls := message.calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_json},
+            }
+            for call in calls
+        ]
+    return wire
+
+
+def _content(parts: tuple[Text | Image, ...]) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, Text) for part in parts):
+        return "\n\n".join(part.text for part in parts if isinstance(part, Text))
+    return [
+        {"type": "text", "text": part.text} if isinstance(part, Text) else _image_part(part)
+        for part in parts
+    ]
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": image.data_url}}

@@ -1,0 +1,131 @@
+"""The OpenAI Responses body.
+
+``{model, stream, max_output_tokens?, reasoning?, instructions?, tools?, input}``
+with ``input`` last, so two requests of one turn share their bytes up to the
+end of the earlier history.
+
+* The leading system messages (system prompt, persona, mode instruction)
+  become ``instructions``, joined by a blank line; a late one (the context
+  instructions) is a ``developer`` message at its place in ``input``.
+* A user message is ``{role: user, content}``: a string when it is only
+  text, else ``input_text`` and ``input_image`` (data URL) parts.
+* An assistant message becomes, in its own order, ``{role: assistant,
+  content: <text>}`` for its text and one ``function_call`` item per call
+  (``call_id`` from the log, ``arguments`` as the JSON text). Reasoning is
+  not sent back: kun keeps no Responses reasoning item id or encrypted
+  content, and the API accepts a history without them.
+* A tool output is a ``function_call_output``; images of the outputs of one
+  assistant message follow them in one synthetic user message.
+* Tools are flat: ``{type: function, name, description, parameters,
+  strict: false}`` (``strict`` would otherwise require every schema to be
+  closed and fully required); omitted when there are none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kun.contracts.model import ModelRequest
+from kun.model.request.base import BaseCodec, split_leading_system
+from kun.model.request.chat_completions import tool_images_intro
+from kun.model.request.images import Image
+from kun.model.request.messages import Assistant, Call, Message, System, Text, ToolOutput, User
+from kun.model.request.reasoning import responses_reasoning
+
+__all__ = ["ResponsesCodec"]
+
+
+class ResponsesCodec(BaseCodec):
+    """Encodes a request as a Responses body (see the module docstring)."""
+
+    def encode(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model, "stream": stream}
+        if max_tokens is not None:
+            body["max_output_tokens"] = max_tokens
+        body.update(responses_reasoning(self.capabilities, reasoning_effort, self.endpoint_url))
+        instructions, rest = split_leading_system(self.messages(request))
+        if instructions:
+            body["instructions"] = "\n\n".join(instructions)
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                    "strict": False,
+                }
+                for tool in request.tools
+            ]
+        body["input"] = wire_input(rest)
+        return body
+
+
+def wire_input(messages: list[Message]) -> list[dict[str, Any]]:
+    """The ``input`` items of ``messages`` (leading system messages removed)."""
+    wire: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for message in messages:
+        if images and not isinstance(message, ToolOutput):
+            wire.append({"role": "user", "content": images})
+            images = []
+        if isinstance(message, System):
+            wire.append({"role": "developer", "content": message.text})
+        elif isinstance(message, User):
+            wire.append({"role": "user", "content": _content(message.content)})
+        elif isinstance(message, Assistant):
+            wire += _assistant(message)
+        else:
+            wire.append(
+                {"type": "function_call_output", "call_id": message.call_id, "output": message.text}
+            )
+            if message.images:
+                images.append({"type": "input_text", "text": tool_images_intro(message)})
+                images += (_image_part(image) for image in message.images)
+    if images:
+        wire.append({"role": "user", "content": images})
+    return wire
+
+
+def _assistant(message: Assistant) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    text: list[str] = []
+    for part in message.content:
+        if isinstance(part, Text):
+            text.append(part.text)
+        elif isinstance(part, Call):
+            if text:
+                items.append({"role": "assistant", "content": "\n\n".join(text)})
+                text = []
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": part.call_id,
+                    "name": part.name,
+                    "arguments": part.arguments_json,
+                }
+            )
+    if text:
+        items.append({"role": "assistant", "content": "\n\n".join(text)})
+    return items
+
+
+def _content(parts: tuple[Text | Image, ...]) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, Text) for part in parts):
+        return "\n\n".join(part.text for part in parts if isinstance(part, Text))
+    return [
+        {"type": "input_text", "text": part.text} if isinstance(part, Text) else _image_part(part)
+        for part in parts
+    ]
+
+
+def _image_part(image: Image) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": image.data_url}
