@@ -50,7 +50,7 @@ import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 import httpx
@@ -85,6 +85,9 @@ from kun.model.request_codec import RequestCodec, codec_for
 from kun.model.retry import GiveUp, RetryPolicy, format_wait, parse_retry_after, server_date
 from kun.model.wire import new_decoder
 
+if TYPE_CHECKING:
+    from kun.model.debug import CallObserver, CallTap
+
 __all__ = ["ANTHROPIC_VERSION", "CallStats", "HttpModelClient"]
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -112,10 +115,15 @@ class HttpModelClient:
     anything is sent. ``http`` is an ``httpx.AsyncClient`` to share; without
     one the client builds its own (with ``proxy``, if given) and
     :meth:`aclose` closes it. ``proxy`` with ``http`` is refused: kun could
-    not apply it. A request's own ``max_tokens`` and ``reasoning_effort`` win
-    over the client's (:meth:`with_max_completion_tokens`,
-    :meth:`with_thinking`). ``streaming=False`` asks for one JSON answer.
-    ``sleep``, ``rng`` and ``clock`` are injectable for tests.
+    not apply it; ``shared_proxy`` instead says that ``http`` was built with
+    that proxy (one client shared per provider, :mod:`kun.model.factory`), so
+    transport-failure messages name it. ``observer`` (a
+    :class:`~kun.model.debug.CallObserver`, the debug recorder) is told each
+    call's raw bodies and chunks; without one, nothing is recorded. A
+    request's own ``max_tokens`` and ``reasoning_effort`` win over the
+    client's (:meth:`with_max_completion_tokens`, :meth:`with_thinking`).
+    ``streaming=False`` asks for one JSON answer. ``sleep``, ``rng`` and
+    ``clock`` are injectable for tests.
     """
 
     def __init__(
@@ -138,9 +146,13 @@ class HttpModelClient:
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.perf_counter,
         on_stats: Callable[[CallStats], None] | None = None,
+        observer: CallObserver | None = None,
+        shared_proxy: str | None = None,
     ) -> None:
         if http is not None and proxy is not None:
             raise ValueError("pass the proxy to the httpx.AsyncClient you provide, not here")
+        if http is None and shared_proxy is not None:
+            raise ValueError("shared_proxy names the proxy of the httpx.AsyncClient you provide")
         if idle_timeout <= 0:
             raise ValueError("idle_timeout must be positive")
         endpoint = resolve_endpoint(base_url, wire_format)
@@ -152,13 +164,14 @@ class HttpModelClient:
         self._codec = codec or codec_for(endpoint.wire_format)
         self._retry = retry or RetryPolicy()
         self._idle = idle_timeout
-        self._proxy = proxy
+        self._proxy = proxy if proxy is not None else shared_proxy
         self._streaming = streaming
         self._timeout = httpx.Timeout(connect_timeout, read=None)
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._clock = clock
         self._on_stats = on_stats
+        self._observer = observer
         self._thinking: str | None = None
         self._max_tokens: int | None = None
         extra = {name.lower(): value for name, value in (headers or {}).items()}
@@ -228,6 +241,8 @@ class HttpModelClient:
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelStreamChunk, None]:
         """Stream one model call (see the module docstring for the contract)."""
         call = CallRecord(self._clock)
+        observer = self._observer
+        tap = None if observer is None else observer.start(self._provider, self._model, self._url)
         payload = self._codec.encode(
             request,
             model=self._model,
@@ -243,7 +258,10 @@ class HttpModelClient:
                 if delay > 0:
                     await self._sleep(delay)
                 failure: Failure | None = None
-                async with aclosing(self._attempt(msgspec.json.encode(payload), call)) as items:
+                body = msgspec.json.encode(payload)
+                if tap is not None:
+                    tap.request(body)
+                async with aclosing(self._attempt(body, call, tap)) as items:
                     async for item in items:
                         if isinstance(item, Failure):
                             failure = item
@@ -251,6 +269,8 @@ class HttpModelClient:
                         call.output = call.output or not isinstance(item, UsageChunk)
                         if isinstance(item, CompletedChunk):
                             call.outcome = "completed"
+                        if tap is not None:
+                            tap.chunk(item)
                         yield item
                 if failure is None:
                     return
@@ -260,15 +280,19 @@ class HttpModelClient:
                     continue
                 call.outcome = step[-1].code if isinstance(step[-1], ErrorChunk) else "error"
                 for chunk in step:
+                    if tap is not None:
+                        tap.chunk(chunk)
                     yield chunk
                 return
         finally:
             self.last_stats = stats = call.stats()
             if self._on_stats is not None:
                 self._on_stats(stats)
+            if tap is not None:
+                tap.finish(stats)
 
     async def _attempt(
-        self, payload: bytes, call: CallRecord
+        self, payload: bytes, call: CallRecord, tap: CallTap | None = None
     ) -> AsyncGenerator[ModelStreamChunk | Failure, None]:
         """One send: its chunks, or a :class:`Failure` as the last item."""
         call.attempts += 1
@@ -279,7 +303,9 @@ class HttpModelClient:
             yield Failure(error)
             return
         call.status = response.status_code
-        body = ResponseBody(response, self._idle, call, self._edge)
+        body = ResponseBody(
+            response, self._idle, call, self._edge, tap=tap.frame if tap is not None else None
+        )
         reader: SSEReader | None = None
         try:
             if response.status_code >= 400:

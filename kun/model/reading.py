@@ -128,7 +128,8 @@ class ResponseBody:
     """One response body, read piece by piece under the idle deadline.
 
     ``edge`` translates the transport's exceptions (the client's, so they are
-    translated in one place); ``head`` keeps the first bytes for messages.
+    translated in one place); ``head`` keeps the first bytes for messages;
+    ``tap`` is given every piece read (the debug recorder).
     """
 
     def __init__(
@@ -137,8 +138,11 @@ class ResponseBody:
         idle: float,
         record: CallRecord,
         edge: Callable[[], AbstractContextManager[None]],
+        *,
+        tap: Callable[[bytes], None] | None = None,
     ) -> None:
         self._pieces = response.aiter_bytes()
+        self._tap = tap
         self._idle = idle
         self._record = record
         self._edge = edge
@@ -167,6 +171,8 @@ class ResponseBody:
                     record.first_byte = now - record.sent
                 self.size += len(piece)
                 record.bytes += len(piece)
+                if self._tap is not None:
+                    self._tap(piece)
                 if len(self.head) < _HEAD:
                     self.head += piece[: _HEAD - len(self.head)]
             return piece

@@ -1,0 +1,213 @@
+"""Finding, reading and resolving the configuration (see :mod:`kun.config`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from kun.config.errors import ConfigError, explain, key_path
+from kun.config.schema import (
+    KNOWN_PROVIDERS,
+    Config,
+    ConfigFile,
+    ProviderConfig,
+    ProviderTable,
+    known_provider,
+)
+
+__all__ = [
+    "CONFIG_NAME",
+    "ENVIRONMENT",
+    "find_config",
+    "infer_config",
+    "load_config",
+    "parse_config",
+]
+
+CONFIG_NAME = "kun.toml"
+
+ENVIRONMENT = "environment (no kun.toml found)"
+"""The ``source`` of a configuration inferred from the environment."""
+
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_URL = re.compile(r"^https?://[^\s/?#]+\S*$", re.IGNORECASE)
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|password|cookie", re.IGNORECASE)
+_URL_SECRET = re.compile(
+    r"^[a-z][a-z0-9+.-]*://[^/@]*@|[?&;][^=&]*(?:key|token|secret|signature|auth|password)[^=&]*=",
+    re.IGNORECASE,
+)
+_USE_ENV = "put the API key in an environment variable and name it with api_key_env"
+
+
+def find_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Path | None:
+    """The configuration file to read, or ``None``: ``path`` (``--config``),
+    else ``$KUN_CONFIG``, else ``./kun.toml``, else ``<home>/kun.toml`` where
+    home is ``home`` (``--home``), else ``$KUN_HOME``, else ``~/.kun``.
+
+    Raises :class:`ConfigError` when the file named by ``path`` or
+    ``$KUN_CONFIG`` is not there: a name given on purpose that leads nowhere
+    is a mistake, not a reason to fall back silently. Relative names are
+    taken from ``cwd`` (default: the working directory).
+    """
+    env = os.environ if environ is None else environ
+    base = Path.cwd() if cwd is None else Path(cwd)
+    named = path if path is not None else (env.get("KUN_CONFIG") or None)
+    if named is not None:
+        explicit = base / Path(named).expanduser()
+        if not explicit.is_file():
+            via = "--config" if path is not None else "$KUN_CONFIG"
+            what = "is not a file" if explicit.exists() else "does not exist"
+            raise ConfigError(str(explicit), "", f"the file named by {via} {what}")
+        return explicit
+    local = base / CONFIG_NAME
+    if local.is_file():
+        return local
+    root = Path(home if home is not None else (env.get("KUN_HOME") or "~/.kun")).expanduser()
+    in_home = base / root / CONFIG_NAME
+    return in_home if in_home.is_file() else None
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """The configuration in use: the file :func:`find_config` finds, else the
+    providers :func:`infer_config` finds in the environment."""
+    env = os.environ if environ is None else environ
+    found = find_config(path, home=home, cwd=cwd, environ=env)
+    if found is None:
+        return infer_config(env)
+    try:
+        data = found.read_bytes()
+    except OSError as exc:
+        raise ConfigError(str(found), "", f"cannot be read: {exc.strerror or exc}") from exc
+    return parse_config(data, str(found))
+
+
+def parse_config(data: bytes | str, source: str) -> Config:
+    """Decode and resolve the text of a ``kun.toml``; ``source`` names it in
+    errors. Raises :class:`ConfigError`."""
+    try:
+        table = msgspec.toml.decode(data, type=ConfigFile)
+    except msgspec.ValidationError as exc:
+        raise explain(exc, data, ConfigFile, source) from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(source, "", f"is not valid TOML: {exc}") from None
+    providers = {
+        name: _resolve_provider(name, entry, source) for name, entry in table.providers.items()
+    }
+    default = table.default_provider
+    if default is not None and default not in providers:
+        choices = ", ".join(providers) or "none is configured"
+        raise ConfigError(
+            source, "default_provider", f"expected the name of a provider ({choices})"
+        )
+    return Config(
+        source=source,
+        providers=providers,
+        default_provider=default if default is not None else next(iter(providers), None),
+    )
+
+
+def infer_config(environ: Mapping[str, str] | None = None) -> Config:
+    """The providers of :data:`~kun.config.KNOWN_PROVIDERS` whose API key
+    variable is set, each at its ``*_BASE_URL`` when that is set; the first
+    is the default. No key set: no provider (not an error until a model is
+    needed)."""
+    env = os.environ if environ is None else environ
+    source = ENVIRONMENT
+    providers: dict[str, ProviderConfig] = {}
+    for known in KNOWN_PROVIDERS:
+        if not env.get(known.api_key_env):
+            continue
+        base_url = env.get(known.base_url_env) or known.base_url
+        if _URL.match(base_url) is None:
+            raise ConfigError(source, known.base_url_env, "expected an http:// or https:// URL")
+        if _URL_SECRET.search(base_url):
+            raise ConfigError(source, known.base_url_env, f"expected no credentials; {_USE_ENV}")
+        providers[known.name] = ProviderConfig(
+            name=known.name,
+            base_url=base_url,
+            endpoint_format=known.endpoint_format,
+            default_model=known.default_model,
+            catalog=known.name,
+            api_key_env=known.api_key_env,
+        )
+    return Config(source=source, providers=providers, default_provider=next(iter(providers), None))
+
+
+def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderConfig:
+    """``[providers.<name>]`` with the defaults of a known provider (by
+    ``catalog``, else by name) filled in, and checked as a whole."""
+    here = ("providers", name)
+    if _PROVIDER_NAME.fullmatch(name) is None:
+        raise ConfigError(
+            source,
+            key_path(here),
+            "expected a provider name of letters, digits, '.', '_' and '-' "
+            "(requests pick a model as <provider>/<model>)",
+        )
+    _refuse_credentials(table, here, source)
+    catalog = table.catalog or name
+    known = known_provider(catalog)
+    base_url = table.base_url or (known.base_url if known else None)
+    if base_url is None:
+        raise ConfigError(source, key_path((*here, "base_url")), "expected the provider's URL")
+    endpoint_format = table.endpoint_format or (known.endpoint_format if known else None)
+    if endpoint_format == "custom_endpoint":
+        for model, settings in table.models.items():
+            if settings.endpoint_format is not None:
+                raise ConfigError(
+                    source,
+                    key_path((*here, "models", model, "endpoint_format")),
+                    "expected none: the provider's base_url is a custom endpoint, "
+                    "a full URL whose path fixes the format",
+                )
+    default_model = table.default_model or (known.default_model if known else None)
+    default_model = default_model or next(iter(table.models), None)
+    if default_model is None:
+        raise ConfigError(
+            source, key_path((*here, "default_model")), "expected the model to use by default"
+        )
+    return ProviderConfig(
+        name=name,
+        base_url=base_url,
+        endpoint_format=endpoint_format or "chat_completions",
+        default_model=default_model,
+        catalog=catalog,
+        api_key_env=table.api_key_env or (known.api_key_env if known else None),
+        headers=dict(table.headers),
+        proxy=table.proxy,
+        retry=table.retry,
+        idle_timeout=table.idle_timeout,
+        connect_timeout=table.connect_timeout,
+        models=dict(table.models),
+    )
+
+
+def _refuse_credentials(table: ProviderTable, here: tuple[str, ...], source: str) -> None:
+    """A credential written into the file itself is refused, never quoted."""
+    for header in table.headers:
+        if _CREDENTIAL_HEADER.search(header):
+            raise ConfigError(
+                source,
+                key_path((*here, "headers", header)),
+                f"expected no credential in kun.toml; {_USE_ENV}",
+            )
+    if table.base_url is not None and _URL_SECRET.search(table.base_url):
+        raise ConfigError(
+            source, key_path((*here, "base_url")), f"expected no credentials; {_USE_ENV}"
+        )

@@ -1,0 +1,216 @@
+"""The shape of ``kun.toml``, as msgspec Structs, and the providers kun knows.
+
+Two layers: the tables as written (:class:`ConfigFile`, :class:`ProviderTable`;
+every field optional, unknown fields forbidden) and the configuration in use
+(:class:`Config`, :class:`ProviderConfig`; every default resolved). Model and
+retry tables need no resolving and serve both.
+
+No field holds a secret: a provider names the environment variable that
+holds its key (``api_key_env``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, NamedTuple
+
+import msgspec
+
+from kun.contracts.capabilities import ReasoningHistory, ReasoningProtocol
+from kun.contracts.model import WireFormat
+
+__all__ = [
+    "KNOWN_PROVIDERS",
+    "CapabilityOverrides",
+    "Config",
+    "ConfigFile",
+    "EndpointFormat",
+    "KnownProvider",
+    "ModelSettings",
+    "ProviderConfig",
+    "ProviderTable",
+    "RetrySettings",
+    "known_provider",
+]
+
+EndpointFormat = Literal["chat_completions", "responses", "messages", "custom_endpoint"]
+"""As :data:`kun.model.endpoints.EndpointFormat` (a test keeps them equal);
+declared here so reading the configuration does not import the model layer."""
+
+Modality = Literal["text", "image", "audio", "video", "pdf"]
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
+Seconds = Annotated[float, msgspec.Meta(ge=0)]
+Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
+HttpStatus = Annotated[int, msgspec.Meta(ge=100, le=599)]
+EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+HttpUrl = Annotated[str, msgspec.Meta(pattern=r"^[hH][tT][tT][pP][sS]?://[^\s/?#]+\S*$")]
+
+_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@]*)@")
+
+
+class CapabilityOverrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What configuration says of a model, over the catalogue and kun's table
+    (:func:`kun.model.capabilities.capabilities`). ``None``: not said."""
+
+    input_modalities: tuple[Modality, ...] | None = None
+    max_context_tokens: PositiveInt | None = None
+    max_output_tokens: PositiveInt | None = None
+    tool_use: bool | None = None
+    reasoning: bool | None = None
+    reasoning_protocol: ReasoningProtocol | None = None
+    reasoning_history: ReasoningHistory | None = None
+    endpoint_format: WireFormat | None = None
+
+
+class ModelSettings(CapabilityOverrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[providers.<name>.models."<model>"]``: capability overrides, plus
+    ``max_tokens``, the completion budget asked for unless a request says."""
+
+    max_tokens: PositiveInt | None = None
+
+
+class RetrySettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[providers.<name>.retry]``: the fields of
+    :class:`kun.model.retry.RetryPolicy`; ``None`` keeps its default."""
+
+    statuses: tuple[HttpStatus, ...] | None = None
+    max_attempts: PositiveInt | None = None
+    base_delay: Seconds | None = None
+    max_delay: Seconds | None = None
+    max_retry_after: Seconds | None = None
+    jitter: Fraction | None = None
+    transport_errors: bool | None = None
+
+
+class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved."""
+
+    base_url: HttpUrl | None = None
+    endpoint_format: EndpointFormat | None = None
+    api_key_env: EnvName | None = None
+    headers: dict[str, str] = {}
+    proxy: HttpUrl | None = None
+    retry: RetrySettings = RetrySettings()
+    idle_timeout: PositiveFloat | None = None
+    connect_timeout: PositiveFloat | None = None
+    catalog: str | None = None
+    default_model: str | None = None
+    models: dict[str, ModelSettings] = {}
+
+
+class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The whole ``kun.toml`` as written."""
+
+    default_provider: str | None = None
+    providers: dict[str, ProviderTable] = {}
+
+
+class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """One provider, every default resolved.
+
+    ``catalog`` is the models.dev provider id whose entries describe this
+    provider's models (default: the provider's name). ``api_key_env`` is
+    ``None`` for a server that needs no key (a local one). The repr masks a
+    proxy password, the one credential the file may hold.
+    """
+
+    name: str
+    base_url: str
+    endpoint_format: EndpointFormat
+    default_model: str
+    catalog: str
+    api_key_env: str | None = None
+    headers: dict[str, str] = {}
+    proxy: str | None = None
+    retry: RetrySettings = RetrySettings()
+    idle_timeout: float | None = None
+    connect_timeout: float | None = None
+    models: dict[str, ModelSettings] = {}
+
+    def __repr__(self) -> str:
+        shown = msgspec.structs.asdict(self)
+        if self.proxy is not None:
+            shown["proxy"] = _mask_password(self.proxy)
+        return f"ProviderConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    def model_settings(self, model: str) -> ModelSettings | None:
+        """The ``models`` table of ``model``, if the file has one."""
+        return self.models.get(model)
+
+
+class Config(msgspec.Struct, frozen=True, kw_only=True):
+    """The configuration in use. ``source`` is the file it came from, or
+    :data:`~kun.config.ENVIRONMENT` when it was inferred; ``default_provider`` is ``None``
+    only when no provider is configured at all."""
+
+    source: str
+    providers: dict[str, ProviderConfig] = {}
+    default_provider: str | None = None
+
+
+class KnownProvider(NamedTuple):
+    """A provider kun can set up from its API key alone."""
+
+    name: str
+    api_key_env: str
+    base_url_env: str
+    base_url: str
+    endpoint_format: EndpointFormat
+    default_model: str
+
+
+KNOWN_PROVIDERS: tuple[KnownProvider, ...] = (
+    KnownProvider(
+        "openai",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "https://api.openai.com/v1",
+        "chat_completions",
+        "gpt-4.1",
+    ),
+    KnownProvider(
+        "anthropic",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
+        "messages",
+        "claude-sonnet-4-5",
+    ),
+    KnownProvider(
+        "deepseek",
+        "DEEPSEEK_API_KEY",
+        "DEEPSEEK_BASE_URL",
+        "https://api.deepseek.com",
+        "chat_completions",
+        "deepseek-chat",
+    ),
+    KnownProvider(
+        "openrouter",
+        "OPENROUTER_API_KEY",
+        "OPENROUTER_BASE_URL",
+        "https://openrouter.ai/api/v1",
+        "chat_completions",
+        "anthropic/claude-sonnet-4.5",
+    ),
+)
+"""Defaults for a provider of one of these names (or ``catalog`` ids) in
+``kun.toml``, and the providers inferred from the environment, the first set
+preferred. The key variables and URLs agree with the models.dev catalogue and
+the default models are in it (a test checks both); the default formats are
+the providers' native ones."""
+
+_KNOWN = {known.name: known for known in KNOWN_PROVIDERS}
+
+
+def known_provider(name: str) -> KnownProvider | None:
+    """The known provider called ``name`` (a provider name or catalog id), if any."""
+    return _KNOWN.get(name)
+
+
+def _mask_password(url: str) -> str:
+    match = _USERINFO.match(url)
+    if match is None or ":" not in match.group(2):
+        return url
+    user = match.group(2).partition(":")[0]
+    return f"{match.group(1)}{user}:[redacted]@{url[match.end() :]}"
