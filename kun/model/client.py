@@ -76,6 +76,7 @@ from kun.model.errors import (
     APIEmptyResponseError,
     APIStatusError,
     APITimeoutError,
+    AttachmentTooLarge,
     ChatProviderError,
     StreamIdleTimeout,
 )
@@ -148,6 +149,7 @@ class HttpModelClient:
         on_stats: Callable[[CallStats], None] | None = None,
         observer: CallObserver | None = None,
         shared_proxy: str | None = None,
+        catalog: str | None = None,
     ) -> None:
         if http is not None and proxy is not None:
             raise ValueError("pass the proxy to the httpx.AsyncClient you provide, not here")
@@ -158,6 +160,7 @@ class HttpModelClient:
         endpoint = resolve_endpoint(base_url, wire_format)
         self._provider = provider
         self._model = model
+        self._catalog = catalog or provider
         self._base_url = base_url
         self._url = endpoint.url
         self._format: WireFormat = endpoint.wire_format
@@ -243,15 +246,10 @@ class HttpModelClient:
         call = CallRecord(self._clock)
         observer = self._observer
         tap = None if observer is None else observer.start(self._provider, self._model, self._url)
-        payload = self._codec.encode(
-            request,
-            model=self._model,
-            stream=self._streaming,
-            max_tokens=request.max_tokens or self._max_tokens,
-            reasoning_effort=request.reasoning_effort or self._thinking,
-        )
-        if self._url in self._shared.no_stream_options:
-            payload.pop("stream_options", None)
+        payload = self._payload(request)
+        if isinstance(payload, ErrorChunk):
+            yield payload
+            return
         delay = 0.0
         try:
             while True:
@@ -266,12 +264,7 @@ class HttpModelClient:
                         if isinstance(item, Failure):
                             failure = item
                             break
-                        call.output = call.output or not isinstance(item, UsageChunk)
-                        if isinstance(item, CompletedChunk):
-                            call.outcome = "completed"
-                        if tap is not None:
-                            tap.chunk(item)
-                        yield item
+                        yield self._seen(item, call, tap)
                 if failure is None:
                     return
                 step = await self._after(failure, call, payload)
@@ -366,6 +359,47 @@ class HttpModelClient:
             and (b"stream_options" in lowered or b"include_usage" in lowered)
         )
         return Failure(error, drop_stream_options=drop, server_now=server_date(response.headers))
+
+    def _payload(self, request: ModelRequest) -> dict[str, Any] | ErrorChunk:
+        """The request body, or the error chunk saying why it cannot be sent
+        (the port promises chunks, not exceptions)."""
+        try:
+            payload = self._codec.encode(
+                request,
+                model=self._model,
+                stream=self._streaming,
+                max_tokens=request.max_tokens or self._max_tokens,
+                reasoning_effort=request.reasoning_effort or self._thinking,
+            )
+        except AttachmentTooLarge as exc:
+            return ErrorChunk(message=str(exc), code="attachment_too_large")
+        if self._url in self._shared.no_stream_options:
+            payload.pop("stream_options", None)
+        return payload
+
+    def _seen(
+        self, item: ModelStreamChunk, call: CallRecord, tap: CallTap | None
+    ) -> ModelStreamChunk:
+        """Book one chunk on its way out: price usage, note output and outcome."""
+        if isinstance(item, UsageChunk):
+            item = self._priced(item)
+        else:
+            call.output = True
+        if isinstance(item, CompletedChunk):
+            call.outcome = "completed"
+        if tap is not None:
+            tap.chunk(item)
+        return item
+
+    def _priced(self, chunk: UsageChunk) -> UsageChunk:
+        """``chunk`` with its cost: the provider's if it reported one, else the
+        price table's for this model (``catalog`` names it there)."""
+        from kun.model.pricing import with_cost
+
+        usage, cost = with_cost(chunk.usage, self._catalog, self._model)
+        if cost is None:
+            return chunk
+        return msgspec.structs.replace(chunk, usage=usage, price_source=cost.source)
 
     async def _after(
         self, failure: Failure, call: CallRecord, payload: dict[str, Any]

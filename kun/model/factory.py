@@ -195,6 +195,7 @@ class ProviderClients:
             codec=codec,
             shared_proxy=config.proxy if self._transport is None else None,
             observer=self._observer,
+            catalog=config.catalog,
             **options,
         )
         if settings is not None and settings.max_tokens is not None:

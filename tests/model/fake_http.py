@@ -162,11 +162,12 @@ def client(
     base_url: str = "https://api.example.test/v1",
     sleep: Callable[[float], Awaitable[None]] | None = None,
     retry: RetryPolicy | None = None,
+    model: str = "model-x",
     **kwargs: Any,
 ) -> HttpModelClient:
     return HttpModelClient(
         "example",
-        "model-x",
+        model,
         base_url,
         wire_format,
         api_key=kwargs.pop("api_key", "sk-test-key-0001"),

