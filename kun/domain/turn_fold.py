@@ -112,8 +112,10 @@ class TurnFold:
         """Give every open item a final status (SPEC §4 rule 5).
 
         Pending approvals expire, pending user inputs are cancelled, a tool
-        call without a result is failed (aborted if the turn was), or
-        ``unknown_after_crash`` when it had started and the turn was orphaned;
+        call that had started and not finished when the turn was orphaned is
+        ``unknown_after_crash`` (even when reconciliation gave it a result
+        saying so), a tool call without a result is failed (aborted if the
+        turn was);
         every other open item takes the turn's final status. Returns the ids of
         the approvals and user inputs that were closed.
         """
@@ -135,10 +137,10 @@ class TurnFold:
             elif isinstance(item, ToolCall):
                 if answered is None:
                     answered = {r.call_id for r in self.items if isinstance(r, ToolResult)}
-                if item.call_id in answered:
-                    status = _as_item_status(final)
-                elif orphaned and item.id in self.in_flight:
+                if orphaned and item.id in self.in_flight:
                     status = "unknown_after_crash"
+                elif item.call_id in answered:
+                    status = _as_item_status(final)
                 else:
                     status = "aborted" if final == "aborted" else "failed"
             else:
