@@ -1,0 +1,45 @@
+"""The built-in tools, one module each."""
+
+from __future__ import annotations
+
+from kun.tools.base import Tool
+from kun.tools.builtin.bash import Bash
+from kun.tools.builtin.edit_file import EditFile
+from kun.tools.builtin.glob import Glob
+from kun.tools.builtin.grep import Grep
+from kun.tools.builtin.list_dir import ListDir
+from kun.tools.builtin.read_file import ReadFile
+from kun.tools.builtin.todo_list import TodoList
+from kun.tools.builtin.todo_write import TodoWrite
+from kun.tools.builtin.user_input import RequestUserInput
+from kun.tools.builtin.write_file import WriteFile
+
+__all__ = [
+    "Bash",
+    "EditFile",
+    "Glob",
+    "Grep",
+    "ListDir",
+    "ReadFile",
+    "RequestUserInput",
+    "TodoList",
+    "TodoWrite",
+    "WriteFile",
+    "builtin_tools",
+]
+
+
+def builtin_tools() -> tuple[Tool, ...]:
+    """One instance of every built-in tool."""
+    return (
+        ReadFile(),
+        ListDir(),
+        Glob(),
+        Grep(),
+        WriteFile(),
+        EditFile(),
+        Bash(),
+        RequestUserInput(),
+        TodoList(),
+        TodoWrite(),
+    )

@@ -1,0 +1,209 @@
+"""``bash``: run a shell command in the workspace.
+
+The command runs as ``bash -lc COMMAND`` with the workspace as its working
+directory, no stdin, stderr merged into stdout (so the two interleave as on a
+terminal), pagers disabled, in a new session so that everything it starts
+forms one process group.
+
+Contract:
+
+* The output is captured up to :data:`OUTPUT_CAP` bytes; beyond that the
+  first and last halves are kept with a note in between saying how much was
+  left out (the end of a build log matters as much as its start).
+* The exit code is reported on the last line. A non-zero exit is *not* an
+  ``is_error`` result: it is information (``grep`` finding nothing exits 1).
+* Past ``timeout_s`` the whole process group is killed and the result is an
+  error with code ``timeout``, carrying the output so far.
+* On cancellation (an aborted turn) the whole process group is killed and
+  reaped under a shielded scope, then the cancellation propagates.
+* When the command itself has exited but a background job it started still
+  holds the output open, kun stops reading after :data:`DRAIN_AFTER_EXIT_S`
+  and closes its end, saying so. The job is not killed (it was started on
+  purpose), but its next write to the closed output fails (``SIGPIPE``): a
+  job meant to outlive the call redirects its output (``cmd > log 2>&1 &``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+
+from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
+from kun.tools.errors import TIMEOUT
+
+DEFAULT_TIMEOUT_S = 120
+MAX_TIMEOUT_S = 600
+OUTPUT_CAP = 30 * 1024
+DRAIN_AFTER_EXIT_S = 0.5
+REAP_TIMEOUT_S = 5.0
+_READ_SIZE = 65536
+
+SPEC = make_spec(
+    "bash",
+    "Run a bash command (bash -lc) in the workspace directory and return its combined "
+    f"stdout and stderr and its exit code. Default timeout {DEFAULT_TIMEOUT_S} s, at most "
+    f"{MAX_TIMEOUT_S} s; the command is killed when it runs out. Output over "
+    f"{OUTPUT_CAP // 1024} KB keeps only its start and end: redirect long output to a file "
+    "and search it. There is no stdin: do not run interactive commands.",
+    {
+        "command": {"type": "string", "minLength": 1, "description": "The command to run."},
+        "timeout_s": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": MAX_TIMEOUT_S,
+            "description": f"Seconds before the command is killed. Default {DEFAULT_TIMEOUT_S}.",
+        },
+    },
+    required=["command"],
+)
+
+
+class Capture:
+    """The head and tail of a byte stream, within ``cap`` bytes in total."""
+
+    def __init__(self, cap: int = OUTPUT_CAP) -> None:
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.tail_cap:
+                del self.tail[: len(self.tail) - self.tail_cap]
+
+    def text(self) -> str:
+        omitted = self.total - len(self.head) - len(self.tail)
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if omitted == 0:
+            return head + tail
+        return (
+            f"{head}\n[... {omitted} bytes omitted: the output was {self.total} bytes, over "
+            f"the {OUTPUT_CAP // 1024} KB cap; its first and last "
+            f"{self.head_cap // 1024} KB are kept ...]\n{tail}"
+        )
+
+
+class Bash:
+    spec = SPEC
+    effect: ToolEffect = "exec"
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        command: str = args["command"]
+        timeout = float(args.get("timeout_s", DEFAULT_TIMEOUT_S))
+        capture = Capture()
+        with _output_pipe() as (read_fd, write_fd):
+            try:
+                process = await anyio.open_process(
+                    ["bash", "-lc", command],
+                    cwd=ctx.workspace,
+                    env=_environment(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=write_fd,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            finally:
+                os.close(write_fd)
+            finished = held = False
+            try:
+                with anyio.move_on_after(timeout):
+                    held = await _collect(process, read_fd, capture)
+                    finished = True
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _release(process, kill=not finished)
+        return _result(capture, process.returncode, timeout, finished=finished, held=held)
+
+
+@contextmanager
+def _output_pipe() -> Iterator[tuple[int, int]]:
+    """A pipe whose read end kun owns and closes itself. (A pipe of the
+    subprocess machinery would stay open for as long as a background job
+    holds its write end.) The caller closes the write end once the child
+    has it."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    try:
+        yield read_fd, write_fd
+    finally:
+        os.close(read_fd)
+
+
+async def _collect(process: Process, read_fd: int, capture: Capture) -> bool:
+    """Read until the command exits and its output ends; ``True`` if a
+    background job still held the output when reading stopped."""
+    ended = anyio.Event()
+
+    async def read() -> None:
+        while True:
+            await anyio.wait_readable(read_fd)
+            try:
+                data = os.read(read_fd, _READ_SIZE)
+            except BlockingIOError:
+                continue
+            if not data:
+                break
+            capture.feed(data)
+        ended.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        await process.wait()
+        with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
+            await ended.wait()
+        tg.cancel_scope.cancel()
+    return not ended.is_set()
+
+
+async def _release(process: Process, *, kill: bool) -> None:
+    """Kill the process group when the command did not finish (timeout or
+    cancellation) and reap the shell. Runs shielded."""
+    if kill:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    with anyio.move_on_after(REAP_TIMEOUT_S):
+        await process.wait()
+
+
+def _result(
+    capture: Capture, code: int | None, timeout: float, *, finished: bool, held: bool
+) -> ToolOutput:
+    output = capture.text() or "(no output)"
+    if not output.endswith("\n"):
+        output += "\n"
+    if not finished:
+        return ToolOutput(
+            output=f"{output}[killed after {timeout:g} s: the command did not finish in time. "
+            f"Raise timeout_s (at most {MAX_TIMEOUT_S}), or run it in the background with "
+            "its output redirected to a file.]",
+            is_error=True,
+            code=TIMEOUT,
+        )
+    if held:
+        output += (
+            "[a background process still holds the output; kun stopped reading it, so its "
+            "next write will fail. Redirect background output to a file: cmd > log 2>&1 &]\n"
+        )
+    return ToolOutput(output=f"{output}[exit code: {code}]")
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(PAGER="cat", GIT_PAGER="cat", GIT_TERMINAL_PROMPT="0")
+    return env

@@ -1,0 +1,102 @@
+"""``edit_file``: replace an exact piece of text in a file.
+
+``old_string`` must match exactly (whitespace and indentation included) and,
+unless ``replace_all`` is set, exactly once: a missing match and an
+ambiguous one are errors (``edit_no_match``, ``edit_ambiguous``) that say how
+many matches there were and what to do, so the model re-reads or adds
+context instead of guessing. A file with CRLF line endings matches an
+``old_string`` written with ``\\n`` and keeps its CRLF endings.
+
+Like ``write_file``, the write is not abandoned on cancellation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
+from kun.tools.builtin._common import looks_binary, off_loop, plural
+from kun.tools.errors import InvalidArguments, ToolError
+from kun.tools.workspace import Workspace
+
+SPEC = make_spec(
+    "edit_file",
+    "Replace text in a file. old_string must match the file exactly, including whitespace "
+    "and indentation (copy it from read_file output without the line-number prefix), and "
+    "must occur exactly once unless replace_all is true; include surrounding lines to make "
+    "it unique. Fails, saying how many matches were found, when the match is missing or "
+    "ambiguous.",
+    {
+        "path": {"type": "string", "description": "File path, relative to the workspace root."},
+        "old_string": {"type": "string", "minLength": 1, "description": "Exact text to find."},
+        "new_string": {"type": "string", "description": "Replacement text."},
+        "replace_all": {
+            "type": "boolean",
+            "description": "Replace every occurrence. Default: false.",
+        },
+    },
+    required=["path", "old_string", "new_string"],
+)
+
+
+class EditFile:
+    spec = SPEC
+    effect: ToolEffect = "write"
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        old: str = args["old_string"]
+        new: str = args["new_string"]
+        if old == new:
+            raise InvalidArguments("old_string and new_string are the same; nothing to change.")
+        workspace = Workspace(ctx.workspace)
+        path: str = args["path"]
+        replace_all = bool(args.get("replace_all", False))
+        return await off_loop(
+            lambda: _edit(workspace, path, old, new, replace_all=replace_all),
+            abandon_on_cancel=False,
+        )
+
+
+def _edit(workspace: Workspace, path: str, old: str, new: str, *, replace_all: bool) -> ToolOutput:
+    real = workspace.resolve(path)
+    shown = workspace.relative(real)
+    text = _read_text(real, shown)
+    count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            "edit_no_match",
+            f"old_string was not found in {shown} (0 matches). It must match exactly, "
+            "including whitespace and indentation; read the file again and copy the text.",
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            "edit_ambiguous",
+            f"old_string matches {count} places in {shown}. Include more surrounding lines "
+            "so it matches exactly one, or set replace_all to true to change all of them.",
+        )
+    line = text[: text.index(old)].count("\n") + 1
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    real.write_bytes(updated.encode("utf-8"))
+    where = f"first at line {line}" if count > 1 else f"at line {line}"
+    return ToolOutput(output=f"Edited {shown}: replaced {plural(count, 'occurrence')} ({where}).")
+
+
+def _read_text(real: Path, shown: str) -> str:
+    if not real.exists():
+        raise ToolError("not_found", f"{shown} does not exist; use write_file to create it.")
+    if not real.is_file():
+        raise ToolError("not_a_file", f"{shown} is not a file.")
+    data = real.read_bytes()
+    if looks_binary(data):
+        raise ToolError("binary_file", f"{shown} is a binary file; edit_file edits text only.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            "binary_file",
+            f"{shown} is not valid UTF-8 (byte {exc.start}); edit_file edits UTF-8 text only.",
+        ) from exc
