@@ -1,0 +1,434 @@
+"""The event recorder: numbers, validates, persists, then publishes events.
+
+:meth:`EventRecorder.record` gives drafts ``seq`` = last + 1, + 2, ...,
+``at`` = the clock, ``thread_id``; validates them on the thread's live
+:class:`~kun.domain.reduce.Projector` (a ``ProjectionError`` rejects the whole
+batch: nothing written, projection unchanged); appends them with
+``expected_seq`` (durable per the store's rules); then publishes them to
+followers (:mod:`kun.runtime.bus`).
+
+Validate on the live projector, rebuild on failure. Checking each batch on a
+copy first costs ``snapshot()`` plus a ``Projector`` built from it, O(items in
+the thread), on every write: measured per one-delta write, 21 us at 100
+items, 164 us at 1,000, 1-2.4 ms at 10,000, against 0.6 us for the live apply
+at any size. Failures are bugs, so they pay instead: ``Projector.apply``
+checks an event before changing anything, so a batch rejected at its first
+event leaves it untouched; a later rejection, or a failed append (the log may
+then hold a prefix of the batch), rebuilds the projection from the log, and
+the thread is re-claimed before its next write. The visible cost: while an
+append awaits, :meth:`~EventRecorder.state` already shows the batch (never
+with the JSONL store, whose append does not await).
+
+Deltas are coalesced (:mod:`kun.runtime.coalesce`) and written when their
+buffer closes: a fragment of another stream, the size limit, ``coalesce_ms``
+after its first fragment (a timer in the recorder's task group), any non-delta
+event on the thread (written first, so order is kept), ``flush()``, or exit.
+One exception keeps validation synchronous: a stream's first delta is written
+at once, so an invalid one (unknown turn, wrong item type) fails the call that
+made it. Once one delta of a stream is in the projection the reducer accepts
+every later one (an item cannot change type; a settled turn counts late
+events, it does not reject them), so a buffered fragment cannot turn into a
+rejected write. Followers also get each item's first token without waiting.
+If a timer's write fails, the error is kept and raised by the thread's next
+``record`` or ``flush``, or on exit, as buffered file writes do.
+
+Writes to one thread are serialized by a per-thread lock (the timer writes
+too). The recorder never closes the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
+from typing import Self
+
+import anyio
+import msgspec
+from anyio.abc import TaskGroup
+
+from kun.contracts.events import Event, ThreadCreated, TurnStarted
+from kun.domain.errors import ProjectionError
+from kun.domain.reduce import Projector
+from kun.domain.state import ThreadState
+from kun.errors import UserMistake
+from kun.runtime.bus import EventBus, Follower
+from kun.runtime.clock import now_ms
+from kun.runtime.coalesce import (
+    Coalescer,
+    DeltaBuffer,
+    FlushTimers,
+    StreamKey,
+    is_delta,
+    merge_run,
+    stream_key,
+)
+from kun.store.errors import ThreadNotFound
+from kun.store.port import EventStore, ReadReport
+
+__all__ = ["EventRecorder", "RecorderNotRunning", "ThreadExists", "ThreadNotOpen"]
+
+_log = logging.getLogger(__name__)
+_replace = msgspec.structs.replace
+_SHIELD_SECONDS = 10.0
+_MAX_STREAMS = 256
+"""Accepted streams remembered per thread; forgetting one only costs an
+unbuffered first fragment."""
+
+
+class ThreadNotOpen(UserMistake):
+    """The thread is not open in this recorder: ``open()`` it, or start a
+    new thread with a ``thread_created`` event."""
+
+    def __init__(self, thread_id: str, what: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} is not open in this recorder: cannot {what} "
+            f"(open() it first, or record thread_created to start a new thread)"
+        )
+        self.thread_id = thread_id
+
+
+class ThreadExists(UserMistake):
+    """``thread_created`` was recorded for a thread that already has events."""
+
+    def __init__(self, thread_id: str, last_seq: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} already exists (last seq {last_seq}): open() it instead"
+        )
+        self.thread_id = thread_id
+        self.last_seq = last_seq
+
+
+class RecorderNotRunning(UserMistake):
+    """``record`` outside ``async with recorder``: the coalescing timers need
+    the recorder's task group."""
+
+    def __init__(self) -> None:
+        super().__init__("the recorder is not running: use it inside `async with recorder:`")
+
+
+class _Thread:
+    """One open thread: its projection, last seq, lock and delta buffer."""
+
+    __slots__ = ("coalescer", "error", "id", "last_seq", "lock", "projector", "stale", "streams")
+
+    def __init__(self, thread_id: str, projector: Projector, last_seq: int, coalescer: Coalescer):
+        self.id = thread_id
+        self.projector = projector
+        self.last_seq = last_seq
+        self.lock = anyio.Lock(fast_acquire=True)
+        self.coalescer = coalescer
+        self.streams: set[StreamKey] = set()
+        self.error: Exception | None = None
+        self.stale = False
+
+    def raise_deferred(self) -> None:
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+
+
+class EventRecorder:
+    """The only path from events to a thread's log (see the module docstring).
+
+    ``store`` and ``clock`` are public so the writer's collaborators read the
+    same log and time; ``bus`` carries the live events.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        clock: Callable[[], int] = now_ms,
+        coalesce_ms: float = 30.0,
+        coalesce_bytes: int = 4096,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.bus = EventBus()
+        self._window_ms = coalesce_ms
+        self._max_bytes = coalesce_bytes
+        self._threads: dict[str, _Thread] = {}
+        self._tg: TaskGroup | None = None
+        self._buffering = False
+        self._timers = FlushTimers(coalesce_ms, self._flush_due)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        """Start the task group that owns the coalescing timers."""
+        if self._tg is not None:
+            raise RuntimeError("the recorder is already running")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        self._buffering = True
+        tg.start_soon(self._timers.run)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Write every buffered delta and sync every open thread (shielded,
+        bounded), then stop the timers. The store stays open. A write error
+        met here is raised unless another exception is already on its way."""
+        tg = self._tg
+        assert tg is not None, "__aexit__ without __aenter__"
+        self._buffering = False
+        failure: Exception | None = None
+        try:
+            with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+                failure = await self._flush_all()
+        finally:
+            self._tg = None
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(exc_type, exc, tb)
+        if failure is not None and exc is None:
+            raise failure
+
+    async def _flush_all(self) -> Exception | None:
+        failure: Exception | None = None
+        for thread in list(self._threads.values()):
+            try:
+                async with thread.lock:
+                    await self._write_pending(thread)
+                await self.store.sync(thread.id)
+            except Exception as exc:
+                failure = failure or exc
+            failure, thread.error = failure or thread.error, None
+        return failure
+
+    # -- threads ---------------------------------------------------------------
+
+    async def open(self, thread_id: str) -> ThreadState:
+        """Become the writer of an existing thread and return its state.
+
+        Claims it (``ThreadLocked`` if another writer has it; a torn tail is
+        repaired, adding a ``log_repaired`` event) and replays the log in
+        strict mode (``CorruptLog``, ``UnknownEventKind``, ``ProjectionError``
+        propagate). ``ThreadNotFound`` for a thread with no log. Idempotent.
+        """
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            if not self.store.exists(thread_id):
+                raise ThreadNotFound(thread_id)
+            await self.store.claim(thread_id)
+            thread = self._threads.get(thread_id)
+            if thread is None:
+                projector, last_seq = self._replay(thread_id)
+                thread = _Thread(thread_id, projector, last_seq, self._coalescer())
+                self._threads[thread_id] = thread
+        return thread.projector.snapshot()
+
+    def is_open(self, thread_id: str) -> bool:
+        return thread_id in self._threads
+
+    def state(self, thread_id: str) -> ThreadState:
+        """The thread's live projection, an immutable snapshot. Buffered
+        deltas are not in it yet. ``ThreadNotOpen`` if the thread is not open."""
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            raise ThreadNotOpen(thread_id, "read its state")
+        return thread.projector.snapshot()
+
+    def subscribe(self, thread_id: str, *, after: int = 0) -> Follower:
+        """Every event of the thread with ``seq > after``, backlog then live
+        (see :meth:`kun.runtime.bus.EventBus.follow`). Works for any thread
+        in the store, open here or not; a thread with no log yet starts empty."""
+
+        def backlog(after: int) -> Iterator[Event]:
+            if not self.store.exists(thread_id):
+                return iter(())
+            return self.store.read(thread_id, after=after)
+
+        return self.bus.follow(thread_id, after=after, backlog=backlog)
+
+    # -- writing ---------------------------------------------------------------
+
+    async def record(self, thread_id: str, *events: Event) -> list[Event]:
+        """Number, validate, persist and publish ``events`` (drafts: their
+        ``seq``, ``at`` and ``thread_id`` are replaced).
+
+        A thread not open here must start with ``ThreadCreated``
+        (``ThreadNotOpen`` otherwise; ``ThreadExists`` if it already has
+        events). Returns the events this call wrote for its drafts, in order:
+        every non-delta draft, one for one; a delta only once its buffer is
+        written (merged, possibly with fragments of earlier calls). A
+        buffered delta is not returned by a later call that only flushes it.
+        Raises ``ProjectionError`` (nothing written), the store's errors
+        (the projection is rebuilt from the log), an error kept from a
+        background flush of this thread, or ``RecorderNotRunning``.
+        """
+        if self._tg is None:
+            raise RecorderNotRunning()
+        if not events:
+            return []
+        while True:
+            thread = self._threads.get(thread_id)
+            if thread is None:
+                thread = await self._begin(thread_id, events[0])
+            async with thread.lock:
+                if self._threads.get(thread_id) is not thread:
+                    continue
+                try:
+                    return await self._record(thread, events)
+                finally:
+                    if thread.last_seq == 0 and self._threads.get(thread_id) is thread:
+                        del self._threads[thread_id]
+
+    async def flush(self, thread_id: str) -> None:
+        """Write the thread's buffered delta now (and raise an error kept
+        from a background flush). Nothing to do for a thread not open."""
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            return
+        async with thread.lock:
+            await self._write_pending(thread)
+            thread.raise_deferred()
+
+    async def _begin(self, thread_id: str, first: Event) -> _Thread:
+        """Register a new thread whose first event is ``first``."""
+        if type(first) is not ThreadCreated:
+            raise ThreadNotOpen(thread_id, f"record {type(first).__name__}")
+        last_seq = await self.store.last_seq(thread_id)
+        if last_seq:
+            raise ThreadExists(thread_id, last_seq)
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            thread = _Thread(thread_id, Projector(), 0, self._coalescer())
+            self._threads[thread_id] = thread
+        return thread
+
+    async def _record(self, thread: _Thread, drafts: Sequence[Event]) -> list[Event]:
+        thread.raise_deferred()
+        now = self.clock()
+        streams = thread.streams
+        if self._buffering and all(is_delta(d) and stream_key(d) in streams for d in drafts):
+            return await self._buffer(thread, drafts, now)
+        await self._write_pending(thread)
+        batch = merge_run(drafts, self._max_bytes) if len(drafts) > 1 else list(drafts)
+        written = await self._write(thread, batch, now)
+        for event in written:
+            if type(event) is TurnStarted or len(streams) >= _MAX_STREAMS:
+                streams.clear()
+            if is_delta(event):
+                streams.add(stream_key(event))
+        return written
+
+    async def _buffer(self, thread: _Thread, deltas: Sequence[Event], now: int) -> list[Event]:
+        """Offer fragments of accepted streams to the coalescer; write what
+        it closes; start the timer of a buffer it opens."""
+        coalescer = thread.coalescer
+        before = coalescer.pending
+        token = object()
+        closed: list[DeltaBuffer] = []
+        for delta in deltas:
+            closed += coalescer.offer(delta, now, token)  # type: ignore[arg-type]
+        pending = coalescer.pending
+        if pending is not None and pending is not before:
+            self._timers.schedule(thread, pending)
+        if not closed:
+            return []
+        written = await self._write(thread, [buffer.merged() for buffer in closed])
+        return [
+            event for event, buffer in zip(written, closed, strict=True) if buffer.token is token
+        ]
+
+    async def _write_pending(self, thread: _Thread) -> None:
+        buffer = thread.coalescer.take()
+        if buffer is not None:
+            await self._write(thread, [buffer.merged()])
+
+    async def _write(
+        self, thread: _Thread, drafts: list[Event], at: int | None = None
+    ) -> list[Event]:
+        """Number ``drafts`` (``at`` too, unless ``None``: merged deltas keep
+        theirs), validate on the projector, append, publish."""
+        if thread.stale:
+            await self._reclaim(thread)
+        thread_id = thread.id
+        last = thread.last_seq
+        if at is None:
+            events = [
+                _replace(d, seq=last + i, thread_id=thread_id) for i, d in enumerate(drafts, 1)
+            ]
+        else:
+            events = [
+                _replace(d, seq=last + i, at=at, thread_id=thread_id)
+                for i, d in enumerate(drafts, 1)
+            ]
+        try:
+            thread.projector.apply_all(events)
+        except ProjectionError as exc:
+            if exc.seq != events[0].seq:
+                self._rebuild(thread)
+            raise
+        try:
+            await self.store.append(thread_id, events, expected_seq=last)
+        except BaseException:
+            thread.stale = True
+            self._rebuild(thread)
+            raise
+        thread.last_seq = events[-1].seq
+        publish = self.bus.publish
+        for event in events:
+            publish(event)
+        return events
+
+    # -- recovery --------------------------------------------------------------
+
+    def _replay(self, thread_id: str) -> tuple[Projector, int]:
+        projector = Projector()
+        report = ReadReport()
+        try:
+            projector.apply_all(self.store.read(thread_id, mode="strict", report=report))
+        except ThreadNotFound:
+            return Projector(), 0
+        return projector, report.last_seq
+
+    def _rebuild(self, thread: _Thread) -> bool:
+        """Make the projection what the log holds (after a partial apply or
+        a failed append). Never raises, so the error that led here is the one
+        that propagates: if even the log cannot be read, the thread is closed
+        here (``open()`` it again), so no stale projection is handed out."""
+        thread.streams.clear()
+        try:
+            thread.projector, thread.last_seq = self._replay(thread.id)
+        except Exception:
+            _log.exception("thread %s: cannot rebuild the projection; closing it", thread.id)
+            thread.last_seq = 0
+            if self._threads.get(thread.id) is thread:
+                del self._threads[thread.id]
+            return False
+        return True
+
+    async def _reclaim(self, thread: _Thread) -> None:
+        """After a failed append: claim the thread again (a store may repair
+        what the failure left, which moves the last seq) and rebuild."""
+        await self.store.claim(thread.id)
+        if not self._rebuild(thread):
+            raise ThreadNotOpen(thread.id, "write: its log could not be read again")
+        thread.stale = False
+
+    # -- timers ----------------------------------------------------------------
+
+    def _coalescer(self) -> Coalescer:
+        return Coalescer(self._window_ms, self._max_bytes)
+
+    async def _flush_due(self, thread: _Thread, buffer: DeltaBuffer) -> None:
+        """The timer of ``buffer`` expired: write it, if it is still pending.
+        An error is kept for the thread's next call, not raised here (it
+        would tear down the recorder's task group)."""
+        if thread.coalescer.pending is not buffer:
+            return
+        async with thread.lock:
+            if thread.coalescer.pending is not buffer:
+                return
+            try:
+                await self._write_pending(thread)
+            except Exception as exc:
+                _log.warning("thread %s: buffered delta not written: %s", thread.id, exc)
+                thread.error = thread.error or exc
