@@ -229,25 +229,136 @@ def usage(threads: tuple[str, ...], home: Path | None) -> None:
 @cli.command()
 @home_option
 def demo(home: Path | None) -> None:
-    """Write a recorded multi-step, tool-using thread through the log store and
-    replay it (into a fresh temporary home unless --home is given)."""
+    """Run a real multi-step, tool-using turn offline against the loopback
+    provider, then print its transcript (into a fresh temporary home unless
+    --home is given)."""
     import tempfile
-    import time
+
+    import anyio
 
     from kun.demo import run_demo
     from kun.domain.transcript import render_transcript
     from kun.store.paths import resolve_home
 
     root = resolve_home(home) if home is not None else Path(tempfile.mkdtemp(prefix="kun-demo-"))
-    run = run_demo(root, int(time.time() * 1000))
+    color = sys.stdout.isatty()
+    run = anyio.run(lambda: run_demo(root, sys.stdout, color=color))
     state, _ = _replay(run.path, until=None, strict=True)
+    click.echo("")
+    click.echo("--- kun replay " + run.thread_id + " ---")
     click.echo("\n".join(render_transcript(state)))
     click.echo("")
-    click.echo(
-        f"wrote {run.events} events to {run.path} "
-        f"({run.durable} fsynced as appended, {run.events - run.durable} group-committed)"
-    )
+    click.echo(f"workspace: {run.workspace}")
     click.echo(f"replay it: kun replay {run.thread_id} --home {root}")
+    if run.status != "completed":
+        _fail(f"the demo turn ended {run.status}")
+
+
+_POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
+
+
+@cli.command()
+@click.argument("prompt")
+@click.option("--thread", "thread_id", default=None, help="Continue this thread.")
+@click.option("--provider", default=None, help="Provider name from kun.toml or the environment.")
+@click.option("--model", default=None, help="Model of that provider.")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=Path("."),
+    help="Folder the tools work in (new threads; default: here).",
+)
+@click.option("--approval", type=click.Choice(_POLICIES), default=None, help="Approval policy.")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
+)
+@home_option
+def run(
+    prompt: str,
+    thread_id: str | None,
+    provider: str | None,
+    model: str | None,
+    workspace: Path,
+    approval: Any,
+    config: Path | None,
+    home: Path | None,
+) -> None:
+    """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
+
+    Ctrl-C interrupts the turn cleanly: the log records it as aborted.
+    """
+    import anyio
+
+    from kun.run import RunOptions, run_prompt
+    from kun.store.paths import resolve_home, validate_thread_id
+
+    if thread_id is not None:
+        validate_thread_id(thread_id)
+    options = RunOptions(
+        home=resolve_home(home),
+        prompt=prompt,
+        thread_id=thread_id,
+        provider=provider,
+        model=model,
+        workspace=workspace,
+        approval=approval,
+        config=config,
+    )
+    thread, turn = anyio.run(run_prompt, options)
+    click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)
+    if turn.status != "completed":
+        sys.exit(EXIT_FAILURE)
+
+
+def _service_call(home: Path | None, body: Callable[[Any], Any]) -> Any:
+    import anyio
+
+    from kun.session import open_service
+    from kun.store.paths import resolve_home
+
+    async def go() -> Any:
+        async with open_service(resolve_home(home)) as service:
+            return await body(service)
+
+    return anyio.run(go)
+
+
+@cli.command()
+@click.argument("thread")
+@click.option("--before-turn", "before_turn", required=True, help="The first turn to hide.")
+@home_option
+def rewind(thread: str, before_turn: str, home: Path | None) -> None:
+    """Hide turn --before-turn of THREAD and every later turn (nothing is
+    deleted; the log records the rewind)."""
+    thread_id, _ = _log_of(home, thread)
+    seq = _service_call(home, lambda s: s.rewind_thread(thread_id, before_turn))
+    click.echo(f"rewound {thread_id} before {before_turn} (seq {seq})")
+
+
+@cli.command()
+@click.argument("thread")
+@click.option(
+    "--at-seq", type=click.IntRange(min=1), default=None, help="Fork point (default: now)."
+)
+@home_option
+def fork(thread: str, at_seq: int | None, home: Path | None) -> None:
+    """Start a new thread whose history is THREAD's (up to --at-seq)."""
+    thread_id, _ = _log_of(home, thread)
+    new = _service_call(home, lambda s: s.fork_thread(thread_id, at_seq))
+    click.echo(new)
+
+
+@cli.command()
+@home_option
+def reconcile(home: Path | None) -> None:
+    """Settle turns left running by a process that died (code 'orphaned')."""
+    from kun.runtime.reconcile import reconcile_orphaned_turns
+
+    touched = _service_call(home, reconcile_orphaned_turns)
+    click.echo("\n".join(touched) if touched else "nothing to reconcile")
 
 
 def main() -> None:

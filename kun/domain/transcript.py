@@ -181,11 +181,14 @@ def _cut(text: str, width: int) -> str:
 def format_usage(usage: UsageTotals) -> str:
     if usage.calls == 0:
         return "no model calls"
-    cost = f"${usage.cost_usd:.4f}"
-    if usage.unpriced_calls:
-        cost += f" + {usage.unpriced_calls} unpriced calls"
+    if usage.unpriced_calls == usage.calls:
+        cost = "cost unknown"
+    else:
+        cost = f"${usage.cost_usd:.4f}"
+        if usage.unpriced_calls:
+            cost += f" + {_plural(usage.unpriced_calls, 'unpriced call')}"
     return (
-        f"{usage.calls} calls · prompt {usage.prompt_tokens:,} "
+        f"{_plural(usage.calls, 'call')} · prompt {usage.prompt_tokens:,} "
         f"(cache hit {usage.cache_hit_tokens:,}) · completion {usage.completion_tokens:,} "
         f"· {cost}"
     )

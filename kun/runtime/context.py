@@ -1,0 +1,70 @@
+"""What one running turn carries: its ids, abort scope, steering, frozen tools.
+
+Created by the TurnService when the turn starts, dropped when it settles. The
+loop and dispatch read it; only the TurnService writes events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from kun.contracts import events as ev
+from kun.contracts.model import ToolSpec
+from kun.contracts.threads import ApprovalPolicy
+from kun.domain.state import ThreadState
+from kun.model.port import ModelClient
+from kun.runtime.gates import Gate
+from kun.runtime.steering import SteeringQueue
+from kun.tools.host import ToolHost
+
+
+@dataclass(frozen=True)
+class TurnLimits:
+    """``runtime.turn_limits``: exceeding one fails the turn with its code."""
+
+    max_steps: int | None = None
+    max_wall_seconds: float = 24 * 3600.0
+    max_tool_calls_per_step: int = 10_000
+    cost_budget_usd: float | None = None
+
+
+class Writer(Protocol):
+    async def __call__(self, *events: ev.Event) -> list[ev.Event]: ...
+
+
+def draft(cls: type[Any], turn_id: str | None = None, **fields: Any) -> Any:
+    """An event with placeholder envelope fields; the recorder numbers it."""
+    return cls(seq=0, at=0, thread_id="", turn_id=turn_id, **fields)
+
+
+@dataclass
+class TurnRun:
+    thread_id: str
+    turn_id: str
+    workspace: Path
+    policy: ApprovalPolicy
+    disable_user_input: bool
+    model: ModelClient
+    tools: ToolHost
+    limits: TurnLimits
+    write: Writer
+    state: Callable[[], ThreadState]
+    approvals: Gate
+    questions: Gate
+    system_prompt: str = ""
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    steering: SteeringQueue = field(init=False)
+    tool_specs: tuple[ToolSpec, ...] = ()
+    started_at: float = field(default_factory=anyio.current_time)
+    aborted: bool = False
+    set_todos: Callable[[Any], Awaitable[None]] | None = None
+
+    def __post_init__(self) -> None:
+        self.steering = SteeringQueue(self.turn_id)
+        self.tool_specs = self.tools.specs(user_input=not self.disable_user_input)

@@ -1,0 +1,181 @@
+"""Tool dispatch (SPEC §6.3): batches, approvals, execution, results in order.
+
+Sequential by default. Consecutive read-only built-ins that the approval
+policy lets run without asking form parallel batches of at most three; a
+batch runs concurrently and its results are persisted in call order, and if
+the batch is aborted every result that was already computed is still
+persisted. Errors are wrapped in three layers: recoverable dispatch errors
+(unknown tool, bad arguments, denied) and a crashing tool become ``is_error``
+results the model can act on (the tool host does this); only abort travels up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from kun.contracts import events as ev
+from kun.contracts.items import ToolCall, ToolResult
+from kun.contracts.threads import Todo
+from kun.ids import new_id
+from kun.runtime.context import TurnRun, draft
+from kun.tools.approval import decide
+from kun.tools.base import ToolContext, ToolOutput
+
+__all__ = ["PARALLEL_READ_CAP", "READ_ONLY_BUILTINS", "dispatch", "plan_batches"]
+
+READ_ONLY_BUILTINS = frozenset({"read_file", "list_dir", "glob", "grep"})
+PARALLEL_READ_CAP = 3
+_SHIELD_SECONDS = 10.0
+
+
+def plan_batches(run: TurnRun, calls: list[ToolCall]) -> list[list[ToolCall]]:
+    """Group ``calls`` into batches: runs of parallel-safe calls (at most
+    three each), every other call alone, order kept."""
+    batches: list[list[ToolCall]] = []
+    for call in calls:
+        safe = call.name in READ_ONLY_BUILTINS and decide(run.policy, "read") == "allow"
+        last = batches[-1] if batches else None
+        if (
+            safe
+            and last is not None
+            and len(last) < PARALLEL_READ_CAP
+            and last[0].name in READ_ONLY_BUILTINS
+        ):
+            last.append(call)
+        else:
+            batches.append([call])
+    return batches
+
+
+async def dispatch(run: TurnRun, calls: list[ToolCall]) -> None:
+    for batch in plan_batches(run, calls):
+        if run.aborted:
+            return
+        if len(batch) == 1:
+            await _persist(run, batch[0], await _run_one(run, batch[0]))
+        else:
+            await _run_batch(run, batch)
+
+
+async def _run_batch(run: TurnRun, batch: list[ToolCall]) -> None:
+    outputs: list[ToolOutput | None] = [None] * len(batch)
+
+    async def one(i: int) -> None:
+        outputs[i] = await _run_one(run, batch[i])
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(batch)):
+                tg.start_soon(one, i)
+    finally:
+        with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+            for call, output in zip(batch, outputs, strict=True):
+                if output is not None:
+                    await _persist(run, call, output)
+
+
+async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
+    effect = run.tools.effect(call.name)
+    verdict = decide(run.policy, effect) if effect is not None else "allow"
+    if verdict == "deny":
+        return ToolOutput(
+            output=f"The approval policy {run.policy!r} does not allow {call.name} "
+            f"({effect} tools). Do not retry it; use another way or tell the user what is needed.",
+            is_error=True,
+            code="denied_by_policy",
+        )
+    if verdict == "ask":
+        approved, reason = await _ask_approval(run, call)
+        if not approved:
+            why = f" ({reason})" if reason else ""
+            return ToolOutput(
+                output=f"The user denied {call.name}{why}. Do not retry the same call.",
+                is_error=True,
+                code="denied_by_user",
+            )
+    await run.write(
+        draft(
+            ev.ToolCallStarted, run.turn_id, item_id=call.id, call_id=call.call_id, name=call.name
+        )
+    )
+    context = ToolContext(
+        workspace=run.workspace,
+        thread_id=run.thread_id,
+        turn_id=run.turn_id,
+        call_id=call.call_id,
+        ask_user=None if run.disable_user_input else _asker(run),
+        get_todos=lambda: run.state().settings.todos,
+        set_todos=_todo_setter(run),
+    )
+    return await run.tools.execute(call.name, bytes(call.arguments), context)
+
+
+async def _ask_approval(run: TurnRun, call: ToolCall) -> tuple[bool, str | None]:
+    approval_id = new_id("apr")
+    summary = f"{call.name} {_short(bytes(call.arguments).decode('utf-8', 'replace'))}"
+    await run.write(
+        draft(
+            ev.ApprovalRequested,
+            run.turn_id,
+            approval_id=approval_id,
+            call_id=call.call_id,
+            tool_name=call.name,
+            summary=summary,
+        )
+    )
+    status, reason = await run.approvals.wait(approval_id, run.thread_id, run.turn_id)
+    return status == "approved", reason
+
+
+def _asker(run: TurnRun) -> Callable[[str, tuple[str, ...]], Awaitable[str | None]]:
+    async def ask(question: str, options: tuple[str, ...]) -> str | None:
+        request_id = new_id("ask")
+        await run.write(
+            draft(
+                ev.UserInputRequested,
+                run.turn_id,
+                request_id=request_id,
+                question=question,
+                options=options,
+            )
+        )
+        status, answer = await run.questions.wait(request_id, run.thread_id, run.turn_id)
+        return answer if status == "answered" else None
+
+    return ask
+
+
+def _todo_setter(run: TurnRun) -> Callable[[tuple[Todo, ...]], Awaitable[None]]:
+    async def set_todos(todos: tuple[Todo, ...]) -> None:
+        await run.write(draft(ev.ThreadUpdated, todos=todos))
+
+    return set_todos
+
+
+async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
+    """The call's end and its result, appended together."""
+    result = ToolResult(
+        id=new_id("res"),
+        call_id=call.call_id,
+        name=call.name,
+        output=output.output,
+        is_error=output.is_error,
+        code=output.code,
+        attachments=output.attachments,
+    )
+    await run.write(
+        draft(
+            ev.ToolCallFinished,
+            run.turn_id,
+            item_id=call.id,
+            call_id=call.call_id,
+            status="failed" if output.is_error else "completed",
+        ),
+        draft(ev.ItemCompleted, run.turn_id, item=result),
+    )
+
+
+def _short(text: str, width: int = 200) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."

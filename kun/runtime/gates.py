@@ -1,0 +1,73 @@
+"""Suspension points: a tool waits for the user's answer.
+
+``Gate`` has one shape for approvals and questions. The waiting side registers
+a pending id and awaits; the answering side *claims* the id first, so a
+second answer (or an answer to an unknown id) is an ``AnswerConflict`` (HTTP
+409); if persisting the answer fails, the claim is released and the answer can
+be retried. On abort the waiter resolves ``cancelled`` before the cancellation
+travels on, so no tool hangs forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+
+from kun.runtime.errors import AnswerConflict
+
+
+@dataclass
+class _Pending:
+    thread_id: str
+    turn_id: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answer: tuple[str, str | None] | None = None
+    claimed: bool = False
+
+
+class Gate:
+    """Pending answers of one kind (``approval`` or ``user input``)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._pending: dict[str, _Pending] = {}
+
+    def owner(self, pending_id: str) -> tuple[str, str]:
+        """``(thread_id, turn_id)`` of a pending id; ``AnswerConflict`` if none."""
+        entry = self._pending.get(pending_id)
+        if entry is None or entry.claimed:
+            raise AnswerConflict(self.kind, pending_id)
+        return entry.thread_id, entry.turn_id
+
+    async def wait(self, pending_id: str, thread_id: str, turn_id: str) -> tuple[str, str | None]:
+        """Await the answer ``(status, value)`` to ``pending_id``. Cancelled:
+        the entry is dropped (its item is settled by the turn's end)."""
+        entry = self._pending[pending_id] = _Pending(thread_id, turn_id)
+        try:
+            await entry.done.wait()
+        finally:
+            self._pending.pop(pending_id, None)
+        assert entry.answer is not None
+        return entry.answer
+
+    async def answer(
+        self,
+        pending_id: str,
+        status: str,
+        value: str | None,
+        persist: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Claim ``pending_id``, persist the answer, then wake the waiter."""
+        entry = self._pending.get(pending_id)
+        if entry is None or entry.claimed:
+            raise AnswerConflict(self.kind, pending_id)
+        entry.claimed = True
+        try:
+            await persist()
+        except BaseException:
+            entry.claimed = False
+            raise
+        entry.answer = (status, value)
+        entry.done.set()

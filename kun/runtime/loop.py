@@ -1,0 +1,318 @@
+"""The agent loop (SPEC §6.1-§6.2): one turn from the user's words to a settled
+outcome, appending every step to the log and nothing else.
+
+``run_turn`` → setup stages, drain steering, ``loop`` → settle. ``loop`` runs
+``model_step`` until a step returns anything but ``CONTINUE``: only "the model
+called tools and they ran" continues. A step streams the model's answer,
+recording every delta as it arrives and each item once at the end, then
+either dispatches the tool calls or ends the turn.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from itertools import count
+
+import anyio
+
+from kun.contracts import events as ev
+from kun.contracts.items import (
+    AssistantReasoning,
+    AssistantText,
+    ErrorItem,
+    Item,
+    ToolCall,
+    UserMessage,
+)
+from kun.contracts.model import (
+    CompletedChunk,
+    ErrorChunk,
+    ModelRequest,
+    ReasoningDeltaChunk,
+    TextDeltaChunk,
+    ToolCallCompleteChunk,
+    ToolCallDeltaChunk,
+    UsageChunk,
+)
+from kun.domain.state import ThreadState
+from kun.ids import new_id
+from kun.runtime.context import TurnRun, draft
+from kun.runtime.dispatch import dispatch
+
+TURN_STAGES = ("setup", "pre_start", "post_start")
+STEP_STAGES_BEFORE = (
+    "input_received",
+    "input_cached",
+    "input_routed",
+    "input_compressed",
+    "input_remembered",
+    "pre_send",
+)
+NO_DIALOG = (
+    "This turn runs unattended: nobody can answer questions. Do not promise a dialog "
+    "or ask the user to choose; decide, act, and report what you did."
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a step or a turn ended: ``continue``, ``completed``, ``failed``,
+    ``aborted``."""
+
+    status: str
+    stop_reason: str | None = None
+    code: str | None = None
+    message: str | None = None
+
+
+CONTINUE = Outcome("continue")
+ABORTED = Outcome("aborted")
+
+
+async def run_turn(run: TurnRun) -> Outcome:
+    """Run the turn to its outcome; the caller settles it. Never raises but
+    for cancellation from outside the turn's own scope."""
+    outcome = Outcome("failed", code="internal_error", message="the turn did not finish")
+    with run.scope:
+        try:
+            await _stages(run, TURN_STAGES, 0)
+            await drain_steering(run)
+            outcome = await loop(run)
+        except Exception as exc:
+            outcome = Outcome("failed", code="internal_error", message=_enriched(run, exc))
+    if run.scope.cancelled_caught or run.aborted:
+        return ABORTED
+    return outcome
+
+
+async def loop(run: TurnRun) -> Outcome:
+    for step in count():
+        if run.aborted:
+            return ABORTED
+        limit = check_limits(run, step)
+        if limit is not None:
+            return limit
+        await drain_steering(run)
+        result = await model_step(run, step)
+        if result is not CONTINUE:
+            return result
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def check_limits(run: TurnRun, step: int) -> Outcome | None:
+    limits = run.limits
+    if limits.max_steps is not None and step >= limits.max_steps:
+        return Outcome(
+            "failed", code="turn_step_limit", message=f"the turn reached {limits.max_steps} steps"
+        )
+    if anyio.current_time() - run.started_at > limits.max_wall_seconds:
+        return Outcome(
+            "failed",
+            code="turn_wall_time_limit",
+            message=f"the turn ran longer than {limits.max_wall_seconds:.0f} s",
+        )
+    budget = limits.cost_budget_usd
+    if budget is not None and run.state().usage.cost_usd >= budget:
+        return Outcome(
+            "failed", code="budget_exhausted", message=f"the cost budget of ${budget} is spent"
+        )
+    return None
+
+
+async def drain_steering(run: TurnRun) -> None:
+    entries = run.steering.drain()
+    if entries:
+        items = [UserMessage(id=new_id("msg"), text=text, steered=True) for text in entries]
+        await run.write(*(draft(ev.ItemCompleted, run.turn_id, item=item) for item in items))
+
+
+def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
+    history: list[Item] = []
+    for turn in state.visible_turns:
+        history.extend(turn.items)
+    notes = []
+    if run.disable_user_input:
+        notes.append(NO_DIALOG)
+    todos = state.settings.todos
+    if todos:
+        rows = "\n".join(f"- [{t.status}] {t.content}" for t in todos)
+        notes.append(f"<thread_todos>\n{rows}\n</thread_todos>")
+    return ModelRequest(
+        system_prompt=run.system_prompt,
+        history=tuple(history),
+        context_instructions="\n\n".join(notes) or None,
+        tools=run.tool_specs,
+    )
+
+
+class _Answer:
+    """What one model call said, gathered while its deltas are recorded."""
+
+    def __init__(self) -> None:
+        self.text_id: str | None = None
+        self.text: list[str] = []
+        self.reasoning_id: str | None = None
+        self.reasoning: list[str] = []
+        self.signature: str | None = None
+        self.call_ids: dict[int, str] = {}
+        self.calls: dict[int, ToolCallCompleteChunk] = {}
+        self.usage: list[UsageChunk] = []
+        self.stop_reason: str | None = None
+        self.error: ErrorChunk | None = None
+
+    def items(self) -> list[Item]:
+        items: list[Item] = []
+        if self.reasoning_id is not None:
+            items.append(
+                AssistantReasoning(
+                    id=self.reasoning_id, text="".join(self.reasoning), signature=self.signature
+                )
+            )
+        if self.text_id is not None:
+            items.append(AssistantText(id=self.text_id, text="".join(self.text)))
+        return items
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(
+                id=self.call_ids.get(index) or new_id("call"),
+                status="in_progress",
+                call_id=chunk.call_id,
+                name=chunk.name,
+                arguments=chunk.arguments,
+            )
+            for index, chunk in sorted(self.calls.items())
+        ]
+
+
+async def model_step(run: TurnRun, step: int) -> Outcome:
+    await _stages(run, STEP_STAGES_BEFORE, step)
+    request = build_request(run, run.state())
+    answer = _Answer()
+    async for chunk in run.model.stream(request):
+        await _on_chunk(run, answer, chunk)
+    calls = answer.tool_calls()
+    closing: list[ev.Event] = [
+        *(draft(ev.ItemCompleted, run.turn_id, item=item) for item in answer.items()),
+        *(draft(ev.ItemCreated, run.turn_id, item=call) for call in calls),
+        *(_usage_event(run, usage, step) for usage in answer.usage),
+        draft(ev.PipelineStage, run.turn_id, stage="post_send", step=step),
+        draft(ev.PipelineStage, run.turn_id, stage="response_received", step=step),
+    ]
+    await run.write(*closing)
+    if answer.error is not None:
+        return Outcome("failed", code=answer.error.code, message=answer.error.message)
+    if calls:
+        if len(calls) > run.limits.max_tool_calls_per_step:
+            return Outcome(
+                "failed",
+                code="turn_tool_call_limit",
+                message=f"the model asked for {len(calls)} tool calls in one step "
+                f"(limit {run.limits.max_tool_calls_per_step})",
+            )
+        await dispatch(run, calls)
+        return ABORTED if run.aborted else CONTINUE
+    if answer.stop_reason == "length":
+        await run.write(
+            draft(
+                ev.WarningEvent,
+                run.turn_id,
+                code="output_truncated",
+                message="The answer hit the output limit: raise max output tokens, "
+                "or ask for smaller steps.",
+            )
+        )
+    return Outcome("completed", stop_reason=answer.stop_reason)
+
+
+async def _on_chunk(run: TurnRun, answer: _Answer, chunk: object) -> None:
+    if isinstance(chunk, TextDeltaChunk):
+        if answer.text_id is None:
+            answer.text_id = new_id("txt")
+        answer.text.append(chunk.text)
+        await run.write(
+            draft(ev.AssistantTextDelta, run.turn_id, item_id=answer.text_id, text=chunk.text)
+        )
+    elif isinstance(chunk, ReasoningDeltaChunk):
+        if answer.reasoning_id is None:
+            answer.reasoning_id = new_id("rsn")
+        if chunk.signature:
+            answer.signature = chunk.signature
+        if chunk.text:
+            answer.reasoning.append(chunk.text)
+            await run.write(
+                draft(
+                    ev.AssistantReasoningDelta,
+                    run.turn_id,
+                    item_id=answer.reasoning_id,
+                    text=chunk.text,
+                )
+            )
+    elif isinstance(chunk, ToolCallDeltaChunk):
+        item_id = answer.call_ids.setdefault(chunk.index, new_id("call"))
+        await run.write(
+            draft(
+                ev.ToolCallDelta,
+                run.turn_id,
+                item_id=item_id,
+                call_id=chunk.call_id,
+                name=chunk.name,
+                arguments=chunk.arguments,
+            )
+        )
+    elif isinstance(chunk, ToolCallCompleteChunk):
+        answer.calls[chunk.index] = chunk
+    elif isinstance(chunk, UsageChunk):
+        answer.usage.append(chunk)
+    elif isinstance(chunk, CompletedChunk):
+        answer.stop_reason = chunk.stop_reason
+    elif isinstance(chunk, ErrorChunk):
+        answer.error = chunk
+
+
+def _usage_event(run: TurnRun, chunk: UsageChunk, step: int) -> ev.Usage:
+    usage: ev.Usage = draft(
+        ev.Usage,
+        run.turn_id,
+        usage=chunk.usage,
+        provider=run.model.provider,
+        model=chunk.model or run.model.model,
+        request_id=chunk.request_id,
+        price_source=chunk.price_source,
+        step=step,
+    )
+    return usage
+
+
+async def _stages(run: TurnRun, stages: tuple[str, ...], step: int) -> None:
+    await run.write(
+        *(draft(ev.PipelineStage, run.turn_id, stage=stage, step=step) for stage in stages)
+    )
+
+
+def settle_events(run: TurnRun, outcome: Outcome) -> list[ev.Event]:
+    """The events that settle the turn with ``outcome`` (not for aborts,
+    which the TurnService records when it interrupts)."""
+    if outcome.status == "completed":
+        return [draft(ev.TurnCompleted, run.turn_id, stop_reason=outcome.stop_reason)]
+    code = outcome.code or "error"
+    message = outcome.message or code
+    error = ErrorItem(id=new_id("err"), code=code, message=message)
+    return [
+        draft(ev.ItemCompleted, run.turn_id, item=error),
+        draft(ev.TurnFailed, run.turn_id, code=code, message=message),
+    ]
+
+
+def _enriched(run: TurnRun, exc: BaseException) -> str:
+    stack = traceback.format_exception(exc)[-4:-1]
+    lines = " | ".join(line.strip().replace("\n", " ") for line in stack)[:600]
+    return (
+        f"[kun turn failed] turn={run.turn_id} thread={run.thread_id} "
+        f"model={run.model.model} provider={run.model.provider} "
+        f"error={type(exc).__name__}: {exc} stack={lines}"
+    )
+
+
+__all__ = ["CONTINUE", "Outcome", "build_request", "loop", "model_step", "run_turn"]

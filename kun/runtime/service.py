@@ -1,0 +1,308 @@
+"""The TurnService: the single writer of every thread (SPEC §5).
+
+Every write to a thread goes through here, serialized per thread, as events
+appended by the recorder (persist, then publish). ``start_turn`` records the
+turn and returns at once; the turn runs as a task in the service's task
+group. Nothing is ever deleted: rewind hides, fork copies, interrupt settles.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from kun.contracts import events as ev
+from kun.contracts.items import Attachment, UserMessage
+from kun.contracts.threads import ThreadSettings
+from kun.domain.fork import fork_events
+from kun.domain.state import ThreadState, TurnState
+from kun.ids import new_id
+from kun.model.port import ModelClient
+from kun.runtime.context import TurnLimits, TurnRun, draft
+from kun.runtime.errors import ThreadBusy, TurnNotRunning
+from kun.runtime.gates import Gate
+from kun.runtime.loop import run_turn, settle_events
+from kun.runtime.recorder import EventRecorder
+from kun.tools.host import ToolHost
+
+_log = logging.getLogger(__name__)
+_SHIELD_SECONDS = 10.0
+
+
+class TurnService:
+    def __init__(
+        self,
+        recorder: EventRecorder,
+        task_group: TaskGroup,
+        *,
+        model: ModelClient | None = None,
+        tools: ToolHost | None = None,
+        limits: TurnLimits | None = None,
+        system_prompt: str = "",
+    ) -> None:
+        self.recorder = recorder
+        self._model = model
+        self._tools = tools
+        self.limits = limits or TurnLimits()
+        self.system_prompt = system_prompt
+        self.approvals = Gate("approval")
+        self.questions = Gate("user input")
+        self._tg = task_group
+        self._locks: dict[str, anyio.Lock] = {}
+        self._runs: dict[str, TurnRun] = {}
+
+    @property
+    def model(self) -> ModelClient:
+        if self._model is None:
+            raise RuntimeError("this TurnService was built without a model: it cannot run turns")
+        return self._model
+
+    @property
+    def tools(self) -> ToolHost:
+        if self._tools is None:
+            raise RuntimeError("this TurnService was built without tools: it cannot run turns")
+        return self._tools
+
+    # -- writing ---------------------------------------------------------------
+
+    def _lock(self, thread_id: str) -> anyio.Lock:
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            lock = self._locks[thread_id] = anyio.Lock()
+        return lock
+
+    async def write(self, thread_id: str, *events: ev.Event) -> list[ev.Event]:
+        async with self._lock(thread_id):
+            return await self.recorder.record(thread_id, *events)
+
+    async def _open(self, thread_id: str) -> ThreadState:
+        if not self.recorder.is_open(thread_id):
+            return await self.recorder.open(thread_id)
+        return self.recorder.state(thread_id)
+
+    def state(self, thread_id: str) -> ThreadState:
+        return self.recorder.state(thread_id)
+
+    def running_turn(self, thread_id: str) -> str | None:
+        run = self._runs.get(thread_id)
+        return run.turn_id if run is not None else None
+
+    def in_flight(self) -> set[str]:
+        """Thread ids with a turn running in this process."""
+        return set(self._runs)
+
+    # -- threads ---------------------------------------------------------------
+
+    async def create_thread(
+        self, settings: ThreadSettings | None = None, *, thread_id: str | None = None
+    ) -> str:
+        thread_id = thread_id or new_id("thr")
+        await self.write(thread_id, draft(ev.ThreadCreated, settings=settings or ThreadSettings()))
+        return thread_id
+
+    async def update_thread(self, thread_id: str, **changes: Any) -> None:
+        await self._open(thread_id)
+        await self.write(thread_id, draft(ev.ThreadUpdated, **changes))
+
+    async def rewind_thread(self, thread_id: str, before_turn_id: str) -> int:
+        """Hide ``before_turn_id`` and every later turn; returns the rewind's
+        seq (for undo). Refused while a turn runs."""
+        await self._open(thread_id)
+        self._refuse_if_running(thread_id, "rewind")
+        (event,) = await self.write(
+            thread_id, draft(ev.ThreadRewound, before_turn_id=before_turn_id)
+        )
+        return event.seq
+
+    async def undo_rewind(self, thread_id: str, rewind_seq: int) -> None:
+        await self._open(thread_id)
+        self._refuse_if_running(thread_id, "undo a rewind")
+        await self.write(thread_id, draft(ev.ThreadRewindUndone, rewind_seq=rewind_seq))
+
+    async def fork_thread(self, source_id: str, up_to_seq: int | None = None) -> str:
+        """A new thread whose history is ``source_id``'s up to ``up_to_seq``
+        (default: now). Its log is written whole, then opened."""
+        if self.recorder.is_open(source_id):
+            await self.recorder.flush(source_id)
+        store = self.recorder.store
+        limit = up_to_seq if up_to_seq is not None else await store.last_seq(source_id)
+        new_thread = new_id("thr")
+        events = fork_events(
+            store.read(source_id, until=limit), new_thread, limit, self.recorder.clock()
+        )
+        await store.append(new_thread, events, expected_seq=0)
+        await self.recorder.open(new_thread)
+        return new_thread
+
+    def _refuse_if_running(self, thread_id: str, what: str) -> None:
+        run = self._runs.get(thread_id)
+        if run is not None:
+            raise ThreadBusy(thread_id, run.turn_id, what)
+
+    # -- turns -----------------------------------------------------------------
+
+    async def start_turn(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        disable_user_input: bool = False,
+        attachments: Sequence[Attachment] = (),
+    ) -> str:
+        """Record the turn and its user message, start it in the background,
+        return its id at once."""
+        state = await self._open(thread_id)
+        async with self._lock(thread_id):
+            self._refuse_if_running(thread_id, "start another turn")
+            turn_id = new_id("turn")
+            settings = state.settings
+            message = UserMessage(id=new_id("msg"), text=text, attachments=tuple(attachments))
+            await self.recorder.record(
+                thread_id,
+                draft(
+                    ev.TurnStarted,
+                    turn_id,
+                    provider=self.model.provider,
+                    model=self.model.model,
+                    disable_user_input=disable_user_input,
+                ),
+                draft(ev.ItemCompleted, turn_id, item=message),
+            )
+            run = TurnRun(
+                thread_id=thread_id,
+                turn_id=turn_id,
+                workspace=Path(settings.workspace or "."),
+                policy=settings.approval_policy,
+                disable_user_input=disable_user_input,
+                model=self.model,
+                tools=self.tools,
+                limits=self.limits,
+                write=lambda *events: self.write(thread_id, *events),
+                state=lambda: self.recorder.state(thread_id),
+                approvals=self.approvals,
+                questions=self.questions,
+                system_prompt=self.system_prompt,
+            )
+            self._runs[thread_id] = run
+        self._tg.start_soon(self._drive, run)
+        return turn_id
+
+    async def _drive(self, run: TurnRun) -> None:
+        try:
+            outcome = await run_turn(run)
+            if outcome.status != "aborted" and not run.aborted:
+                with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+                    await self.write(run.thread_id, *settle_events(run, outcome))
+        except Exception:
+            _log.exception("settling turn %s of thread %s failed", run.turn_id, run.thread_id)
+        finally:
+            run.steering.seal()
+            if self._runs.get(run.thread_id) is run:
+                del self._runs[run.thread_id]
+            run.done.set()
+
+    def _running(self, thread_id: str, turn_id: str) -> TurnRun:
+        run = self._runs.get(thread_id)
+        if run is None or run.turn_id != turn_id:
+            raise TurnNotRunning(thread_id, turn_id)
+        return run
+
+    async def steer_turn(self, thread_id: str, turn_id: str, text: str) -> None:
+        """Queue ``text`` for the running turn; it reaches the model as a user
+        message at the loop's next safe point."""
+        run = self._running(thread_id, turn_id)
+        run.steering.push(text)
+        await self.write(thread_id, draft(ev.TurnSteered, turn_id, text=text))
+
+    async def interrupt_turn(self, thread_id: str, turn_id: str, *, discard: bool = False) -> None:
+        """Abort the running turn: stop it, cancel what it waits for, and
+        record ``turn_aborted`` (``discard`` drops its generated items). If
+        recording fails the turn is still stopped; reconciliation settles the
+        log later."""
+        run = self._running(thread_id, turn_id)
+        run.aborted = True
+        run.scope.cancel()
+        with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+            await run.done.wait()
+            try:
+                await self._record_abort(thread_id, turn_id, discard)
+            except Exception:
+                _log.exception("recording the abort of turn %s failed", turn_id)
+
+    async def _record_abort(self, thread_id: str, turn_id: str, discard: bool) -> None:
+        state = self.recorder.state(thread_id)
+        turn = _turn(state, turn_id)
+        if turn is None or turn.settled:
+            return
+        ids = {item.id for item in turn.items}
+        events: list[ev.Event] = [
+            draft(ev.ApprovalResolved, turn_id, approval_id=a, decision="cancelled")
+            for a in state.pending_approvals
+            if a in ids
+        ]
+        events += [
+            draft(ev.UserInputResolved, turn_id, request_id=q, status="cancelled")
+            for q in state.pending_user_inputs
+            if q in ids
+        ]
+        events.append(draft(ev.TurnAborted, turn_id, reason="interrupted", discard=discard))
+        await self.write(thread_id, *events)
+
+    async def wait_turn(self, thread_id: str, turn_id: str) -> TurnState:
+        run = self._runs.get(thread_id)
+        if run is not None and run.turn_id == turn_id:
+            await run.done.wait()
+        turn = _turn(self.recorder.state(thread_id), turn_id)
+        if turn is None:
+            raise TurnNotRunning(thread_id, turn_id)
+        return turn
+
+    # -- answers ---------------------------------------------------------------
+
+    async def answer_approval(
+        self, approval_id: str, decision: str, reason: str | None = None
+    ) -> None:
+        """Approve or deny a pending approval; a second answer is a conflict."""
+        thread_id, turn_id = self.approvals.owner(approval_id)
+
+        async def persist() -> None:
+            await self.write(
+                thread_id,
+                draft(
+                    ev.ApprovalResolved,
+                    turn_id,
+                    approval_id=approval_id,
+                    decision=decision,
+                    reason=reason,
+                ),
+            )
+
+        await self.approvals.answer(approval_id, decision, reason, persist)
+
+    async def answer_user_input(self, request_id: str, answer: str | None) -> None:
+        """Answer a pending question (``None`` cancels it)."""
+        thread_id, turn_id = self.questions.owner(request_id)
+        status = "answered" if answer is not None else "cancelled"
+
+        async def persist() -> None:
+            await self.write(
+                thread_id,
+                draft(
+                    ev.UserInputResolved,
+                    turn_id,
+                    request_id=request_id,
+                    status=status,
+                    answer=answer,
+                ),
+            )
+
+        await self.questions.answer(request_id, status, answer, persist)
+
+
+def _turn(state: ThreadState, turn_id: str) -> TurnState | None:
+    return next((t for t in state.turns if t.turn_id == turn_id), None)

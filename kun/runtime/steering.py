@@ -1,0 +1,43 @@
+"""A running turn's steering queue: text the user adds while the turn works.
+
+Bounded (32 entries, 64 KB per turn) and sealed when the turn settles, so
+steering never leaks into the next turn. The loop drains it at its two safe
+points: before the first step and at the top of every step.
+"""
+
+from __future__ import annotations
+
+from kun.runtime.errors import SteeringFull
+
+MAX_ENTRIES = 32
+MAX_BYTES = 64 * 1024
+
+
+class SteeringQueue:
+    __slots__ = ("_bytes", "_entries", "_sealed", "turn_id")
+
+    def __init__(self, turn_id: str) -> None:
+        self.turn_id = turn_id
+        self._entries: list[str] = []
+        self._bytes = 0
+        self._sealed = False
+
+    def push(self, text: str) -> None:
+        size = len(text.encode())
+        if self._sealed:
+            raise SteeringFull(self.turn_id, "the turn has settled")
+        if len(self._entries) >= MAX_ENTRIES:
+            raise SteeringFull(self.turn_id, f"{MAX_ENTRIES} entries are waiting")
+        if self._bytes + size > MAX_BYTES:
+            raise SteeringFull(self.turn_id, f"more than {MAX_BYTES // 1024} KB is waiting")
+        self._entries.append(text)
+        self._bytes += size
+
+    def drain(self) -> list[str]:
+        entries, self._entries, self._bytes = self._entries, [], 0
+        return entries
+
+    def seal(self) -> None:
+        self._sealed = True
+        self._entries.clear()
+        self._bytes = 0
