@@ -34,6 +34,10 @@ class Gate:
         self.kind = kind
         self._pending: dict[str, _Pending] = {}
 
+    def pending_ids(self, turn_id: str | None = None) -> list[str]:
+        """Ids waiting for an answer (of one turn, or all)."""
+        return [k for k, p in self._pending.items() if turn_id is None or p.turn_id == turn_id]
+
     def owner(self, pending_id: str) -> tuple[str, str]:
         """``(thread_id, turn_id)`` of a pending id; ``AnswerConflict`` if none."""
         entry = self._pending.get(pending_id)
