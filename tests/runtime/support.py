@@ -29,12 +29,13 @@ from kun.tools.host import ToolHost
 from kun.tools.host import default_host as builtin_host
 
 
-def calls(*specs: tuple[str, dict[str, Any]]) -> list[ModelStreamChunk]:
-    """One response calling several tools at once (parallel calls)."""
+def calls(*specs: tuple[str, dict[str, Any]], prefix: str = "call") -> list[ModelStreamChunk]:
+    """One response calling several tools at once (parallel calls); call ids
+    are ``<prefix>_<index>_<name>``."""
     chunks: list[ModelStreamChunk] = []
     for index, (name, arguments) in enumerate(specs):
         raw = msgspec.json.encode(arguments)
-        call_id = f"call_{index}_{name}"
+        call_id = f"{prefix}_{index}_{name}"
         chunks.append(
             ToolCallDeltaChunk(call_id=call_id, name=name, arguments=raw.decode(), index=index)
         )
