@@ -1,0 +1,96 @@
+"""``kun run`` as a user runs it: a real process, a real provider on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.domain.reduce import replay
+from kun.model.scripted import tool_reply
+from kun.store.jsonl import JsonlEventStore
+from kun.testing.fake_provider import FakeProvider, FakeResponse
+
+pytestmark = pytest.mark.anyio
+
+ANSWER = FakeResponse(
+    chunks=(TextDeltaChunk(text="a.py prints a."), CompletedChunk(stop_reason="stop"))
+)
+
+
+def _config(tmp_path: Path, base_url: str) -> Path:
+    config = tmp_path / "kun.toml"
+    config.write_text(
+        'default_provider = "fake"\n\n[providers.fake]\n'
+        f'base_url = "{base_url}"\nendpoint_format = "chat_completions"\n'
+        'default_model = "fake-model"\n'
+    )
+    return config
+
+
+async def _kun(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.update(env or {})
+    result = await anyio.run_process(
+        [sys.executable, "-m", "kun", *args], check=False, env=environ, stdin=None
+    )
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
+
+
+def _workspace(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.py").write_text("print('a')\n")
+    return workspace
+
+
+async def test_kun_run_streams_a_tool_using_turn(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    script = [FakeResponse(chunks=tuple(tool_reply("read_file", {"path": "a.py"}))), ANSWER]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        code, out, err = await _kun(
+            "run", "what does a.py print?",
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(tmp_path / "home"),
+            "--workspace", str(workspace),
+        )  # fmt: skip
+    assert code == 0, err
+    assert '-> read_file({"path":"a.py"})' in out
+    assert "a.py prints a." in out and "turn completed" in out
+    thread_id = err.split()[1]
+    state = replay(JsonlEventStore(tmp_path / "home").read(thread_id))
+    assert state.turns[0].status == "completed"
+    assert state.settings.workspace == str(workspace.resolve())
+
+
+async def test_without_a_terminal_approvals_are_denied_not_awaited(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    write = tool_reply("write_file", {"path": "b.py", "content": "x"})
+    script = [FakeResponse(chunks=tuple(write)), ANSWER]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        code, out, err = await _kun(
+            "run", "write b.py", "--approval", "auto",
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(tmp_path / "home"), "--workspace", str(workspace),
+        )  # fmt: skip
+    assert code == 0, err
+    assert "approval needed" in out and "denied: no terminal to ask on" in out
+    assert not (workspace / "b.py").exists()
+
+
+async def test_no_provider_configured_is_one_clear_line(tmp_path: Path) -> None:
+    code, out, err = await _kun(
+        "run", "hi", "--home", str(tmp_path), env={"KUN_CONFIG": "", "HOME": str(tmp_path)}
+    )
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and err.startswith("kun: error: ")
+    assert "OPENAI_API_KEY" in err
+
+
+async def test_a_missing_config_file_is_one_clear_line(tmp_path: Path) -> None:
+    code, _, err = await _kun("run", "hi", "--config", str(tmp_path / "nope.toml"))
+    assert code == 1 and err.count("\n") == 1 and "nope.toml" in err
