@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -94,3 +95,37 @@ async def test_no_provider_configured_is_one_clear_line(tmp_path: Path) -> None:
 async def test_a_missing_config_file_is_one_clear_line(tmp_path: Path) -> None:
     code, _, err = await _kun("run", "hi", "--config", str(tmp_path / "nope.toml"))
     assert code == 1 and err.count("\n") == 1 and "nope.toml" in err
+
+
+async def test_ctrl_c_interrupts_the_turn_cleanly(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    words = tuple(TextDeltaChunk(text=f"word{i} ") for i in range(2000))
+    slow = FakeResponse(chunks=(*words, CompletedChunk(stop_reason="stop")), per_event=True,
+                        piece_delay=0.01)  # fmt: skip
+    home = tmp_path / "home"
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    async with FakeProvider([slow], format="chat_completions") as provider:
+        command = [
+            sys.executable, "-m", "kun", "run", "talk",
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(home), "--workspace", str(workspace),
+        ]  # fmt: skip
+        async with await anyio.open_process(command, env=environ) as process:
+            assert process.stdout is not None and process.stderr is not None
+            with anyio.fail_after(20):
+                seen = b""
+                while b"word3" not in seen:
+                    seen += await process.stdout.receive()
+                process.send_signal(signal.SIGINT)
+                code = await process.wait()
+                err = b""
+                async for piece in process.stderr:
+                    err += piece
+    assert code == 1, err
+    assert b"interrupting the turn" in err and b"aborted" in err
+    (thread_id,) = JsonlEventStore(home).list_threads()
+    events = list(JsonlEventStore(home).read(thread_id))
+    assert type(events[-1]).__name__ == "TurnAborted"
+    turn = replay(events).turns[0]
+    assert turn.status == "aborted"
+    assert all(item.status not in ("in_progress", "pending") for item in turn.items)
