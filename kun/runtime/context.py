@@ -33,6 +33,18 @@ class TurnLimits:
     cost_budget_usd: float | None = None
 
 
+class TurnHooks(Protocol):
+    """Called when a turn has settled, in this order (SPEC §6.1 step 7):
+    ``bookkeeping`` (goal accounting and the resume decision; it reads the
+    per-turn state, so it runs before that state is dropped), then the
+    service clears every per-turn structure, then ``turn_ended`` (observers:
+    an exception there is logged and swallowed)."""
+
+    async def bookkeeping(self, run: TurnRun, status: str) -> None: ...
+
+    async def turn_ended(self, run: TurnRun, status: str) -> None: ...
+
+
 class Writer(Protocol):
     async def __call__(self, *events: ev.Event) -> list[ev.Event]: ...
 

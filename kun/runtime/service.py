@@ -23,7 +23,7 @@ from kun.domain.fork import fork_events
 from kun.domain.state import ThreadState, TurnState
 from kun.ids import new_id
 from kun.model.port import ModelClient
-from kun.runtime.context import TurnLimits, TurnRun, draft
+from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.errors import ThreadBusy, TurnNotRunning
 from kun.runtime.gates import Gate
 from kun.runtime.loop import run_turn, settle_events
@@ -44,12 +44,14 @@ class TurnService:
         tools: ToolHost | None = None,
         limits: TurnLimits | None = None,
         system_prompt: str = "",
+        hooks: Sequence[TurnHooks] = (),
     ) -> None:
         self.recorder = recorder
         self._model = model
         self._tools = tools
         self.limits = limits or TurnLimits()
         self.system_prompt = system_prompt
+        self.hooks = tuple(hooks)
         self.approvals = Gate("approval")
         self.questions = Gate("user input")
         self._tg = task_group
@@ -193,18 +195,31 @@ class TurnService:
         return turn_id
 
     async def _drive(self, run: TurnRun) -> None:
+        status = "failed"
         try:
             outcome = await run_turn(run)
+            status = "aborted" if run.aborted else outcome.status
             if outcome.status != "aborted" and not run.aborted:
                 with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
                     await self.write(run.thread_id, *settle_events(run, outcome))
         except Exception:
             _log.exception("settling turn %s of thread %s failed", run.turn_id, run.thread_id)
         finally:
+            with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+                await self._call_hooks("bookkeeping", run, status)
             run.steering.seal()
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
             run.done.set()
+            with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+                await self._call_hooks("turn_ended", run, status)
+
+    async def _call_hooks(self, name: str, run: TurnRun, status: str) -> None:
+        for hook in self.hooks:
+            try:
+                await getattr(hook, name)(run, status)
+            except Exception:
+                _log.exception("turn hook %s.%s failed", type(hook).__name__, name)
 
     def _running(self, thread_id: str, turn_id: str) -> TurnRun:
         run = self._runs.get(thread_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import msgspec
 import pytest
 
@@ -170,3 +171,29 @@ async def test_every_invariant_holds_on_the_written_log(tmp_path: Path) -> None:
     decoded = [msgspec.json.decode(msgspec.json.encode(e), type=ev.Event) for e in events]
     assert decoded == events
     assert isinstance(turn.items[0], UserMessage)
+
+
+async def test_hooks_run_in_order_and_a_failing_hook_changes_nothing(tmp_path: Path) -> None:
+    seen: list[tuple[str, str, bool]] = []
+
+    class Hooks:
+        def __init__(self, service: object) -> None:
+            self.service = service
+
+        async def bookkeeping(self, run: object, status: str) -> None:
+            running = self.service.running_turn(run.thread_id) is not None  # type: ignore[attr-defined]
+            seen.append(("bookkeeping", status, running))
+
+        async def turn_ended(self, run: object, status: str) -> None:
+            running = self.service.running_turn(run.thread_id) is not None  # type: ignore[attr-defined]
+            seen.append(("turn_ended", status, running))
+            raise RuntimeError("observers may fail")
+
+    async with harness(tmp_path, [text_reply("hi")]) as h:
+        h.service.hooks = (Hooks(h.service),)
+        turn = await h.run("hello")
+        with anyio.fail_after(5):
+            while len(seen) < 2:
+                await anyio.lowlevel.checkpoint()
+    assert turn.status == "completed"
+    assert seen == [("bookkeeping", "completed", True), ("turn_ended", "completed", False)]
