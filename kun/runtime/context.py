@@ -20,6 +20,7 @@ from kun.domain.state import ThreadState
 from kun.model.port import ModelClient
 from kun.runtime.gates import Gate
 from kun.runtime.steering import SteeringQueue
+from kun.runtime.storm import StormBreaker
 from kun.tools.host import ToolHost
 
 
@@ -76,6 +77,7 @@ class TurnRun:
     started_at: float = field(default_factory=anyio.current_time)
     aborted: bool = False
     set_todos: Callable[[Any], Awaitable[None]] | None = None
+    storm: StormBreaker = field(default_factory=StormBreaker)
 
     def __post_init__(self) -> None:
         self.steering = SteeringQueue(self.turn_id)

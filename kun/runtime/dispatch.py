@@ -78,6 +78,28 @@ async def _run_batch(run: TurnRun, batch: list[ToolCall]) -> None:
 
 async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
     effect = run.tools.effect(call.name)
+    repeats = run.storm.admit(
+        call.name,
+        bytes(call.arguments),
+        read_only=effect == "read",
+        changes_files=effect in ("write", "exec"),
+    )
+    if repeats:
+        await run.write(
+            draft(
+                ev.ToolStormSuppressed,
+                run.turn_id,
+                call_id=call.call_id,
+                name=call.name,
+                repeats=repeats,
+            )
+        )
+        return ToolOutput(
+            output=f"Not run: this is call number {repeats} of {call.name} with the same "
+            "arguments in a row. You already have its answer above; continue from it.",
+            is_error=True,
+            code="tool_storm_suppressed",
+        )
     verdict = decide(run.policy, effect) if effect is not None else "allow"
     if verdict == "deny":
         return ToolOutput(

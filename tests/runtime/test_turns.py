@@ -197,3 +197,25 @@ async def test_hooks_run_in_order_and_a_failing_hook_changes_nothing(tmp_path: P
                 await anyio.lowlevel.checkpoint()
     assert turn.status == "completed"
     assert seen == [("bookkeeping", "completed", True), ("turn_ended", "completed", False)]
+
+
+async def test_the_third_identical_call_is_suppressed_and_a_write_resets_reads(
+    tmp_path: Path,
+) -> None:
+    read = ("read_file", {"path": "a.py"})
+    write = ("write_file", {"path": "a.py", "content": "print('z')\n"})
+    script = [
+        calls(read, prefix="s1"),
+        calls(read, prefix="s2"),
+        calls(write, prefix="s3"),
+        calls(read, prefix="s4"),
+        calls(read, prefix="s5"),
+        calls(read, prefix="s6"),
+        text_reply("stopped"),
+    ]
+    async with harness(tmp_path, script) as h:
+        turn = await h.run("loop on a.py")
+        codes = [r.code for r in _results(turn)]
+        assert codes == [None, None, None, None, None, "tool_storm_suppressed"]
+        assert turn.storms_suppressed == 1
+        assert "print('z')" in _results(turn)[4].output
