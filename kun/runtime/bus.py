@@ -36,7 +36,7 @@ import anyio
 from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
 from kun.contracts.events import Event
-from kun.errors import RuntimeFailure
+from kun.runtime.errors import FollowerGap
 
 __all__ = ["DEFAULT_BUFFER", "EventBus", "Follower", "FollowerGap"]
 
@@ -48,22 +48,6 @@ _YIELD_EVERY = 64
 a consumer replaying a long backlog does not starve the writer."""
 
 Backlog = Callable[[int], Iterator[Event]]
-
-
-class FollowerGap(RuntimeFailure):
-    """A follower of ``thread_id`` saw live event ``seq`` after serving
-    ``last`` and went back to the log, which did not have ``seq`` either: a
-    publisher published an event it had not persisted. Never skipped
-    silently."""
-
-    def __init__(self, thread_id: str, last: int, seq: int) -> None:
-        super().__init__(
-            f"thread {thread_id!r}: live event {seq} came after {last}, and the log does "
-            f"not have {last + 1}..{seq} (was an event published before it was persisted?)"
-        )
-        self.thread_id = thread_id
-        self.last = last
-        self.seq = seq
 
 
 class EventBus:

@@ -7,11 +7,15 @@
     │                       another, or to rewind
     ├── TurnNotRunning      steering or interrupting a turn that is not running
     ├── SteeringFull        a turn's steering queue is at its limit
-    └── AnswerConflict      an approval or question that is not pending (already
-                            answered, expired, or never asked): HTTP 409
+    ├── AnswerConflict      an approval or question that is not pending (already
+    │                       answered, expired, or never asked): HTTP 409
+    ├── ThreadNotOpen       the recorder has not opened the thread
+    ├── ThreadExists        thread_created for a thread that has events
+    └── RecorderNotRunning  record() outside ``async with recorder``
     RuntimeFailure (kun.errors)
-    └── TurnLimitReached    a turn limit (steps, wall time, tool calls, budget)
-                            stopped the turn; ``code`` names it
+    ├── TurnLimitReached    a turn limit (steps, wall time, tool calls, budget)
+    │                       stopped the turn; ``code`` names it
+    └── FollowerGap         a follower found a seq missing from live and log
 """
 
 from __future__ import annotations
@@ -50,3 +54,50 @@ class TurnLimitReached(RuntimeFailure):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class ThreadNotOpen(UserMistake):
+    """The thread is not open in this recorder: ``open()`` it, or start a
+    new thread with a ``thread_created`` event."""
+
+    def __init__(self, thread_id: str, what: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} is not open in this recorder: cannot {what} "
+            f"(open() it first, or record thread_created to start a new thread)"
+        )
+        self.thread_id = thread_id
+
+
+class ThreadExists(UserMistake):
+    """``thread_created`` was recorded for a thread that already has events."""
+
+    def __init__(self, thread_id: str, last_seq: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} already exists (last seq {last_seq}): open() it instead"
+        )
+        self.thread_id = thread_id
+        self.last_seq = last_seq
+
+
+class RecorderNotRunning(UserMistake):
+    """``record`` outside ``async with recorder``: the coalescing timers need
+    the recorder's task group."""
+
+    def __init__(self) -> None:
+        super().__init__("the recorder is not running: use it inside `async with recorder:`")
+
+
+class FollowerGap(RuntimeFailure):
+    """A follower of ``thread_id`` saw live event ``seq`` after serving
+    ``last`` and went back to the log, which did not have ``seq`` either: a
+    publisher published an event it had not persisted. Never skipped
+    silently."""
+
+    def __init__(self, thread_id: str, last: int, seq: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r}: live event {seq} came after {last}, and the log does "
+            f"not have {last + 1}..{seq} (was an event published before it was persisted?)"
+        )
+        self.thread_id = thread_id
+        self.last = last
+        self.seq = seq

@@ -51,7 +51,6 @@ from kun.contracts.events import Event, ThreadCreated, TurnStarted
 from kun.domain.errors import ProjectionError
 from kun.domain.reduce import Projector
 from kun.domain.state import ThreadState
-from kun.errors import UserMistake
 from kun.runtime.bus import EventBus, Follower
 from kun.runtime.clock import now_ms
 from kun.runtime.coalesce import (
@@ -63,6 +62,7 @@ from kun.runtime.coalesce import (
     merge_run,
     stream_key,
 )
+from kun.runtime.errors import RecorderNotRunning, ThreadExists, ThreadNotOpen
 from kun.store.errors import ThreadNotFound
 from kun.store.port import EventStore, ReadReport
 
@@ -74,37 +74,6 @@ _SHIELD_SECONDS = 10.0
 _MAX_STREAMS = 256
 """Accepted streams remembered per thread; forgetting one only costs an
 unbuffered first fragment."""
-
-
-class ThreadNotOpen(UserMistake):
-    """The thread is not open in this recorder: ``open()`` it, or start a
-    new thread with a ``thread_created`` event."""
-
-    def __init__(self, thread_id: str, what: str) -> None:
-        super().__init__(
-            f"thread {thread_id!r} is not open in this recorder: cannot {what} "
-            f"(open() it first, or record thread_created to start a new thread)"
-        )
-        self.thread_id = thread_id
-
-
-class ThreadExists(UserMistake):
-    """``thread_created`` was recorded for a thread that already has events."""
-
-    def __init__(self, thread_id: str, last_seq: int) -> None:
-        super().__init__(
-            f"thread {thread_id!r} already exists (last seq {last_seq}): open() it instead"
-        )
-        self.thread_id = thread_id
-        self.last_seq = last_seq
-
-
-class RecorderNotRunning(UserMistake):
-    """``record`` outside ``async with recorder``: the coalescing timers need
-    the recorder's task group."""
-
-    def __init__(self) -> None:
-        super().__init__("the recorder is not running: use it inside `async with recorder:`")
 
 
 class _Thread:
