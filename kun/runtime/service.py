@@ -75,7 +75,7 @@ class TurnService:
     def _lock(self, thread_id: str) -> anyio.Lock:
         lock = self._locks.get(thread_id)
         if lock is None:
-            lock = self._locks[thread_id] = anyio.Lock()
+            lock = self._locks[thread_id] = anyio.Lock(fast_acquire=True)
         return lock
 
     async def write(self, thread_id: str, *events: ev.Event) -> list[ev.Event]:
