@@ -27,6 +27,7 @@ from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.errors import ThreadBusy, TurnNotRunning
 from kun.runtime.gates import Gate
 from kun.runtime.loop import run_turn, settle_events
+from kun.runtime.orphans import orphan_events
 from kun.runtime.recorder import EventRecorder
 from kun.tools.host import ToolHost
 
@@ -157,10 +158,15 @@ class TurnService:
         attachments: Sequence[Attachment] = (),
     ) -> str:
         """Record the turn and its user message, start it in the background,
-        return its id at once."""
+        return its id at once. A turn the log still shows open is an orphan
+        (this service is the thread's only writer and is not running it): it
+        is settled as ``orphaned`` first, so two turns are never open."""
         state = await self._open(thread_id)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "start another turn")
+            orphans = orphan_events(self.recorder.state(thread_id), set())
+            if orphans:
+                await self.recorder.record(thread_id, *orphans)
             turn_id = new_id("turn")
             settings = state.settings
             message = UserMessage(id=new_id("msg"), text=text, attachments=tuple(attachments))

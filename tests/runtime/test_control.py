@@ -216,3 +216,24 @@ def ev_line(event: ev.Event) -> bytes:
     import msgspec
 
     return msgspec.json.encode(event) + b"\n"
+
+
+async def test_a_new_turn_settles_an_orphan_left_in_the_log_first(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    b = LogBuilder("t_orphan")
+    b.create(workspace=str(tmp_path))
+    b.start_turn("first, then the process died")
+    b.assistant_text(["half an ans"], complete=False)
+    path = home / "threads" / "t_orphan" / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(ev_line(e) for e in b.events))
+    from kun.model.scripted import ScriptedModelClient
+
+    async with open_service(home, ScriptedModelClient([text_reply("fine")])) as service:
+        turn_id = await service.start_turn("t_orphan", "again")
+        assert (await service.wait_turn("t_orphan", turn_id)).status == "completed"
+        first, second = service.state("t_orphan").turns
+        assert first.status == "failed" and first.error is not None
+        assert first.error.code == "orphaned"
+        assert second.turn_id == turn_id
+        assert service.state("t_orphan").status == "completed"
