@@ -58,19 +58,42 @@ def orphan_events(state: ThreadState, running: set[str]) -> list[ev.Event]:
     return events
 
 
-def _crash_results(turn: TurnState) -> Iterator[ToolResult]:
-    """Results for the calls the crash left unanswered: ``unknown_after_crash``
-    for those that started, ``not_run_after_crash`` for the others of a step
-    whose dispatch had begun (a call of it started, was answered or asked
-    for approval)."""
+INTERRUPTED = (
+    "The user interrupted the turn while this tool ran; it was stopped, and its "
+    "effects may be partial. Check the current state before running it again."
+)
+NOT_RUN_INTERRUPTED = "The user interrupted the turn before this tool call started; it did not run."
+
+
+def unanswered_results(
+    turn: TurnState, started: tuple[str, str], not_started: tuple[str, str]
+) -> Iterator[ToolResult]:
+    """Results for the calls a stop left unanswered, as ``(text, code)``:
+    ``started`` for those that had begun, ``not_started`` for the others of a
+    step whose dispatch had begun (a call of it started, was answered or asked
+    for approval). A step whose dispatch never began gets none."""
     in_flight = set(turn.tools_in_flight)
     for step in _steps(turn.items):
         dispatched = step.answered or step.asked or any(c.id in in_flight for c in step.calls)
         for call in step.calls:
             if call.id in in_flight:
-                yield _result(call, UNKNOWN_AFTER_CRASH, "unknown_after_crash")
+                yield _result(call, *started)
             elif dispatched and call.call_id not in step.answered:
-                yield _result(call, NOT_RUN_AFTER_CRASH, "not_run_after_crash")
+                yield _result(call, *not_started)
+
+
+def _crash_results(turn: TurnState) -> Iterator[ToolResult]:
+    return unanswered_results(
+        turn,
+        (UNKNOWN_AFTER_CRASH, "unknown_after_crash"),
+        (NOT_RUN_AFTER_CRASH, "not_run_after_crash"),
+    )
+
+
+def interrupt_results(turn: TurnState) -> Iterator[ToolResult]:
+    return unanswered_results(
+        turn, (INTERRUPTED, "interrupted"), (NOT_RUN_INTERRUPTED, "not_run_interrupted")
+    )
 
 
 class _Step:

@@ -27,7 +27,7 @@ from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.errors import ThreadBusy, TurnNotRunning
 from kun.runtime.gates import Gate
 from kun.runtime.loop import run_turn, settle_events
-from kun.runtime.orphans import orphan_events
+from kun.runtime.orphans import interrupt_results, orphan_events
 from kun.runtime.recorder import EventRecorder
 from kun.tools.host import ToolHost
 
@@ -241,8 +241,10 @@ class TurnService:
         await self.write(thread_id, draft(ev.TurnSteered, turn_id, text=text))
 
     async def interrupt_turn(self, thread_id: str, turn_id: str, *, discard: bool = False) -> None:
-        """Abort the running turn: stop it, cancel what it waits for, and
-        record ``turn_aborted`` (``discard`` drops its generated items). If
+        """Abort the running turn: stop it, cancel what it waits for, answer
+        the tool calls it cut short (so the next request still shows the model
+        what ran), and record ``turn_aborted`` (``discard`` drops its
+        generated items). If
         recording fails the turn is still stopped; reconciliation settles the
         log later."""
         run = self._running(thread_id, turn_id)
@@ -271,6 +273,10 @@ class TurnService:
             for q in state.pending_user_inputs
             if q in ids
         ]
+        if not discard:
+            events += [
+                draft(ev.ItemCompleted, turn_id, item=result) for result in interrupt_results(turn)
+            ]
         events.append(draft(ev.TurnAborted, turn_id, reason="interrupted", discard=discard))
         await self.write(thread_id, *events)
 

@@ -105,6 +105,8 @@ async def test_interrupt_during_a_tool_seals_the_call(tmp_path: Path) -> None:
         call = next(i for i in turn.items if isinstance(i, ToolCall))
         assert turn.status == "aborted" and call.status == "aborted"
         assert h.service.running_turn(h.thread_id) is None
+        result = next(i for i in turn.items if isinstance(i, ToolResult))
+        assert result.call_id == call.call_id and result.code == "interrupted"
 
 
 async def test_interrupt_while_waiting_for_approval_cancels_the_gate(tmp_path: Path) -> None:
