@@ -17,16 +17,21 @@ afresh. Results never depend on the cache.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kun.contracts.capabilities import UNKNOWN, ModelCapabilities
 from kun.contracts.items import Item
 from kun.contracts.model import ModelRequest, ToolSpec
-from kun.model.request.images import DEFAULT_FALLBACK_LIMIT, AttachmentLoader, AttachmentReader
-from kun.model.request.messages import HistoryProjection, Message, System, assemble
+from kun.model.request.images import (
+    DEFAULT_FALLBACK_LIMIT,
+    AttachmentLoader,
+    AttachmentReader,
+    Image,
+)
+from kun.model.request.messages import HistoryProjection, Message, System, Text, assemble
 
-__all__ = ["BaseCodec", "function_tools", "split_leading_system"]
+__all__ = ["BaseCodec", "function_tools", "openai_content", "split_leading_system"]
 
 _CACHED_HISTORIES = 16
 
@@ -80,6 +85,19 @@ def split_leading_system(messages: list[Message]) -> tuple[list[str], list[Messa
         texts.append(system.text)
         at += 1
     return texts, messages[at:]
+
+
+def openai_content(
+    parts: Sequence[Text | Image], text_type: str, image_part: Callable[[Image], dict[str, Any]]
+) -> str | list[dict[str, Any]]:
+    """A user message's content in the OpenAI formats: a plain string when it
+    is only text, else typed parts (``text_type`` names the text part's type)."""
+    if all(isinstance(part, Text) for part in parts):
+        return "\n\n".join(part.text for part in parts if isinstance(part, Text))
+    return [
+        {"type": text_type, "text": part.text} if isinstance(part, Text) else image_part(part)
+        for part in parts
+    ]
 
 
 def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

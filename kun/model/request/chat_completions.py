@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from kun.contracts.model import ModelRequest
-from kun.model.request.base import BaseCodec, function_tools
+from kun.model.request.base import BaseCodec, function_tools, openai_content
 from kun.model.request.images import Image
 from kun.model.request.messages import Assistant, Message, System, Text, ToolOutput, User
 from kun.model.request.reasoning import chat_reasoning
@@ -107,12 +107,7 @@ def _assistant(message: Assistant, reasoning_back: bool) -> dict[str, Any]:
 
 
 def _content(parts: tuple[Text | Image, ...]) -> str | list[dict[str, Any]]:
-    if all(isinstance(part, Text) for part in parts):
-        return "\n\n".join(part.text for part in parts if isinstance(part, Text))
-    return [
-        {"type": "text", "text": part.text} if isinstance(part, Text) else _image_part(part)
-        for part in parts
-    ]
+    return openai_content(parts, "text", _image_part)
 
 
 def _image_part(image: Image) -> dict[str, Any]:

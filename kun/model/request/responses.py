@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from kun.contracts.model import ModelRequest
-from kun.model.request.base import BaseCodec, split_leading_system
+from kun.model.request.base import BaseCodec, openai_content, split_leading_system
 from kun.model.request.chat_completions import tool_images_intro
 from kun.model.request.images import Image
 from kun.model.request.messages import Assistant, Call, Message, System, Text, ToolOutput, User
@@ -119,12 +119,7 @@ def _assistant(message: Assistant) -> list[dict[str, Any]]:
 
 
 def _content(parts: tuple[Text | Image, ...]) -> str | list[dict[str, Any]]:
-    if all(isinstance(part, Text) for part in parts):
-        return "\n\n".join(part.text for part in parts if isinstance(part, Text))
-    return [
-        {"type": "input_text", "text": part.text} if isinstance(part, Text) else _image_part(part)
-        for part in parts
-    ]
+    return openai_content(parts, "input_text", _image_part)
 
 
 def _image_part(image: Image) -> dict[str, Any]:
