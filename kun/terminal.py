@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TextIO
 
+import anyio
 import click
 
 from kun.contracts import events as ev
@@ -39,6 +40,8 @@ class LiveView:
         self.color = color
         self._mid_line = False
         self._thinking: set[str] = set()
+        self._waiting = False
+        self._spinning = False
 
     def _style(self, text: str, **style: object) -> str:
         return click.style(text, **style) if self.color else text  # type: ignore[arg-type]
@@ -51,13 +54,47 @@ class LiveView:
         self.out.flush()
 
     async def follow(self, after: int, turn_id: str) -> None:
-        """Print the turn's events until it settles."""
-        async for event in self.service.recorder.subscribe(self.thread_id, after=after):
-            if event.turn_id not in (None, turn_id):
-                continue
-            await self.show(event)
-            if isinstance(event, ev.TurnCompleted | ev.TurnFailed | ev.TurnAborted):
-                return
+        """Print the turn's events until it settles; on a terminal, a spinner
+        runs while the model is thinking (after a request is sent, before
+        its first output)."""
+        async with anyio.create_task_group() as tg:
+            if self.interactive:
+                tg.start_soon(self._spin)
+            async for event in self.service.recorder.subscribe(self.thread_id, after=after):
+                if event.turn_id not in (None, turn_id):
+                    continue
+                self._note_waiting(event)
+                await self.show(event)
+                if isinstance(event, ev.TurnCompleted | ev.TurnFailed | ev.TurnAborted):
+                    break
+            tg.cancel_scope.cancel()
+        self._clear_spinner()
+
+    def _note_waiting(self, event: ev.Event) -> None:
+        was = self._waiting
+        if isinstance(event, ev.PipelineStage):
+            self._waiting = event.stage == "pre_send"
+        elif not isinstance(event, ev.Usage):
+            self._waiting = False
+        if was and not self._waiting:
+            self._clear_spinner()
+
+    async def _spin(self) -> None:
+        frames = "|/-\\"
+        tick = 0
+        while True:
+            await anyio.sleep(0.1)
+            if self._waiting:
+                self.out.write(f"\r{frames[tick % 4]} waiting for the model")
+                self.out.flush()
+                self._spinning = True
+                tick += 1
+
+    def _clear_spinner(self) -> None:
+        if self._spinning:
+            self.out.write("\r\x1b[2K")
+            self.out.flush()
+            self._spinning = False
 
     async def show(self, event: ev.Event) -> None:
         match event:
