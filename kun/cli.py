@@ -27,12 +27,28 @@ class _Cli(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except KunError as exc:
-            _fail(str(exc))
-        except OSError as exc:
-            _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
-        except KeyboardInterrupt:
-            _fail("interrupted", code=130)
+        except BaseExceptionGroup as group:
+            _explain(_first_leaf(group), group)
+        except (KunError, OSError, KeyboardInterrupt) as exc:
+            _explain(exc, exc)
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """Task groups wrap an error in exception groups; the user needs the error."""
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def _explain(exc: BaseException, raised: BaseException) -> None:
+    if isinstance(exc, KunError):
+        _fail(str(exc))
+    if isinstance(exc, OSError):
+        _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+    if isinstance(exc, KeyboardInterrupt):
+        _fail("interrupted", code=130)
+    raise raised
 
 
 def _fail(message: str, code: int = EXIT_FAILURE) -> None:
@@ -178,7 +194,7 @@ def threads(show_all: bool, home: Path | None) -> None:
                 str(len(state.visible_turns)),
                 _when(state.updated_at),
                 f"{usage.prompt_tokens + usage.completion_tokens:,}",
-                f"${usage.cost_usd:.4f}" + ("+" if usage.unpriced_calls else ""),
+                _cost(usage),
             )
         )
     if not rows:
@@ -186,6 +202,12 @@ def threads(show_all: bool, home: Path | None) -> None:
         return
     header = ("THREAD", "TITLE", "STATUS", "TURNS", "LAST ACTIVITY", "TOKENS", "COST")
     click.echo("\n".join(_table([header, *rows])))
+
+
+def _cost(usage: Any) -> str:
+    if usage.calls and usage.unpriced_calls == usage.calls:
+        return "unknown"
+    return f"${usage.cost_usd:.4f}" + ("+" if usage.unpriced_calls else "")
 
 
 def _when(ms: int | None) -> str:

@@ -179,3 +179,26 @@ def test_demo_runs_a_real_turn_that_replays_to_the_same_transcript(tmp_path: Pat
     assert "return a + b" in (workspace / "calc.py").read_text()
     code, listing, _ = _run("threads", "--home", str(tmp_path))
     assert thread_id in listing and "completed" in listing
+
+
+def test_rewind_and_fork_mistakes_are_one_line(tmp_path: Path) -> None:
+    _write(tmp_path, _thread())
+    code, _, err = _run("rewind", "t_cli", "--before-turn", "nope", "--home", str(tmp_path))
+    assert code == 1 and err.count("\n") == 1 and "has no turn 'nope'" in err
+    code, _, err = _run("fork", "t_cli", "--at-seq", "999", "--home", str(tmp_path))
+    assert code == 1 and err.count("\n") == 1 and "past its end" in err
+
+
+def test_rewind_then_fork_from_the_cli(tmp_path: Path) -> None:
+    events = _thread()
+    _write(tmp_path, events)
+    turn_id = events[1].turn_id
+    assert turn_id is not None
+    code, _, err = _run("rewind", "t_cli", "--before-turn", turn_id, "--home", str(tmp_path))
+    assert code == 0, err
+    code, fork_id, err = _run("fork", "t_cli", "--at-seq", "5", "--home", str(tmp_path))
+    assert code == 0, err
+    code, shown, _ = _run("replay", fork_id.strip(), "--home", str(tmp_path))
+    assert code == 0 and "forked from t_cli at seq 5" in shown
+    code, shown, _ = _run("replay", "t_cli", "--home", str(tmp_path))
+    assert "hidden by the rewind" in shown

@@ -9,6 +9,8 @@
     ├── SteeringFull        a turn's steering queue is at its limit
     ├── AnswerConflict      an approval or question that is not pending (already
     │                       answered, expired, or never asked): HTTP 409
+    ├── UnknownTurn         a rewind to a turn the thread does not have
+    ├── SeqOutOfRange       a fork point past the end of the log
     ├── ThreadNotOpen       the recorder has not opened the thread
     ├── ThreadExists        thread_created for a thread that has events
     └── RecorderNotRunning  record() outside ``async with recorder``
@@ -101,3 +103,21 @@ class FollowerGap(RuntimeFailure):
         self.thread_id = thread_id
         self.last = last
         self.seq = seq
+
+
+class UnknownTurn(UserMistake):
+    def __init__(self, thread_id: str, turn_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} has no turn {turn_id!r} "
+            f"(kun replay {thread_id} --json lists them)"
+        )
+        self.thread_id = thread_id
+        self.turn_id = turn_id
+
+
+class SeqOutOfRange(UserMistake):
+    def __init__(self, thread_id: str, seq: int, last_seq: int) -> None:
+        super().__init__(f"thread {thread_id!r} has {last_seq} events: seq {seq} is past its end")
+        self.thread_id = thread_id
+        self.seq = seq
+        self.last_seq = last_seq

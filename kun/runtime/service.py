@@ -24,7 +24,7 @@ from kun.domain.state import ThreadState, TurnState
 from kun.ids import new_id
 from kun.model.port import ModelClient
 from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
-from kun.runtime.errors import ThreadBusy, TurnNotRunning
+from kun.runtime.errors import SeqOutOfRange, ThreadBusy, TurnNotRunning, UnknownTurn
 from kun.runtime.gates import Gate
 from kun.runtime.loop import run_turn, settle_events
 from kun.runtime.orphans import interrupt_results, orphan_events
@@ -115,8 +115,10 @@ class TurnService:
     async def rewind_thread(self, thread_id: str, before_turn_id: str) -> int:
         """Hide ``before_turn_id`` and every later turn; returns the rewind's
         seq (for undo). Refused while a turn runs."""
-        await self._open(thread_id)
+        state = await self._open(thread_id)
         self._refuse_if_running(thread_id, "rewind")
+        if _turn(state, before_turn_id) is None:
+            raise UnknownTurn(thread_id, before_turn_id)
         (event,) = await self.write(
             thread_id, draft(ev.ThreadRewound, before_turn_id=before_turn_id)
         )
@@ -133,7 +135,10 @@ class TurnService:
         if self.recorder.is_open(source_id):
             await self.recorder.flush(source_id)
         store = self.recorder.store
-        limit = up_to_seq if up_to_seq is not None else await store.last_seq(source_id)
+        last = await store.last_seq(source_id)
+        if up_to_seq is not None and up_to_seq > last:
+            raise SeqOutOfRange(source_id, up_to_seq, last)
+        limit = up_to_seq if up_to_seq is not None else last
         new_thread = new_id("thr")
         events = fork_events(
             store.read(source_id, until=limit), new_thread, limit, self.recorder.clock()
