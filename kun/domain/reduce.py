@@ -15,16 +15,13 @@ import msgspec
 
 from kun.contracts import events as ev
 from kun.contracts.items import (
-    OPEN_STATUSES,
     Approval,
-    AssistantReasoning,
     AssistantText,
-    Item,
-    ToolCall,
     UserInput,
     WarningItem,
 )
 from kun.domain.errors import ProjectionError
+from kun.domain.item_handlers import ItemHandlers
 from kun.domain.state import (
     ForkOrigin,
     Repair,
@@ -34,7 +31,6 @@ from kun.domain.state import (
     TurnError,
     TurnState,
 )
-from kun.domain.tags import item_type
 from kun.domain.turn_fold import TurnFold
 from kun.domain.usage import add_usage
 
@@ -52,7 +48,7 @@ _SETTING_FIELDS = (
 )
 
 
-class Projector:
+class Projector(ItemHandlers):
     """A running fold over one thread's events.
 
     ``apply`` validates an event before changing anything, so an event that
@@ -151,26 +147,6 @@ class Projector:
             )
             self._dirty = False
         return self._state
-
-    # -- helpers ---------------------------------------------------------------
-
-    def _late(self) -> None:
-        self._late_events += 1
-
-    def _turn(self, event: ev.EventBase) -> TurnFold:
-        if event.turn_id is None:
-            raise ProjectionError(event.seq, f"{type(event).__name__} has no turn_id")
-        fold = self._turns.get(event.turn_id)
-        if fold is None:
-            raise ProjectionError(event.seq, f"turn {event.turn_id!r} was never started")
-        return fold
-
-    def _open_turn(self, event: ev.EventBase) -> TurnFold | None:
-        fold = self._turn(event)
-        if not fold.open:
-            self._late()
-            return None
-        return fold
 
     # -- thread ----------------------------------------------------------------
 
@@ -306,163 +282,6 @@ class Projector:
             **changes,
         )
 
-    # -- items -----------------------------------------------------------------
-
-    def _item(self, e: ev.ItemCreated | ev.ItemUpdated | ev.ItemCompleted) -> None:
-        fold = self._turns.get(e.turn_id) if e.turn_id is not None else None
-        if fold is None:
-            fold = self._turn(e)
-        if not fold.open:
-            self._late()
-            return
-        item = e.item
-        item_id = item.id
-        fold.frozen = None
-        i = fold.index.get(item_id)
-        if i is None:
-            fold.index[item_id] = len(fold.items)
-            fold.items.append(item)
-            return
-        current = fold.items[i]
-        if current.status not in OPEN_STATUSES:
-            self._late()
-            return
-        if type(current) is not type(item):
-            raise ProjectionError(
-                e.seq,
-                f"item {item_id!r} changes type from {item_type(current)} to {item_type(item)}",
-            )
-        fold.pending.pop(item_id, None)
-        fold.items[i] = item
-        if (
-            type(item) is ToolCall
-            and item.status not in OPEN_STATUSES
-            and item_id in fold.in_flight
-        ):
-            fold.in_flight.remove(item_id)
-
-    def _delta(
-        self, e: ev.EventBase, item_id: str, kind: type[Item], text: str, name: str = ""
-    ) -> None:
-        fold = self._open_turn(e)
-        if fold is None:
-            return
-        frags = fold.pending.get(item_id)
-        if frags is None:
-            i = fold.index.get(item_id)
-            if i is None:
-                fold.put(_implicit_item(kind, item_id, e))
-            else:
-                item = fold.items[i]
-                if type(item) is not kind:
-                    raise ProjectionError(
-                        e.seq, f"{type(e).__name__} for item {item_id!r} of type {item_type(item)}"
-                    )
-                if item.status not in OPEN_STATUSES:
-                    self._late()
-                    return
-            frags = fold.fragments(item_id, kind)
-        elif frags.kind is not kind:
-            raise ProjectionError(
-                e.seq, f"{type(e).__name__} for item {item_id!r} of type {frags.kind.__name__}"
-            )
-        fold.frozen = None
-        frags.parts.append(text)
-        if name:
-            frags.names.append(name)
-
-    def _text_delta(self, e: ev.AssistantTextDelta) -> None:
-        self._delta(e, e.item_id, AssistantText, e.text)
-
-    def _reasoning_delta(self, e: ev.AssistantReasoningDelta) -> None:
-        self._delta(e, e.item_id, AssistantReasoning, e.text)
-
-    def _tool_call_delta(self, e: ev.ToolCallDelta) -> None:
-        fold = self._turns.get(e.turn_id)  # type: ignore[arg-type]
-        if fold is not None and fold.open:
-            frags = fold.pending.get(e.item_id)
-            if frags is not None and frags.kind is ToolCall:
-                frags.parts.append(e.arguments)
-                if e.name:
-                    frags.names.append(e.name)
-                return
-        self._delta(e, e.item_id, ToolCall, e.arguments, e.name)
-
-    def _tool_call_started(self, e: ev.ToolCallStarted) -> None:
-        fold = self._open_turn(e)
-        if fold is None:
-            return
-        item = fold.get(e.item_id)
-        if not isinstance(item, ToolCall):
-            raise ProjectionError(e.seq, f"tool_call_started for unknown call {e.item_id!r}")
-        if e.item_id not in fold.in_flight:
-            fold.in_flight.append(e.item_id)
-            fold.frozen = None
-
-    def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
-        fold = self._open_turn(e)
-        if fold is None:
-            return
-        item = fold.get(e.item_id)
-        if not isinstance(item, ToolCall):
-            raise ProjectionError(e.seq, f"tool_call_finished for unknown call {e.item_id!r}")
-        if e.item_id in fold.in_flight:
-            fold.in_flight.remove(e.item_id)
-        if item.status in OPEN_STATUSES:
-            fold.put(_replace(item, status=e.status))
-        else:
-            fold.frozen = None
-
-    # -- suspension points -----------------------------------------------------
-
-    def _approval_requested(self, e: ev.ApprovalRequested) -> None:
-        fold = self._open_turn(e)
-        if fold is None:
-            return
-        if e.approval_id in fold.index:
-            raise ProjectionError(e.seq, f"approval {e.approval_id!r} requested twice")
-        fold.put(
-            Approval(
-                id=e.approval_id,
-                status="pending",
-                call_id=e.call_id,
-                tool_name=e.tool_name,
-                summary=e.summary,
-            )
-        )
-        self._approvals[e.approval_id] = fold.base.turn_id
-
-    def _approval_resolved(self, e: ev.ApprovalResolved) -> None:
-        turn_id = self._approvals.pop(e.approval_id, None)
-        if turn_id is None:
-            self._late()
-            return
-        fold = self._turns[turn_id]
-        item = fold.get(e.approval_id)
-        assert isinstance(item, Approval)
-        fold.put(_replace(item, status=e.decision, reason=e.reason))
-
-    def _user_input_requested(self, e: ev.UserInputRequested) -> None:
-        fold = self._open_turn(e)
-        if fold is None:
-            return
-        if e.request_id in fold.index:
-            raise ProjectionError(e.seq, f"user input {e.request_id!r} requested twice")
-        fold.put(
-            UserInput(id=e.request_id, status="pending", question=e.question, options=e.options)
-        )
-        self._inputs[e.request_id] = fold.base.turn_id
-
-    def _user_input_resolved(self, e: ev.UserInputResolved) -> None:
-        turn_id = self._inputs.pop(e.request_id, None)
-        if turn_id is None:
-            self._late()
-            return
-        fold = self._turns[turn_id]
-        item = fold.get(e.request_id)
-        assert isinstance(item, UserInput)
-        fold.put(_replace(item, status=e.status, answer=e.answer))
-
     # -- accounting and diagnostics --------------------------------------------
 
     def _usage(self, e: ev.Usage) -> None:
@@ -478,18 +297,6 @@ class Projector:
             return
         warning = ThreadWarning(seq=e.seq, code=e.code, message=e.message)
         self._warnings.append(warning)
-
-
-def _implicit_item(kind: type[Item], item_id: str, e: ev.EventBase) -> Item:
-    """The in-progress item a delta creates when it arrives before its item."""
-    if kind is ToolCall:
-        assert isinstance(e, ev.ToolCallDelta)
-        return ToolCall(
-            id=item_id, status="in_progress", call_id=e.call_id, arguments=msgspec.Raw(b"{}")
-        )
-    if kind is AssistantReasoning:
-        return AssistantReasoning(id=item_id, status="in_progress")
-    return AssistantText(id=item_id, status="in_progress")
 
 
 _HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
