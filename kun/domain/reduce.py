@@ -89,8 +89,10 @@ class Projector(ItemHandlers):
         handlers = _HANDLERS
         turns = self._turns
         text_delta = ev.AssistantTextDelta
+        item_completed = ev.ItemCompleted
+        item_created = ev.ItemCreated
         last_seq = self._last_seq
-        last_at = self._updated_at
+        last: ev.Event | None = None
         thread_id = self._thread_id
         try:
             for event in events:
@@ -104,25 +106,38 @@ class Projector(ItemHandlers):
                         )
                     thread_id = self._thread_id = event.thread_id
                 cls = type(event)
+                # The two hot paths, most of a log, inlined: a fragment for an
+                # open text item that already has fragments (its turn's cached
+                # snapshot is already invalid: freeze() empties ``pending``), and
+                # a new item in an open turn. Anything else takes the handler.
                 if cls is text_delta:
-                    # The hot path, half of a log: a fragment for an open text
-                    # item that already has fragments (so the turn's cached
-                    # snapshot is already invalid: freeze() empties ``pending``).
                     fold = turns.get(event.turn_id)  # type: ignore[arg-type]
                     if fold is not None and fold.open:
                         frags = fold.pending.get(event.item_id)  # type: ignore[union-attr]
                         if frags is not None and frags.kind is AssistantText:
                             frags.parts.append(event.text)  # type: ignore[union-attr]
                             last_seq = seq
-                            last_at = event.at
+                            last = event
+                            continue
+                elif cls is item_completed or cls is item_created:
+                    fold = turns.get(event.turn_id)  # type: ignore[arg-type]
+                    if fold is not None and fold.open:
+                        item = event.item  # type: ignore[union-attr]
+                        index = fold.index
+                        if item.id not in index:
+                            index[item.id] = len(fold.items)
+                            fold.items.append(item)
+                            fold.frozen = None
+                            last_seq = seq
+                            last = event
                             continue
                 handlers[cls](self, event)
                 last_seq = seq
-                last_at = event.at
+                last = event
         finally:
-            if last_seq != self._last_seq:
+            if last is not None:
                 self._last_seq = last_seq
-                self._updated_at = last_at
+                self._updated_at = last.at
                 self._dirty = True
             elif not last_seq:
                 self._thread_id = ""
