@@ -96,25 +96,23 @@ def wire_input(messages: list[Message]) -> list[dict[str, Any]]:
 
 
 def _assistant(message: Assistant) -> list[dict[str, Any]]:
+    """A step's text as one assistant message, then its function calls: the
+    calls must be the last items before their outputs, so text the model
+    wrote after a call is moved ahead of the calls."""
+    text = [part.text for part in message.content if isinstance(part, Text)]
     items: list[dict[str, Any]] = []
-    text: list[str] = []
-    for part in message.content:
-        if isinstance(part, Text):
-            text.append(part.text)
-        elif isinstance(part, Call):
-            if text:
-                items.append({"role": "assistant", "content": "\n\n".join(text)})
-                text = []
-            items.append(
-                {
-                    "type": "function_call",
-                    "call_id": part.call_id,
-                    "name": part.name,
-                    "arguments": part.arguments_json,
-                }
-            )
     if text:
         items.append({"role": "assistant", "content": "\n\n".join(text)})
+    items += (
+        {
+            "type": "function_call",
+            "call_id": part.call_id,
+            "name": part.name,
+            "arguments": part.arguments_json,
+        }
+        for part in message.content
+        if isinstance(part, Call)
+    )
     return items
 
 

@@ -156,7 +156,7 @@ def test_chat_without_streaming_has_no_stream_options() -> None:
     assert body["max_tokens"] == 5
 
 
-def test_responses_keeps_assistant_text_and_calls_in_order() -> None:
+def test_responses_puts_a_steps_text_before_its_calls_and_outputs_right_after() -> None:
     history = (
         user(1, "x"),
         think(1, "hidden"),
@@ -167,7 +167,8 @@ def test_responses_keeps_assistant_text_and_calls_in_order() -> None:
     )
     body = encode("responses", history, max_tokens=10)
     kinds = [i.get("type", i.get("role")) for i in body["input"]]
-    assert kinds == ["user", "assistant", "function_call", "assistant", "function_call_output"]
+    assert kinds == ["user", "assistant", "function_call", "function_call_output"]
+    assert body["input"][1]["content"] == "First.\n\nThen."
     assert b"hidden" not in msgspec.json.encode(body)
     assert body["max_output_tokens"] == 10
     assert "stream_options" not in body
