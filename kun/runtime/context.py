@@ -6,7 +6,7 @@ loop and dispatch read it; only the TurnService writes events.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,7 +76,6 @@ class TurnRun:
     tool_specs: tuple[ToolSpec, ...] = ()
     started_at: float = field(default_factory=anyio.current_time)
     aborted: bool = False
-    set_todos: Callable[[Any], Awaitable[None]] | None = None
     storm: StormBreaker = field(default_factory=StormBreaker)
 
     def __post_init__(self) -> None:
