@@ -51,6 +51,7 @@ from kun.model.request.messages import (
     User,
 )
 from kun.model.request.reasoning import anthropic_thinking
+from kun.model.request.wire_ids import ID_RULES
 
 __all__ = ["CACHE_BREAKPOINT_LIMIT", "FIRST_USER_TURN", "MessagesCodec", "cache_breakpoints"]
 
@@ -75,6 +76,8 @@ class _Turn:
 
 class MessagesCodec(BaseCodec):
     """Encodes a request as an Anthropic Messages body (see the module docstring)."""
+
+    ids = ID_RULES["messages"]
 
     def encode(
         self,

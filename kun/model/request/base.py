@@ -11,14 +11,16 @@ The cache keeps the :class:`~.messages.HistoryProjection` of the last few
 histories, keyed by their first item's id. A request whose items start with
 the items already projected (the next step of the same turn, the next turn
 of the same thread) only projects the items added; anything else starts
-afresh. Results never depend on the cache.
+afresh. Results never depend on the cache. Each codec class names the
+tool-call id rule of its format (``ids``, :mod:`.wire_ids`); the projection
+maps ids as it appends, so the cache keeps the mapping stable too.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from kun.contracts.capabilities import UNKNOWN, ModelCapabilities
 from kun.contracts.items import Item
@@ -30,6 +32,7 @@ from kun.model.request.images import (
     Image,
 )
 from kun.model.request.messages import HistoryProjection, Message, System, Text, assemble
+from kun.model.request.wire_ids import ID_RULES, IdRule
 
 __all__ = ["BaseCodec", "function_tools", "openai_content", "split_leading_system"]
 
@@ -38,6 +41,8 @@ _CACHED_HISTORIES = 16
 
 class BaseCodec:
     """Base of the three codecs (see the module docstring)."""
+
+    ids: ClassVar[IdRule] = ID_RULES["messages"]
 
     def __init__(
         self,
@@ -67,7 +72,7 @@ class BaseCodec:
         if cached is not None and _starts_with(items, cached[0]):
             seen, projection = cached
         else:
-            seen, projection = [], HistoryProjection(self.reader)
+            seen, projection = [], HistoryProjection(self.reader, self.ids)
         added = items[len(seen) :]
         projection.extend(added)
         seen += added

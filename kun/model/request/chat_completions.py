@@ -32,12 +32,15 @@ from kun.model.request.base import BaseCodec, function_tools, openai_content
 from kun.model.request.images import Image
 from kun.model.request.messages import Assistant, Message, System, Text, ToolOutput, User
 from kun.model.request.reasoning import chat_reasoning
+from kun.model.request.wire_ids import ID_RULES
 
 __all__ = ["ChatCompletionsCodec", "tool_images_intro"]
 
 
 class ChatCompletionsCodec(BaseCodec):
     """Encodes a request as a chat completions body (see the module docstring)."""
+
+    ids = ID_RULES["chat_completions"]
 
     def encode(
         self,

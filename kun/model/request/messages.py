@@ -23,6 +23,13 @@ assistant message calling it is dropped, and an assistant message whose
 calls are not all answered right after it loses its calls (and their
 outputs); it is dropped if nothing else is left.
 
+Call ids and tool names are the wire's here, not the log's: the projection
+maps them for its format as it goes (:mod:`.wire_ids`), and a step's
+outputs take the ids of its calls by position, so the pairing the item-level
+repair settled cannot be broken by the mapping. A step's reasoning comes
+first in its assistant message whatever order the log holds it in (a
+signature-only thinking block is recorded after the calls it came before).
+
 Attachments: an attachment of a history user message is projected on that
 message, every request (bytes stay stable for the cache); the request's own
 ``attachments`` are appended to the last user message (a new user message at
@@ -41,6 +48,7 @@ import msgspec
 
 from kun.contracts.items import (
     AssistantReasoning,
+    AssistantText,
     Attachment,
     Compaction,
     Item,
@@ -51,6 +59,7 @@ from kun.contracts.items import (
 from kun.contracts.model import ModelRequest
 from kun.domain.history import HistoryEntry, HistoryRepair, ModelEntry, UserEntry
 from kun.model.request.images import AttachmentReader, Image
+from kun.model.request.wire_ids import ID_RULES, CallIds, IdRule, wire_tool_name
 
 __all__ = [
     "NO_OUTPUT",
@@ -135,23 +144,28 @@ class ToolOutput(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 Message = System | User | Assistant | ToolOutput
 
 
-def project_entry(entry: HistoryEntry, reader: AttachmentReader) -> list[Message]:
-    """The messages of one repaired history entry."""
+def project_entry(
+    entry: HistoryEntry, reader: AttachmentReader, ids: CallIds, *, keep: bool = True
+) -> list[Message]:
+    """The messages of one repaired history entry; ``ids`` maps its call
+    ids (and remembers them unless ``keep`` is false)."""
     if isinstance(entry, UserEntry):
         return _user(entry.item, reader)
-    return _model(entry, reader)
+    return _model(entry, reader, ids, keep)
 
 
 class HistoryProjection:
     """The messages of an item history, extended by appending items.
 
     Messages of settled entries are computed once and kept; only the step
-    still open is projected again on each :meth:`messages` call.
+    still open is projected again on each :meth:`messages` call. ``ids`` is
+    the format's rule for call ids (default: the strictest).
     """
 
-    def __init__(self, reader: AttachmentReader) -> None:
+    def __init__(self, reader: AttachmentReader, ids: IdRule = ID_RULES["messages"]) -> None:
         self._reader = reader
         self._repair = HistoryRepair()
+        self._ids = CallIds(ids)
         self._messages: list[Message] = []
         self._projected = 0
 
@@ -160,15 +174,17 @@ class HistoryProjection:
         for item in items:
             repair.feed(item)
         settled = repair.settled
-        added = [
-            m for entry in settled[self._projected :] for m in project_entry(entry, self._reader)
-        ]
-        self._messages += added
+        for entry in settled[self._projected :]:
+            self._messages += project_entry(entry, self._reader, self._ids)
         self._projected = len(settled)
         return self
 
     def messages(self) -> list[Message]:
-        tail = [m for entry in self._repair.tail() for m in project_entry(entry, self._reader)]
+        tail = [
+            m
+            for entry in self._repair.tail()
+            for m in project_entry(entry, self._reader, self._ids, keep=False)
+        ]
         return self._messages + tail
 
 
@@ -224,21 +240,32 @@ def _user(item: UserMessage | Compaction, reader: AttachmentReader) -> list[Mess
     return [User(content=tuple(content), attachments=item.attachments)] if content else []
 
 
-def _model(entry: ModelEntry, reader: AttachmentReader) -> list[Message]:
-    parts: list[Reasoning | Text | Call] = []
+def _model(entry: ModelEntry, reader: AttachmentReader, ids: CallIds, keep: bool) -> list[Message]:
+    calls = entry.calls
+    wire_ids = iter(ids.assign([call.call_id for call in calls], keep=keep))
+    names = {call.name: wire_tool_name(call.name) for call in calls}
+    reasoning = [
+        Reasoning(text=item.text, signature=item.signature)
+        for item in entry.output
+        if isinstance(item, AssistantReasoning)
+    ]
+    parts: list[Reasoning | Text | Call] = [*reasoning]
+    wire: list[Call] = []
     for item in entry.output:
         if isinstance(item, ToolCall):
-            parts.append(Call(call_id=item.call_id, name=item.name, arguments=_arguments(item)))
-        elif isinstance(item, AssistantReasoning):
-            parts.append(Reasoning(text=item.text, signature=item.signature))
-        else:
+            call = Call(call_id=next(wire_ids), name=names[item.name], arguments=_arguments(item))
+            parts.append(call)
+            wire.append(call)
+        elif isinstance(item, AssistantText):
             parts.append(Text(item.text))
     messages: list[Message] = [Assistant(content=tuple(parts))]
-    messages += (_tool_output(result, reader) for result in entry.results)
+    messages += (
+        _tool_output(result, call, reader) for result, call in zip(entry.results, wire, strict=True)
+    )
     return messages
 
 
-def _tool_output(result: ToolResult, reader: AttachmentReader) -> ToolOutput:
+def _tool_output(result: ToolResult, call: Call, reader: AttachmentReader) -> ToolOutput:
     text = result.output if result.output.strip() else NO_OUTPUT
     images: list[Image] = []
     for attachment in result.attachments:
@@ -248,8 +275,8 @@ def _tool_output(result: ToolResult, reader: AttachmentReader) -> ToolOutput:
         else:
             text = f"{text}\n{seen}"
     return ToolOutput(
-        call_id=result.call_id,
-        name=result.name,
+        call_id=call.call_id,
+        name=call.name,
         text=text,
         is_error=result.is_error,
         images=tuple(images),

@@ -31,12 +31,15 @@ from kun.model.request.chat_completions import tool_images_intro
 from kun.model.request.images import Image
 from kun.model.request.messages import Assistant, Call, Message, System, Text, ToolOutput, User
 from kun.model.request.reasoning import responses_reasoning
+from kun.model.request.wire_ids import ID_RULES
 
 __all__ = ["ResponsesCodec"]
 
 
 class ResponsesCodec(BaseCodec):
     """Encodes a request as a Responses body (see the module docstring)."""
+
+    ids = ID_RULES["responses"]
 
     def encode(
         self,

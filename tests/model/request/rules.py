@@ -2,14 +2,49 @@
 
 Every function returns the list of broken rules (empty when the body is
 acceptable), so a failing test says which rule and where.
+
+Tool-call ids: unique in the body (Anthropic: "tool_use ids must be
+unique"; Responses pairs an output with the call of its id), at most 40
+characters on chat completions (OpenAI), at most 64 on Responses, and
+``^[a-zA-Z0-9_-]+$`` on Anthropic. Tool names, advertised or called:
+``^[a-zA-Z0-9_-]{1,64}$`` (OpenAI and Anthropic). No empty message.
+Anthropic: a final assistant turn does not end with whitespace (it is a
+prefill); with DeepSeek's thinking mode (``thinking`` without a budget) every
+assistant turn that uses tools carries a thinking block.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 THINKING = ("thinking", "redacted_thinking")
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+CHAT_ID_MAX = 40
+RESPONSES_ID_MAX = 64
+
+
+def _names(where: str, names: Iterable[str]) -> list[str]:
+    return [
+        f"{where} name {name!r} is not {TOOL_NAME.pattern}"
+        for name in names
+        if TOOL_NAME.fullmatch(name) is None
+    ]
+
+
+def _ids(ids: list[str], max_length: int | None, pattern: re.Pattern[str] | None) -> list[str]:
+    broken = [f"call id {i!r} is used {n} times" for i, n in Counter(ids).items() if n > 1]
+    for call_id in ids:
+        if not call_id:
+            broken.append("empty call id")
+        if max_length is not None and len(call_id) > max_length:
+            broken.append(f"call id {call_id!r} is longer than {max_length}")
+        if pattern is not None and pattern.fullmatch(call_id) is None:
+            broken.append(f"call id {call_id!r} is not {pattern.pattern}")
+    return broken
 
 
 def chat_violations(body: dict[str, Any]) -> list[str]:
@@ -17,6 +52,14 @@ def chat_violations(body: dict[str, Any]) -> list[str]:
     if body.get("tools") == []:
         broken.append("empty tools array")
     messages = body["messages"]
+    calls = [c for m in messages for c in m.get("tool_calls") or ()]
+    broken += _ids([c["id"] for c in calls], CHAT_ID_MAX, None)
+    broken += _names("tool", (t["function"]["name"] for t in body.get("tools", ())))
+    broken += _names("call", (c["function"]["name"] for c in calls))
+    for n, message in enumerate(messages):
+        content = message.get("content")
+        if not content and not message.get("tool_calls"):
+            broken.append(f"message {n} ({message['role']}) is empty")
     at = 0
     while at < len(messages):
         message = messages[at]
@@ -44,6 +87,15 @@ def responses_violations(body: dict[str, Any]) -> list[str]:
     if body.get("tools") == []:
         broken.append("empty tools array")
     items = body["input"]
+    calls = [i for i in items if i.get("type") == "function_call"]
+    broken += _ids([c["call_id"] for c in calls], RESPONSES_ID_MAX, None)
+    broken += _names("tool", (t["name"] for t in body.get("tools", ())))
+    broken += _names("call", (c["name"] for c in calls))
+    for n, item in enumerate(items):
+        if "role" in item and not item["content"]:
+            broken.append(f"input {n} ({item['role']}) is empty")
+        if item.get("type") == "function_call_output" and not item["output"]:
+            broken.append(f"input {n}: empty function_call_output")
     at = 0
     while at < len(items):
         item = items[at]
@@ -74,6 +126,16 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
     if not isinstance(body.get("max_tokens"), int):
         broken.append("max_tokens missing")
     turns = body["messages"]
+    if not turns:
+        broken.append("no messages")
+    uses = [b for turn in turns for b in turn["content"] if b["type"] == "tool_use"]
+    broken += _ids([b["id"] for b in uses], None, ANTHROPIC_ID)
+    broken += _names("tool", (t["name"] for t in body.get("tools", ())))
+    broken += _names("call", (b["name"] for b in uses))
+    if turns and turns[-1]["role"] == "assistant":
+        last = turns[-1]["content"][-1] if turns[-1]["content"] else {}
+        if last.get("type") == "text" and last["text"] != last["text"].rstrip():
+            broken.append("the final assistant turn ends with whitespace")
     breakpoints = _breakpoints(body)
     if breakpoints > 4:
         broken.append(f"{breakpoints} cache_control breakpoints")
@@ -81,6 +143,14 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
     thinking_on = thinking.get("type") == "enabled"
     for n, turn in enumerate(turns):
         broken += _turn_violations(n, turn, turns, thinking_on=thinking_on)
+    if thinking_on and "budget_tokens" not in thinking:
+        broken += [
+            f"turn {n} uses tools without a thinking block (DeepSeek thinking mode)"
+            for n, turn in enumerate(turns)
+            if turn["role"] == "assistant"
+            and any(b["type"] == "tool_use" for b in turn["content"])
+            and not any(b["type"] in THINKING for b in turn["content"])
+        ]
     if thinking_on and "budget_tokens" in thinking:
         broken += _final_turn_violations(turns)
         if not 1024 <= thinking["budget_tokens"] < body["max_tokens"]:
