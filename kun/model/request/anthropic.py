@@ -24,7 +24,15 @@
   when it is using tools: when it does not (its reasoning came from another
   model, or was lost), the request is sent with thinking off rather than
   refused. With thinking off no thinking block is sent, and a thinking block
-  is never the last block of an assistant message.
+  is never the last block of an assistant message. DeepSeek's endpoint in
+  thinking mode wants the opposite: every assistant turn that uses tools
+  must carry a thinking block ("Missing thinking block in the assistant
+  message"), so one that has none (a step by another model, or from before
+  thinking was on) gets an empty one first, as the chat codec sends
+  ``reasoning_content: " "`` for the same rule.
+* A final assistant turn (the history ends with the model's answer, e.g. a
+  blank user message dropped from an old log) is a prefill to Anthropic,
+  which refuses trailing whitespace there: its last text is stripped.
 * Cache: three ``cache_control`` breakpoints — the last system block, and
   the last cacheable block (not thinking, not the per-request context text)
   of the last two turns that have one. :func:`cache_breakpoints` counts every
@@ -61,6 +69,9 @@ FIRST_USER_TURN = "(earlier conversation omitted)"
 
 _EPHEMERAL = {"type": "ephemeral"}
 _THINKING = frozenset({"thinking", "redacted_thinking"})
+_NO_THINKING: dict[str, Any] = {"type": "thinking", "thinking": ""}
+"""DeepSeek's stand-in for a tool-using turn without reasoning; its endpoint
+accepts empty thinking text."""
 ThinkingBlocks = Literal["none", "signed", "all"]
 
 
@@ -154,11 +165,38 @@ def _build_turns(messages: list[Message], thinking: ThinkingBlocks) -> list[_Tur
     for turn in turns:
         while turn.role == "assistant" and turn.blocks and turn.blocks[-1]["type"] in _THINKING:
             turn.blocks.pop()
+        if thinking == "all" and turn.role == "assistant" and _lacks_thinking(turn):
+            turn.blocks.insert(0, dict(_NO_THINKING))
+    _end_without_whitespace(turns)
     if turns and turns[0].role == "assistant":
         first = _Turn("user")
         first.blocks.append({"type": "text", "text": FIRST_USER_TURN})
         turns.insert(0, first)
     return turns
+
+
+def _lacks_thinking(turn: _Turn) -> bool:
+    """A tool-using assistant turn with no thinking block."""
+    types = [block["type"] for block in turn.blocks]
+    return "tool_use" in types and not _THINKING.intersection(types)
+
+
+def _end_without_whitespace(turns: list[_Turn]) -> None:
+    """Strip the end of a final assistant turn (a prefill), dropping what is
+    left blank."""
+    while turns and turns[-1].role == "assistant":
+        blocks = turns[-1].blocks
+        while blocks and blocks[-1]["type"] == "text":
+            text = blocks[-1]["text"].rstrip()
+            if text:
+                blocks[-1] = {**blocks[-1], "text": text}
+                return
+            blocks.pop()
+        while blocks and blocks[-1]["type"] in _THINKING:
+            blocks.pop()
+        if blocks:
+            return
+        turns.pop()
 
 
 def cache_breakpoints(body: dict[str, Any]) -> int:

@@ -18,7 +18,12 @@ For a user message (:meth:`AttachmentReader.for_user`):
   text block naming the file — name, path, MIME type, pixel dimensions when
   the header gives them cheaply, size — followed by its base64. Content over
   ``limit`` bytes raises :class:`~kun.model.errors.AttachmentTooLarge`
-  rather than flooding the context.
+  rather than flooding the context — for the request's own attachments.
+  An attachment already in the history (``strict=False``) becomes a note
+  saying it was not sent instead: it was accepted when it was attached (the
+  TurnService refuses an oversized non-image then), and only a later change
+  of model makes it too large; refusing it would refuse every later request
+  of the thread.
 
 For a tool result (:meth:`AttachmentReader.for_tool`): images for models that
 take them; otherwise ``(image omitted)`` (or a note naming a non-image file).
@@ -120,14 +125,25 @@ class AttachmentReader:
         self.takes_images = takes_images
         self.limit = limit
 
-    def for_user(self, attachment: Attachment) -> Image | str:
+    def for_user(self, attachment: Attachment, *, strict: bool = True) -> Image | str:
+        """The attachment of a user message; over the limit it raises, or
+        with ``strict`` false is a note (see the module docstring)."""
         data = self._bytes(attachment)
         if isinstance(data, str):
             return data
         media_type = sniff_image_type(data)
         if media_type is not None and self.takes_images:
             return _image(attachment, data, media_type)
-        return self._fallback(attachment, data, media_type)
+        try:
+            return self._fallback(attachment, data, media_type)
+        except AttachmentTooLarge:
+            if strict:
+                raise
+            mime = media_type or attachment.mime_type
+            return (
+                f"{_describe(attachment, mime, f'{len(data)} bytes')}: not sent, over the "
+                f"{self.limit}-byte limit for files sent as text"
+            )
 
     def for_tool(self, attachment: Attachment) -> Image | str:
         data = self._bytes(attachment)

@@ -31,7 +31,9 @@ first in its assistant message whatever order the log holds it in (a
 signature-only thinking block is recorded after the calls it came before).
 
 Attachments: an attachment of a history user message is projected on that
-message, every request (bytes stay stable for the cache); the request's own
+message, every request (bytes stay stable for the cache; one too large for
+the model in use is a note, never an error that would refuse every later
+request of the thread); the request's own
 ``attachments`` are appended to the last user message (a new user message at
 the end if there is none), skipping any that message already carries. Tool
 outputs with images keep them here; a text-only model gets
@@ -236,7 +238,7 @@ def _user(item: UserMessage | Compaction, reader: AttachmentReader) -> list[Mess
     if isinstance(item, Compaction):
         return [User(content=(Text(item.summary),))]
     content: list[Text | Image] = [Text(item.text)] if item.text.strip() else []
-    content += (_part(reader.for_user(a)) for a in item.attachments)
+    content += (_part(reader.for_user(a, strict=False)) for a in item.attachments)
     return [User(content=tuple(content), attachments=item.attachments)] if content else []
 
 

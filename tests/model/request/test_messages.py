@@ -174,8 +174,23 @@ def test_corrupt_arguments_become_a_raw_object() -> None:
     assert msgspec.json.decode(bytes(assistant.calls[0].arguments)) == {"__raw": "[1, 2]"}
 
 
-def test_an_oversized_fallback_is_a_clear_error() -> None:
+def test_an_oversized_fallback_is_a_clear_error_for_the_requests_own_attachment() -> None:
     big = Attachment(name="big.bin", mime_type="application/octet-stream", path="/big")
     reader = AttachmentReader(lambda _: b"x" * 101, takes_images=False, limit=100)
+    request = ModelRequest(history=(user(1, "x"),), attachments=(big,))
+    history = HistoryProjection(reader).extend(request.history).messages()
     with pytest.raises(AttachmentTooLarge, match=r"'big.bin' is 101 bytes.*limited to 100 bytes"):
-        HistoryProjection(reader).extend([user(1, "x", attachments=(big,))])
+        assemble(request, history, reader)
+
+
+def test_an_oversized_attachment_in_the_history_is_a_note() -> None:
+    """It was accepted when attached; refusing it now would refuse every
+    later request of the thread (issue 8, item 18)."""
+    big = Attachment(name="big.bin", mime_type="application/octet-stream", path="/big")
+    reader = AttachmentReader(lambda _: b"x" * 101, takes_images=False, limit=100)
+    (message,) = HistoryProjection(reader).extend([user(1, "x", attachments=(big,))]).messages()
+    assert isinstance(message, User)
+    assert message.content[1] == Text(
+        "Attachment 'big.bin' (application/octet-stream, 101 bytes, path /big): "
+        "not sent, over the 100-byte limit for files sent as text"
+    )
