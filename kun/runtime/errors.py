@@ -11,6 +11,9 @@
     │                       answered, expired, or never asked): HTTP 409
     ├── UnknownTurn         a rewind to a turn the thread does not have
     ├── SeqOutOfRange       a fork point past the end of the log
+    ├── BlankPrompt         a turn or steering message with no text (and no
+    │                       attachment): history repair would drop it and
+    │                       send a body no provider accepts
     ├── ThreadNotOpen       the recorder has not opened the thread
     ├── ThreadExists        thread_created for a thread that has events
     └── RecorderNotRunning  record() outside ``async with recorder``
@@ -113,6 +116,12 @@ class UnknownTurn(UserMistake):
         )
         self.thread_id = thread_id
         self.turn_id = turn_id
+
+
+class BlankPrompt(UserMistake):
+    def __init__(self, what: str = "prompt") -> None:
+        super().__init__(f"the {what} is blank: say what the model should do")
+        self.what = what
 
 
 class SeqOutOfRange(UserMistake):

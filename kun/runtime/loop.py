@@ -6,6 +6,14 @@ outcome, appending every step to the log and nothing else.
 called tools and they ran" continues. A step streams the model's answer,
 recording every delta as it arrives and each item once at the end, then
 either dispatches the tool calls or ends the turn.
+
+Items take their place in the turn when their first chunk arrives, so the
+log keeps the stream's order: a reasoning chunk with no text (a Claude
+thinking block whose text is omitted: only its signature comes) creates its
+item at once, or it would land after the calls it came before. A call the
+provider gave no id (the decoder names it ``__kun_stream_tool_call_index_
+<n>``, the same on every response) takes its item's id as call id, which is
+unique in the thread.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from kun.contracts.model import (
 )
 from kun.domain.state import ThreadState
 from kun.ids import new_id
+from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.runtime.context import TurnRun, draft
 from kun.runtime.dispatch import dispatch
 
@@ -174,16 +183,25 @@ class _Answer:
         return items
 
     def tool_calls(self) -> list[ToolCall]:
-        return [
-            ToolCall(
-                id=self.call_ids.get(index) or new_id("call"),
-                status="in_progress",
-                call_id=chunk.call_id,
-                name=chunk.name,
-                arguments=chunk.arguments,
+        calls = []
+        for index, chunk in sorted(self.calls.items()):
+            item_id = self.call_ids.get(index) or new_id("call")
+            calls.append(
+                ToolCall(
+                    id=item_id,
+                    status="in_progress",
+                    call_id=thread_call_id(chunk.call_id, item_id),
+                    name=chunk.name,
+                    arguments=chunk.arguments,
+                )
             )
-            for index, chunk in sorted(self.calls.items())
-        ]
+        return calls
+
+
+def thread_call_id(call_id: str, item_id: str) -> str:
+    """The call id to record: the provider's, or for a call it gave none the
+    item's id (see the module docstring)."""
+    return item_id if call_id.startswith(SYNTHETIC_ID_PREFIX) else call_id
 
 
 async def model_step(run: TurnRun, step: int) -> Outcome:
@@ -237,6 +255,9 @@ async def _on_chunk(run: TurnRun, answer: _Answer, chunk: object) -> None:
     elif isinstance(chunk, ReasoningDeltaChunk):
         if answer.reasoning_id is None:
             answer.reasoning_id = new_id("rsn")
+            if not chunk.text:
+                opened = AssistantReasoning(id=answer.reasoning_id, status="in_progress")
+                await run.write(draft(ev.ItemCreated, run.turn_id, item=opened))
         if chunk.signature:
             answer.signature = chunk.signature
         if chunk.text:
@@ -256,7 +277,7 @@ async def _on_chunk(run: TurnRun, answer: _Answer, chunk: object) -> None:
                 ev.ToolCallDelta,
                 run.turn_id,
                 item_id=item_id,
-                call_id=chunk.call_id,
+                call_id=thread_call_id(chunk.call_id, item_id),
                 name=chunk.name,
                 arguments=chunk.arguments,
             )

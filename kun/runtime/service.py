@@ -29,6 +29,7 @@ from kun.runtime.gates import Gate
 from kun.runtime.loop import run_turn, settle_events
 from kun.runtime.orphans import interrupt_results, orphan_events
 from kun.runtime.recorder import EventRecorder
+from kun.runtime.turn_input import check_prompt, check_steering
 from kun.tools.host import ToolHost
 
 _log = logging.getLogger(__name__)
@@ -165,7 +166,10 @@ class TurnService:
         """Record the turn and its user message, start it in the background,
         return its id at once. A turn the log still shows open is an orphan
         (this service is the thread's only writer and is not running it): it
-        is settled as ``orphaned`` first, so two turns are never open."""
+        is settled as ``orphaned`` first, so two turns are never open. A
+        blank prompt or an attachment that cannot be sent is refused first,
+        and nothing is recorded (:mod:`kun.runtime.turn_input`)."""
+        check_prompt(text, attachments)
         state = await self._open(thread_id)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "start another turn")
@@ -240,7 +244,8 @@ class TurnService:
 
     async def steer_turn(self, thread_id: str, turn_id: str, text: str) -> None:
         """Queue ``text`` for the running turn; it reaches the model as a user
-        message at the loop's next safe point."""
+        message at the loop's next safe point. Blank text is refused."""
+        check_steering(text)
         run = self._running(thread_id, turn_id)
         run.steering.push(text)
         await self.write(thread_id, draft(ev.TurnSteered, turn_id, text=text))
