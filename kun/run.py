@@ -13,6 +13,7 @@ from kun.config import load_config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import TurnState
 from kun.model.factory import build_router
+from kun.runtime.turn_input import check_prompt
 from kun.session import open_service
 from kun.terminal import LiveView
 
@@ -30,6 +31,7 @@ class RunOptions:
 
 
 async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
+    check_prompt(options.prompt)  # before a thread is created for it
     config = load_config(options.config, home=options.home)
     router = build_router(config)
     target = options.provider
