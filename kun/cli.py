@@ -9,7 +9,7 @@ imported inside the commands that need them, so the CLI starts instantly.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +24,30 @@ EXIT_FAILURE = 1
 
 
 class _Cli(click.Group):
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's main, but a usage error is one ``kun: error:`` line and
+        exit status 1, like every other user mistake."""
+        try:
+            result = super().main(args, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            if not standalone_mode:
+                raise
+            _fail(_usage_line(exc))
+        except click.Abort:
+            if not standalone_mode:
+                raise
+            _fail("interrupted", code=130)
+        if standalone_mode:
+            sys.exit(result if isinstance(result, int) else 0)
+        return result
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -49,6 +73,14 @@ def _explain(exc: BaseException, raised: BaseException) -> None:
     if isinstance(exc, KeyboardInterrupt):
         _fail("interrupted", code=130)
     raise raised
+
+
+def _usage_line(exc: click.ClickException) -> str:
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return message
 
 
 def _fail(message: str, code: int = EXIT_FAILURE) -> None:

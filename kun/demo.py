@@ -31,7 +31,7 @@ from kun.contracts.usage import UsageSnapshot
 from kun.model.client import HttpModelClient
 from kun.session import open_service
 from kun.store.paths import log_path
-from kun.terminal import LiveView
+from kun.terminal import LiveView, PlainSink
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
 PROMPT = "test_calc.py fails. Find the bug in calc.py and fix it."
@@ -142,7 +142,7 @@ async def run_demo(home: Path, out: TextIO, *, color: bool = False) -> DemoRun:
                 title_auto=False,
             )
             thread_id = await service.create_thread(settings)
-            view = LiveView(service, thread_id, out, interactive=False, color=color)
+            view = LiveView(service, thread_id, PlainSink(out, color=color))
             after = service.state(thread_id).last_seq
             out.write(f"user > {PROMPT}\n")
             turn_id = await service.start_turn(thread_id, PROMPT, disable_user_input=True)

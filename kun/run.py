@@ -1,21 +1,30 @@
-"""``kun run``: one turn from the terminal, live."""
+"""``kun run``: one turn from the terminal, live.
+
+The turn runs on the thread's model unless the user names another
+(:mod:`kun.selection`); approvals are asked on the controlling terminal
+(:mod:`kun.tty`); SIGINT, SIGTERM and SIGHUP interrupt the turn, which the
+log records as aborted, and the view stops at once, even mid-prompt.
+"""
 
 from __future__ import annotations
 
-import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
-from kun.config import load_config
+from kun.config import Config, load_config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import TurnState
+from kun.lognotes import notes_from_log
 from kun.model.factory import build_router
 from kun.runtime.turn_input import check_prompt
+from kun.selection import SwitchableModel, changed_model, choose_model
 from kun.session import open_service
-from kun.terminal import LiveView
+from kun.terminal import LiveView, PlainSink
+from kun.tty import TtyPrompter, open_terminal, watch
 
 
 @dataclass(frozen=True)
@@ -30,45 +39,83 @@ class RunOptions:
     config: Path | None
 
 
+def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
+    """How many attempts the current provider's retry policy allows."""
+    from kun.model.retry import RetryPolicy
+
+    def attempts() -> int:
+        provider = config.providers.get(model.provider)
+        configured = provider.retry.max_attempts if provider is not None else None
+        return configured or RetryPolicy().max_attempts
+
+    return attempts
+
+
 async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
     check_prompt(options.prompt)  # before a thread is created for it
     config = load_config(options.config, home=options.home)
     router = build_router(config)
-    target = options.provider
-    if target and options.model:
-        target = f"{target}/{options.model}"
-    client = router.select(target)
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    async with router, open_service(options.home, client) as service:
+    model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
+    tty = open_terminal()
+    async with router, open_service(options.home, model) as service:
         if options.thread_id is not None:
             thread_id = options.thread_id
-            await service.recorder.open(thread_id)
+            state = await service.recorder.open(thread_id)
+            model.client = choose_model(
+                router, provider=options.provider, model=options.model, settings=state.settings
+            )
+            changes = changed_model(state.settings, model)
+            if changes and (options.provider or options.model):
+                await service.update_thread(thread_id, **changes)
+            if options.approval is not None:
+                await service.update_thread(thread_id, approval_policy=options.approval)
         else:
             settings = ThreadSettings(
                 workspace=str(options.workspace.resolve()),
-                provider=client.provider,
-                model=client.model,
+                provider=model.provider,
+                model=model.model,
                 approval_policy=options.approval or "on-request",
             )
             thread_id = await service.create_thread(settings)
-        if options.approval is not None and options.thread_id is not None:
-            await service.update_thread(thread_id, approval_policy=options.approval)
-        view = LiveView(service, thread_id, sys.stdout, interactive=interactive, color=interactive)
+        spinner = sys.stdout.isatty()
+        sink = PlainSink(sys.stdout, spinner=spinner, color=spinner)
+        prompter = TtyPrompter(tty) if tty is not None else None
+        view = LiveView(service, thread_id, sink, prompter)
         after = service.state(thread_id).last_seq
-        turn_id = await service.start_turn(
-            thread_id, options.prompt, disable_user_input=not interactive
-        )
-        async with anyio.create_task_group() as tg:
-
-            async def on_ctrl_c() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                    async for _ in signals:
-                        sys.stderr.write("\ninterrupting the turn...\n")
-                        await service.interrupt_turn(thread_id, turn_id)
-                        return
-
-            tg.start_soon(on_ctrl_c)
-            await view.follow(after, turn_id)
-            turn = await service.wait_turn(thread_id, turn_id)
-            tg.cancel_scope.cancel()
+        with notes_from_log(view.note, retry_budget(config, model)):
+            turn = await _drive(view, after, options.prompt, unattended=tty is None)
+    if tty is not None:
+        tty.close()
     return thread_id, turn
+
+
+async def _drive(view: LiveView, after: int, prompt: str, *, unattended: bool) -> TurnState:
+    """Start the turn and show it; a signal interrupts it and stops the view
+    (a signal that comes while the turn is being started interrupts it as
+    soon as it is)."""
+    service, thread_id = view.service, view.thread_id
+    started: list[str] = []
+    signalled = anyio.Event()
+    showing = anyio.CancelScope()
+
+    async def interrupt() -> None:
+        await signalled.wait()
+        view.note("interrupting the turn...", "warn")
+        await view.interrupt(started[0])
+        showing.cancel()
+
+    async def on_signal(signum: int) -> None:
+        signalled.set()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(watch, on_signal)
+        turn_id = await service.start_turn(thread_id, prompt, disable_user_input=unattended)
+        started.append(turn_id)
+        tg.start_soon(interrupt)
+        with showing:
+            await view.follow(after, turn_id)
+        turn = await service.wait_turn(thread_id, turn_id)
+        tg.cancel_scope.cancel()
+    if showing.cancel_called:
+        view.sink.line(f"turn {turn.status}", "warn")
+    return turn

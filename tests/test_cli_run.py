@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,7 +38,11 @@ async def _kun(*args: str, env: dict[str, str] | None = None) -> tuple[int, str,
     environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     environ.update(env or {})
     result = await anyio.run_process(
-        [sys.executable, "-m", "kun", *args], check=False, env=environ, stdin=None
+        [sys.executable, "-m", "kun", *args],
+        check=False,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     return result.returncode, result.stdout.decode(), result.stderr.decode()
 
@@ -118,11 +123,13 @@ async def test_ctrl_c_interrupts_the_turn_cleanly(tmp_path: Path) -> None:
                     seen += await process.stdout.receive()
                 process.send_signal(signal.SIGINT)
                 code = await process.wait()
+                async for piece in process.stdout:
+                    seen += piece
                 err = b""
                 async for piece in process.stderr:
                     err += piece
     assert code == 1, err
-    assert b"interrupting the turn" in err and b"aborted" in err
+    assert b"interrupting the turn" in seen and b"aborted" in err
     (thread_id,) = JsonlEventStore(home).list_threads()
     events = list(JsonlEventStore(home).read(thread_id))
     assert type(events[-1]).__name__ == "TurnAborted"

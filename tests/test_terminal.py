@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from kun.model.scripted import text_reply, tool_reply
-from kun.terminal import LiveView
+from kun.terminal import LiveView, PlainSink
 from tests.runtime.support import harness
 
 pytestmark = pytest.mark.anyio
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 async def _follow(tmp_path: Path, script: list, *, interactive: bool, delay: float = 0.0) -> str:
     out = io.StringIO()
     async with harness(tmp_path, script, delay=delay) as h:
-        view = LiveView(h.service, h.thread_id, out, interactive=interactive)
+        view = LiveView(h.service, h.thread_id, PlainSink(out, spinner=interactive))
         after = h.state().last_seq
         turn_id = await h.service.start_turn(h.thread_id, "go", disable_user_input=True)
         with anyio.fail_after(10):
