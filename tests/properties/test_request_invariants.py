@@ -7,6 +7,17 @@ every kind, call ids drawn from a small pool (so ids repeat, results go
 missing, arrive twice, arrive for calls that never were, or arrive after the
 next step), steering messages between calls and results, GUI-only items
 anywhere, attachments on user messages and tool results.
+
+Threads that switch provider and model mid-thread
+(:func:`~tests.properties.request_strategies.switching_threads`) carry each
+producer's ids, names and reasoning into every other format: their bodies
+keep the same rules — ids unique and in each format's pattern and length,
+every output answering exactly one call, tool names in
+``^[a-zA-Z0-9_-]{1,64}$``, no empty message, no whitespace at the end of a
+final Anthropic assistant turn, DeepSeek's thinking block on every
+tool-using turn — and Claude keeps thinking on when the final turn starts
+with a signed thinking block, wherever the log recorded it. Ids of settled
+steps never change as the thread grows (the cache prefix).
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from kun.contracts.items import (
     WarningItem,
 )
 from kun.contracts.model import ModelRequest, WireFormat
-from kun.domain.history import HistoryRepair, ModelEntry, repair_history
+from kun.domain.history import HistoryRepair, ModelEntry, UserEntry, repair_history
 from kun.model.request_codec import codec_for
 from tests.model.request.histories import (
     CLAUDE_THINKING,
@@ -46,6 +57,7 @@ from tests.model.request.histories import (
     load,
 )
 from tests.model.request.rules import violations
+from tests.properties.request_strategies import switching_threads
 
 CONTEXT = "<context marker>"
 CALL_IDS = st.sampled_from(["c0", "c1", "c2", "c3", "", "__kun_stream_tool_call_index_0"])
@@ -146,6 +158,7 @@ SETTINGS: list[tuple[WireFormat, ModelCapabilities, str | None, str | None]] = [
     ("messages", TEXT_ONLY, None, None),
     ("messages", VISION, None, "off"),
     ("messages", CLAUDE_THINKING, None, "high"),
+    ("messages", DEEPSEEK_THINKING, "https://api.deepseek.com/anthropic", "high"),
 ]
 
 
@@ -155,12 +168,13 @@ def encode(
     url: str | None,
     effort: str | None,
     history: tuple[Item, ...],
+    context: str | None = CONTEXT,
 ) -> dict[str, Any]:
     codec = codec_for(fmt, capabilities=capabilities, endpoint_url=url, load_attachment=load)
     request = ModelRequest(
         system_prompt="sys",
         history=history,
-        context_instructions=CONTEXT,
+        context_instructions=context,
         tools=TOOLS,
     )
     body = codec.encode(request, model="m", stream=True, max_tokens=None, reasoning_effort=effort)
@@ -231,3 +245,77 @@ def test_a_warm_codec_encodes_like_a_fresh_one(
         request, model="m", stream=False, max_tokens=None, reasoning_effort=None
     )
     assert msgspec.json.encode(warm) == msgspec.json.encode(fresh)
+
+
+@given(switching_threads(), st.booleans())
+def test_threads_that_switch_provider_keep_every_formats_rules(
+    history: tuple[Item, ...], with_context: bool
+) -> None:
+    """Without context instructions the body may end on the model's answer:
+    the final-turn rules apply. A history with nothing to send is refused
+    before any request (blank prompts), so "no messages" is not checked
+    for it."""
+    nothing = not repair_history(history)
+    for fmt, capabilities, url, effort in SETTINGS:
+        body = encode(fmt, capabilities, url, effort, history, CONTEXT if with_context else None)
+        broken = violations(fmt, body)
+        if nothing and not with_context:
+            broken = [rule for rule in broken if rule != "no messages"]
+        assert broken == [], (fmt, capabilities.reasoning_protocol)
+        if with_context:
+            assert context_is_last(fmt, body), fmt
+
+
+def _final_turn_starts_signed(history: tuple[Item, ...]) -> bool | None:
+    """Whether the step that opens the final user turn calls tools and has a
+    signed thinking block (``None``: the user's words share a turn with tool
+    results — a turn that failed after its tools ran — so Anthropic's
+    assistant turn goes on from before them)."""
+    entries = repair_history(history)
+    last = max((n for n, e in enumerate(entries) if isinstance(e, UserEntry)), default=None)
+    if last is None or last + 1 >= len(entries):
+        return False
+    before = last - 1
+    while before >= 0 and isinstance(entries[before], UserEntry):
+        before -= 1
+    previous = entries[before] if before >= 0 else None
+    if isinstance(previous, ModelEntry) and previous.results:
+        return None
+    first = entries[last + 1]
+    assert isinstance(first, ModelEntry)
+    signed = any(isinstance(o, AssistantReasoning) and o.signature for o in first.output)
+    return bool(first.calls) and signed
+
+
+@given(switching_threads(last="claude"))
+def test_claude_keeps_thinking_when_the_final_turn_starts_signed(
+    history: tuple[Item, ...],
+) -> None:
+    """Whatever order the log recorded the thinking block in (a
+    signature-only one used to land after the calls), thinking stays on."""
+    if not _final_turn_starts_signed(history):
+        return
+    body = encode("messages", CLAUDE_THINKING, None, "high", history)
+    assert body.get("thinking", {}).get("type") == "enabled"
+    assert violations("messages", body) == []
+
+
+def _wire_ids(fmt: WireFormat, body: dict[str, Any]) -> list[str]:
+    if fmt == "chat_completions":
+        return [c["id"] for m in body["messages"] for c in m.get("tool_calls") or ()]
+    if fmt == "responses":
+        return [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
+    return [b["id"] for t in body["messages"] for b in t["content"] if b["type"] == "tool_use"]
+
+
+@given(switching_threads(), st.data())
+def test_wire_ids_of_settled_steps_never_change_as_the_thread_grows(
+    history: tuple[Item, ...], data: st.DataObject
+) -> None:
+    split = data.draw(st.integers(0, len(history)))
+    settled = HistoryRepair().extend(history[:split]).settled
+    kept = sum(len(e.calls) for e in settled if isinstance(e, ModelEntry))
+    for fmt in FORMATS:
+        shorter = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history[:split]))
+        longer = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history))
+        assert shorter[:kept] == longer[:kept], fmt
