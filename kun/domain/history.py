@@ -37,8 +37,12 @@ its text. Results that match no call of the step before them are orphans and
 are dropped; a second result for a call is dropped. A user message that
 arrives while the step's results are still coming is moved after them, so it
 never splits a call from its result. A step left with no text and no calls
-(reasoning alone) is dropped. Call ids are passed through untouched — never
-regenerated.
+(reasoning alone) is dropped. Call ids and tool names are passed through
+untouched here: an entry pairs results with calls by position, and the
+request codecs map ids and names to what each wire format accepts
+(:mod:`kun.model.request.wire_ids`), so the log keeps what the model said.
+A step's items keep their log order; the projection puts its reasoning
+first (:mod:`kun.model.request.messages`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ the end of the earlier history.
 * A user message is a string when it is only text, else a list of ``text``
   and ``image_url`` (data URL) parts.
 * An assistant message carries its text as ``content`` (``""`` when it only
-  calls tools) and its calls as ``tool_calls`` with the ids from the log,
+  calls tools) and its calls as ``tool_calls`` (ids and names as the format
+  accepts them, :mod:`.wire_ids`: up to 40 printable characters),
   arguments as the JSON text. ``reasoning_content`` is added to *every*
   assistant message when the model requires its reasoning back
   (``reasoning_history == "required"``, DeepSeek thinking mode): the joined

@@ -9,9 +9,9 @@ end of the earlier history.
   instructions) is a ``developer`` message at its place in ``input``.
 * A user message is ``{role: user, content}``: a string when it is only
   text, else ``input_text`` and ``input_image`` (data URL) parts.
-* An assistant message becomes, in its own order, ``{role: assistant,
-  content: <text>}`` for its text and one ``function_call`` item per call
-  (``call_id`` from the log, ``arguments`` as the JSON text). Reasoning is
+* An assistant message becomes ``{role: assistant, content: <text>}`` for
+  its text, then one ``function_call`` item per call (``call_id`` and name
+  mapped by :mod:`.wire_ids`, ``arguments`` as the JSON text). Reasoning is
   not sent back: kun keeps no Responses reasoning item id or encrypted
   content, and the API accepts a history without them.
 * A tool output is a ``function_call_output``; images of the outputs of one
