@@ -85,24 +85,28 @@ class CallIds:
         self._used: set[str] = set()
 
     def assign(self, call_ids: Sequence[str], *, keep: bool = True) -> list[str]:
-        used = self._used if keep else set(self._used)
+        """The wire ids of one step's calls. Costs O(len(call_ids)): the
+        ids of the history before are only looked up, never copied."""
+        taken: set[str] = set()
         wire = []
         for call_id in call_ids:
-            mapped = self._map(call_id, used)
-            used.add(mapped)
+            mapped = self._map(call_id, taken)
+            taken.add(mapped)
             wire.append(mapped)
+        if keep:
+            self._used |= taken
         return wire
 
-    def _map(self, call_id: str, used: set[str]) -> str:
-        rule = self._rule
-        if call_id not in used and rule.accepts(call_id):
+    def _map(self, call_id: str, taken: set[str]) -> str:
+        rule, used = self._rule, self._used
+        if call_id not in used and call_id not in taken and rule.accepts(call_id):
             return call_id
         stem = rule.stem(call_id, rule.max_length - _HASH - 1)
         attempt = 0
         while True:
             salt = f"{call_id}\0{attempt}" if attempt else call_id
             candidate = f"{stem}_{_digest(salt, _HASH)}" if stem else _digest(salt, _HASH)
-            if candidate not in used:
+            if candidate not in used and candidate not in taken:
                 return candidate
             attempt += 1
 
