@@ -18,8 +18,11 @@
                                    and was killed
 
 Other codes a built-in raises as a plain ``ToolError``: ``not_found``,
-``not_a_file``, ``not_a_directory``, ``binary_file``, ``edit_no_match``,
-``edit_ambiguous``, ``user_input_unavailable``, ``todos_unavailable``. The host
+``not_a_file`` (a directory, FIFO, socket or device where a regular file is
+needed), ``not_a_directory``, ``binary_file``, ``edit_no_match``,
+``edit_ambiguous``, ``path_changed`` (a symlink on the path kept being
+swapped while it was opened), ``search_unavailable`` (ripgrep is missing),
+``user_input_unavailable``, ``todos_unavailable``. The host
 itself adds ``unknown_tool`` and ``tool_execution_failed`` (any other
 exception a tool raises).
 

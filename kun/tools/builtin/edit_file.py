@@ -7,21 +7,26 @@ many matches there were and what to do, so the model re-reads or adds
 context instead of guessing. A file with CRLF line endings matches an
 ``old_string`` written with ``\\n`` and keeps its CRLF endings.
 
-Like ``write_file``, the write is not abandoned on cancellation.
+The file is read and rewritten through descriptors beneath the workspace
+root, and the rewrite is atomic, like ``write_file``'s (:mod:`kun.tools.atomic`);
+only a regular file is edited. The write is not abandoned on cancellation.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any
 
+from kun.tools.atomic import replace_file
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.builtin._common import looks_binary, off_loop, plural
 from kun.tools.errors import InvalidArguments, ToolError
-from kun.tools.workspace import Workspace
+from kun.tools.workspace import OpenFile, Workspace
+
+NAME = "edit_file"
 
 SPEC = make_spec(
-    "edit_file",
+    NAME,
     "Replace text in a file. old_string must match the file exactly, including whitespace "
     "and indentation (copy it from read_file output without the line-number prefix), and "
     "must occur exactly once unless replace_all is true; include surrounding lines to make "
@@ -59,9 +64,21 @@ class EditFile:
 
 
 def _edit(workspace: Workspace, path: str, old: str, new: str, *, replace_all: bool) -> ToolOutput:
-    real = workspace.resolve(path)
-    shown = workspace.relative(real)
-    text = _read_text(real, shown)
+    try:
+        with workspace.open_file(path, NAME) as file:
+            return _edit_open(file, old, new, replace_all=replace_all)
+    except ToolError as exc:
+        if exc.code == "not_found":
+            shown = workspace.relative(workspace.resolve(path))
+            raise ToolError(
+                "not_found", f"{shown} does not exist; use write_file to create it."
+            ) from None
+        raise
+
+
+def _edit_open(file: OpenFile, old: str, new: str, *, replace_all: bool) -> ToolOutput:
+    shown = file.shown
+    text = _read_text(file.fd, shown)
     count = text.count(old)
     if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
@@ -80,17 +97,14 @@ def _edit(workspace: Workspace, path: str, old: str, new: str, *, replace_all: b
         )
     line = text[: text.index(old)].count("\n") + 1
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    real.write_bytes(updated.encode("utf-8"))
+    replace_file(file.dir_fd, file.name, updated.encode("utf-8"))
     where = f"first at line {line}" if count > 1 else f"at line {line}"
     return ToolOutput(output=f"Edited {shown}: replaced {plural(count, 'occurrence')} ({where}).")
 
 
-def _read_text(real: Path, shown: str) -> str:
-    if not real.exists():
-        raise ToolError("not_found", f"{shown} does not exist; use write_file to create it.")
-    if not real.is_file():
-        raise ToolError("not_a_file", f"{shown} is not a file.")
-    data = real.read_bytes()
+def _read_text(fd: int, shown: str) -> str:
+    with os.fdopen(os.dup(fd), "rb") as f:
+        data = f.read()
     if looks_binary(data):
         raise ToolError("binary_file", f"{shown} is a binary file; edit_file edits text only.")
     try:

@@ -2,30 +2,41 @@
 
 The pattern is matched against each file's path relative to ``path`` (the
 workspace root by default): ``*`` and ``?`` stay within a segment, ``**``
-spans directories, ``{a,b}`` lists alternatives. Version-control directories
-are skipped and symlinked directories not entered (see
-:meth:`~kun.tools.workspace.Workspace.walk`). A pattern cannot climb out with
-``..`` or name an absolute path outside the workspace.
+spans directories, ``{a,b}`` lists alternatives, ``[...]`` is a class
+(``[!...]`` negated). A pattern cannot climb out with ``..`` or name an
+absolute path outside the workspace.
+
+The walk and the match run in ripgrep (``rg --files``,
+:mod:`kun.tools.builtin._rg`, which says what it skips): globs compile to
+finite automata, so matching is linear in the path whatever the pattern,
+and an abort kills the walk at once. Repeated ``**/`` are collapsed and the
+pattern's length is bounded. Files ignored by ``.gitignore`` are left out,
+unless the pattern names an ignored directory itself (``build/**``);
+symlinks are not followed and only regular files are listed.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
-from kun.tools.builtin._common import compile_glob, off_loop
-from kun.tools.errors import OutsideWorkspace, ToolError
+from kun.tools.builtin import _rg
+from kun.tools.errors import InvalidArguments, OutsideWorkspace
 from kun.tools.workspace import Workspace
 
+NAME = "glob"
 MAX_RESULTS = 500
-MAX_SCANNED = 200_000
+MAX_PATTERN_CHARS = 1000
+_REPEATED_STARS = re.compile(r"(?:\*\*/)+")
 
 SPEC = make_spec(
-    "glob",
+    NAME,
     "Find files by path pattern, e.g. '**/*.py' or 'src/**/test_*.{js,ts}'. '*' matches "
     "within one directory level, '**' across levels. Returns workspace-relative paths, "
-    f"sorted, at most {MAX_RESULTS}. Skips .git.",
+    f"sorted, at most {MAX_RESULTS}. Skips .git and files ignored by .gitignore.",
     {
         "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern."},
         "path": {
@@ -45,32 +56,55 @@ class Glob:
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         workspace = Workspace(ctx.workspace)
         pattern: str = args["pattern"]
-        path: str = args.get("path", ".")
-        return await off_loop(lambda: _glob(workspace, pattern, path))
+        glob = _rg_glob(_relative_pattern(workspace, pattern))
+        await _rg.check_glob(glob, pattern)
+        flags = ["--glob", glob]
+        target = await _rg.open_target(workspace, args.get("path", "."), NAME, dirs_only=True)
+        try:
+            return await _glob(target, pattern, flags)
+        finally:
+            os.close(target.fd)
 
 
-def _glob(workspace: Workspace, pattern: str, path: str) -> ToolOutput:
-    base = workspace.resolve(path)
-    if not base.is_dir():
-        raise ToolError("not_a_directory", f"{workspace.relative(base)} is not a directory.")
-    regex = compile_glob(_relative_pattern(workspace, pattern))
+async def _glob(target: _rg.Target, pattern: str, flags: list[str]) -> ToolOutput:
+    prefix = "" if target.shown == "." else f"{target.shown}/"
     matches: list[str] = []
-    scanned = 0
-    for file in workspace.walk(base):
-        scanned += 1
-        if scanned > MAX_SCANNED:
-            break
-        if regex.match(file.relative_to(base).as_posix()):
-            matches.append(workspace.relative(file))
-    matches.sort()
+    more = 0
+
+    def take(record: bytes) -> bool:
+        nonlocal more
+        if len(matches) < MAX_RESULTS:
+            path = record.decode("utf-8", "replace").removeprefix("./")
+            matches.append(prefix + path)
+        else:
+            more += 1
+        return True
+
+    args = [*_rg.COMMON_ARGS, "--files", "--null", *flags, *_rg.SKIP_VCS]
+    outcome = await _rg.run(args, target=target, separator=b"\0", take=take)
     notes: list[str] = []
-    if scanned > MAX_SCANNED:
-        notes.append(f"[search stopped after {MAX_SCANNED} files; narrow path or pattern]")
-    if len(matches) > MAX_RESULTS:
-        notes.append(f"[{len(matches) - MAX_RESULTS} more matches not shown; narrow the pattern]")
+    if more:
+        notes.append(f"[{more} more matches not shown; narrow the pattern]")
+    if outcome.error is not None:
+        notes.append(f"[some directories could not be read: {outcome.error}]")
     if not matches:
         return ToolOutput(output="\n".join([f"No files match {pattern!r}.", *notes]))
-    return ToolOutput(output="\n".join([*matches[:MAX_RESULTS], *notes]))
+    return ToolOutput(output="\n".join([*matches, *notes]))
+
+
+def _rg_glob(pattern: str) -> str:
+    """The pattern as a ripgrep glob anchored at the search's start (a
+    leading ``/``: without it, a pattern with no ``/`` would match a name at
+    any depth), ``./`` dropped and repeated ``**/`` collapsed."""
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = _REPEATED_STARS.sub("**/", pattern)
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise InvalidArguments(
+            f"The glob pattern is {len(pattern)} characters long, over the "
+            f"{MAX_PATTERN_CHARS} allowed; use a shorter pattern."
+        )
+    return "/" + pattern
 
 
 def _relative_pattern(workspace: Workspace, pattern: str) -> str:

@@ -1,7 +1,9 @@
 """``list_dir``: the entries of one directory, sorted by name, ``/`` after
 directories and ``@`` after symlinks (not followed, so a link pointing out of
 the workspace reveals nothing beyond its name). At most :data:`MAX_ENTRIES`
-are listed; a cut says how many were left out."""
+are listed; a cut says how many were left out. The directory is opened
+beneath the workspace root (:meth:`~kun.tools.workspace.Workspace.open_dir`),
+so a symlink swapped in for it after the check is not followed."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from typing import Any
 
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.builtin._common import off_loop
-from kun.tools.errors import ToolError
 from kun.tools.workspace import Workspace
 
 MAX_ENTRIES = 500
@@ -40,14 +41,9 @@ class ListDir:
 
 
 def _list(workspace: Workspace, path: str) -> ToolOutput:
-    real = workspace.resolve(path)
-    shown = workspace.relative(real)
-    if not real.exists():
-        raise ToolError("not_found", f"{shown} does not exist.")
-    if not real.is_dir():
-        raise ToolError("not_a_directory", f"{shown} is not a directory; use read_file.")
-    with os.scandir(real) as entries:
+    with workspace.open_dir(path) as where, os.scandir(where.dir_fd) as entries:
         names = sorted(_entry_name(e) for e in entries)
+    shown = where.shown
     if not names:
         return ToolOutput(output=f"({shown} is empty)")
     lines = names[:MAX_ENTRIES]

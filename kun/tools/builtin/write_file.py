@@ -2,22 +2,33 @@
 creating missing parent directories. Reports the bytes written and whether
 the file is new.
 
+The write is atomic (:mod:`kun.tools.atomic`): a crash leaves the old content
+or the new one, never an empty or half-written file, and an existing file
+keeps its permission bits. Only a regular file is replaced: a directory, a
+FIFO or a device at the path is refused, never opened (opening a FIFO blocks
+until someone reads it). The path is used through descriptors beneath the
+workspace root (:meth:`~kun.tools.workspace.Workspace.locate`), so a symlink
+swapped in after the check cannot redirect the write out of the workspace.
+
 The write runs in a worker thread that is *not* abandoned on cancellation:
-an abort waits for the write to finish, so a file is never left half-written
-by kun itself.
+an abort waits for the (bounded) write to finish.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from typing import Any
 
+from kun.tools.atomic import replace_file
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.builtin._common import off_loop, plural
-from kun.tools.errors import ToolError
-from kun.tools.workspace import Workspace
+from kun.tools.workspace import Workspace, file_kind, not_a_file
+
+NAME = "write_file"
 
 SPEC = make_spec(
-    "write_file",
+    NAME,
     "Create a file, or replace a file's whole content, with the given text (UTF-8). "
     "Missing parent directories are created. To change part of an existing file, prefer "
     "edit_file.",
@@ -41,13 +52,16 @@ class WriteFile:
 
 
 def _write(workspace: Workspace, path: str, content: str) -> ToolOutput:
-    real = workspace.resolve(path)
-    shown = workspace.relative(real)
-    if real.is_dir():
-        raise ToolError("not_a_file", f"{shown} is a directory; give a file path.")
-    existed = real.exists()
-    real.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    real.write_bytes(data)
+    with workspace.locate(path, create_parents=True) as where:
+        if where.name is None:
+            raise not_a_file(where.shown, "a directory", NAME)
+        try:
+            mode = os.stat(where.name, dir_fd=where.dir_fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise not_a_file(where.shown, file_kind(mode), NAME)
+        existed = replace_file(where.dir_fd, where.name, data)
     what = "replaced its content" if existed else "created it"
-    return ToolOutput(output=f"Wrote {plural(len(data), 'byte')} to {shown} ({what}).")
+    return ToolOutput(output=f"Wrote {plural(len(data), 'byte')} to {where.shown} ({what}).")
