@@ -16,6 +16,9 @@ Contract:
   error with code ``timeout``, carrying the output so far.
 * On cancellation (an aborted turn) the whole process group is killed and
   reaped under a shielded scope, then the cancellation propagates.
+* If kun itself dies mid-call (even by SIGKILL), the group is killed by the
+  call's guard process (:mod:`kun.tools.process`), so no command of a call
+  whose outcome the next start-up calls "unknown" goes on running.
 * When the command itself has exited but a background job it started still
   holds the output open, kun stops reading after :data:`DRAIN_AFTER_EXIT_S`
   and closes its end, saying so. The job is not killed (it was started on
@@ -26,10 +29,9 @@ Contract:
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -37,12 +39,12 @@ from anyio.abc import Process
 
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.errors import TIMEOUT
+from kun.tools.process import spawn_guarded
 
 DEFAULT_TIMEOUT_S = 120
 MAX_TIMEOUT_S = 600
 OUTPUT_CAP = 30 * 1024
 DRAIN_AFTER_EXIT_S = 0.5
-REAP_TIMEOUT_S = 5.0
 _READ_SIZE = 65536
 
 SPEC = make_spec(
@@ -109,25 +111,23 @@ class Bash:
         capture = Capture()
         with _output_pipe() as (read_fd, write_fd):
             try:
-                process = await anyio.open_process(
+                guarded = await spawn_guarded(
                     ["bash", "-lc", command],
                     cwd=ctx.workspace,
                     env=_environment(),
-                    stdin=subprocess.DEVNULL,
                     stdout=write_fd,
                     stderr=subprocess.STDOUT,
-                    start_new_session=True,
                 )
             finally:
                 os.close(write_fd)
+            process = guarded.process
             finished = held = False
             try:
                 with anyio.move_on_after(timeout):
                     held = await _collect(process, read_fd, capture)
                     finished = True
             finally:
-                with anyio.CancelScope(shield=True):
-                    await _release(process, kill=not finished)
+                await guarded.close(kill=not finished)
         return _result(capture, process.returncode, timeout, finished=finished, held=held)
 
 
@@ -169,16 +169,6 @@ async def _collect(process: Process, read_fd: int, capture: Capture) -> bool:
             await ended.wait()
         tg.cancel_scope.cancel()
     return not ended.is_set()
-
-
-async def _release(process: Process, *, kill: bool) -> None:
-    """Kill the process group when the command did not finish (timeout or
-    cancellation) and reap the shell. Runs shielded."""
-    if kill:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-    with anyio.move_on_after(REAP_TIMEOUT_S):
-        await process.wait()
 
 
 def _result(
