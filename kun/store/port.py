@@ -20,16 +20,24 @@ __all__ = ["EventStore", "ReadMode", "ReadReport", "TornTail"]
 ReadMode = Literal["strict", "tolerant", "skip_bad"]
 """How a reader treats lines it cannot turn into events.
 
-``strict``: an unknown kind raises ``UnknownEventKind``; a bad line raises
-``CorruptLog``. The runtime's mode when it must trust what it rebuilds.
-``tolerant``: unknown kinds (a log from a newer kun) are skipped and counted;
-bad lines still raise. Replay for display.
-``skip_bad``: unknown kinds and bad lines are skipped and counted. For tools
-such as transcript-diff that must say how much they could not read.
+``strict``: an unknown kind (or a known kind at a newer version) raises
+``UnknownEventKind``; a bad line, a gap in the seqs or a seq that is not after
+the previous one raises ``CorruptLog``. The runtime's mode when it must trust
+what it rebuilds.
+``tolerant``: unknown kinds (a log from a newer kun) are skipped and counted,
+and so are gaps in the seqs; bad lines and repeated seqs still raise. Replay
+for display.
+``skip_bad``: unknown kinds, bad lines and lines whose seq is not after the
+previous one are skipped and counted, gaps counted. For tools such as
+transcript-diff and ``kun usage`` that must say how much they could not read.
+
+A bad line is anything but exactly one event on one line: two events on a
+line, an event over two lines, a line nested too deeply to decode.
 
 In every mode a torn *last* line (no trailing newline, or not JSON) is not an
 error: it is what a crash mid-append leaves, and it is reported in
-:attr:`ReadReport.torn_tail`.
+:attr:`ReadReport.torn_tail`. A last line that holds a complete event and more
+is not torn (see :mod:`kun.store.torn`): it is a bad line.
 """
 
 
@@ -52,6 +60,11 @@ class ReadReport(msgspec.Struct, kw_only=True):
     line); ``events`` the events handed to the caller; ``unknown_kinds`` the
     lines skipped per unknown kind; ``skipped_bad`` the bad lines skipped in
     ``skip_bad`` mode; ``last_seq`` the seq of the last event decoded.
+    ``seq_gaps`` counts the places where seqs jump ahead and ``missing_seqs``
+    the seqs missing there (``first_gap`` is the first one, as the seqs on
+    either side), when a mode reads past them; a gap that skipped bad lines
+    fill is not counted. ``repeated_seqs`` counts the lines ``skip_bad``
+    skipped because their seq was not after the previous one.
     Counts add up if one report is passed to several reads.
     """
 
@@ -61,6 +74,10 @@ class ReadReport(msgspec.Struct, kw_only=True):
     skipped_bad: int = 0
     last_seq: int = 0
     torn_tail: TornTail | None = None
+    seq_gaps: int = 0
+    missing_seqs: int = 0
+    first_gap: tuple[int, int] | None = None
+    repeated_seqs: int = 0
 
     @property
     def unknown(self) -> int:

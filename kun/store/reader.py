@@ -12,6 +12,13 @@ no decoded event keeps a reference to a chunk (see
 
 Line numbers are not tracked on the hot path: when an error or a torn tail
 needs one, it is counted from the file (a rare, one-off cost).
+
+Seqs go 1, 2, 3, ... A decoded sub-block is checked at its ends only (its
+first seq follows the last one read, its last is as far on as it has events);
+a sub-block that fails this is read line by line, where each seq is checked.
+So every gap is found, and so is every repeat that changes a block's count;
+a block whose seqs are merely out of order between right ends passes to the
+caller's fold, which refuses any seq that is not after the last one.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from kun.store.codec import (
 )
 from kun.store.errors import CorruptLog, UnknownEventKind
 from kun.store.port import ReadMode, ReadReport, TornTail
+from kun.store.torn import untorn_reason
 
 __all__ = ["CHUNK_SIZE", "SUB_BLOCK_SIZE", "count_lines", "read_log"]
 
@@ -52,9 +60,10 @@ def read_log(
 ) -> Iterator[Event]:
     """Stream the events of the log at ``path`` with ``after < seq <= until``.
 
-    Reading stops at the first event past ``until``. Bad lines, unknown kinds
-    and a torn last line are handled per ``mode`` (see ``ReadMode``); what was
-    skipped or torn is recorded in ``report``. The file is opened when
+    Reading stops once ``until`` is reached. Bad lines, unknown kinds, gaps
+    and repeats in the seqs and a torn last line are handled per ``mode``
+    (see ``ReadMode``); what was skipped, missing or torn is recorded in
+    ``report``. The file is opened when
     iteration starts and closed when it ends or the iterator is dropped.
     """
     if mode not in ("strict", "tolerant", "skip_bad"):
@@ -83,7 +92,7 @@ class _Line(NamedTuple):
 
 
 class _LogReader:
-    __slots__ = ("_fd", "_tail", "after", "mode", "path", "report", "until")
+    __slots__ = ("_fd", "_seq", "_skipped", "_tail", "after", "mode", "path", "report", "until")
 
     def __init__(
         self, path: Path, after: int, until: int | None, mode: ReadMode, report: ReadReport
@@ -95,6 +104,8 @@ class _LogReader:
         self.report = report
         self._fd = -1
         self._tail: tuple[int, bytes] = (0, b"")
+        self._seq = 0
+        self._skipped = 0
 
     def blocks(self) -> Iterator[list[Event]]:
         """The events of the log, a sub-block at a time (``chain`` flattens
@@ -110,21 +121,26 @@ class _LogReader:
                 if deferred is not None:
                     self._bad(deferred)
                     deferred = None
-                view = memoryview(data)
                 start = 0
                 while start < cut:
                     end = data.rfind(b"\n", start, start + SUB_BLOCK_SIZE) + 1
                     if end <= start:
                         end = data.find(b"\n", start) + 1
-                    events = decode_block(view[start:end], stale)
+                    events = decode_block(data, start, end, stale)
+                    if events is not None and (
+                        events[0].seq != self._seq + 1 or events[-1].seq != self._seq + len(events)
+                    ):
+                        events = None
                     error = None
                     if events is None:
                         final = end == len(data)
                         block = data[start:end]
                         events, deferred, error = self._slow(block, base + start, final)
-                    elif events:
+                    else:
+                        self._seq = events[-1].seq
+                        self._skipped = 0
                         report.lines += len(events)
-                        report.last_seq = events[-1].seq
+                        report.last_seq = self._seq
                     start = end
                     if events:
                         stop = False
@@ -164,11 +180,14 @@ class _LogReader:
         self._tail = (position, b"".join(pieces))
 
     def _window(self, events: list[Event]) -> tuple[list[Event], bool]:
-        """Keep ``after < seq <= until``; true when reading should stop."""
+        """Keep ``after < seq <= until``; true when reading should stop (at
+        ``until`` itself: the seqs after it cannot be at or below it, and a
+        prefix must not fail on damage past its end)."""
         after, until = self.after, self.until
+        last = events[-1].seq
         if events[0].seq <= after:
             events = [e for e in events if e.seq > after]
-        if until is not None and events and events[-1].seq > until:
+        if until is not None and last >= until:
             return [e for e in events if e.seq <= until], True
         return events, False
 
@@ -176,13 +195,20 @@ class _LogReader:
         """Judge what the end of the file holds: a torn tail, or a bad line."""
         position, tail = self._tail
         if deferred is not None:
-            if tail:
+            why = None if tail else untorn_reason(deferred.data, terminated=True)
+            if why is not None:
+                self._bad(deferred._replace(reason=f"{deferred.reason}; {why}"))
+            elif tail:
                 self._bad(deferred)
             else:
                 reason = f"last line is not valid JSON: {deferred.reason}"
                 self._torn(deferred.offset, deferred.data + b"\n", reason)
         if tail:
-            self._torn(position, tail, "last line has no trailing newline")
+            why = untorn_reason(tail, terminated=False)
+            if why is not None:
+                self._bad(_Line(position, tail, f"last line has no trailing newline; {why}"))
+            else:
+                self._torn(position, tail, "last line has no trailing newline")
 
     def _slow(
         self, block: bytes, offset: int, final: bool
@@ -210,15 +236,50 @@ class _LogReader:
                 except WrongShape as exc:
                     error = self._bad(_Line(offset, line, exc.reason), raise_=False)
                 except UnknownKind as exc:
-                    error = self._unknown(offset, exc.kind)
+                    error = self._unknown(offset, exc.kind, exc.seq)
                 else:
-                    report.lines += 1
-                    report.last_seq = event.seq
-                    events.append(event)
+                    keep, error = self._follows(event.seq, offset)
+                    if keep:
+                        report.lines += 1
+                        report.last_seq = event.seq
+                        events.append(event)
                 if error is not None:
                     return events, None, error
             offset += len(line) + 1
         return events, None, None
+
+    def _follows(self, seq: int, offset: int) -> tuple[bool, CorruptLog | None]:
+        """Check that ``seq`` comes next: whether to keep its line, and the
+        error to raise if it may not be read past. A gap is corrupt in strict
+        mode and counted otherwise (unless bad lines skipped just before it
+        fill it); a seq that is not after the last one is corrupt, or in
+        ``skip_bad`` mode skipped and counted."""
+        report = self.report
+        last = self._seq
+        if seq == last + 1:
+            self._seq = seq
+            self._skipped = 0
+            return True, None
+        if seq <= last:
+            if self.mode == "skip_bad":
+                report.lines += 1
+                report.repeated_seqs += 1
+                return False, None
+            reason = f"seq {seq} is not after seq {last}, the previous line's"
+            return False, CorruptLog(self.path, self._line_at(offset), report.last_seq, reason)
+        missing = seq - last - 1
+        if self.mode == "strict":
+            span = f"seq {last + 1}" if missing == 1 else f"seqs {last + 1}..{seq - 1}"
+            reason = f"seq jumps from {last} to {seq}: {span} missing"
+            return False, CorruptLog(self.path, self._line_at(offset), report.last_seq, reason)
+        if missing > self._skipped:
+            report.seq_gaps += 1
+            report.missing_seqs += missing - self._skipped
+            if report.first_gap is None:
+                report.first_gap = (last, seq)
+        self._seq = seq
+        self._skipped = 0
+        return True, None
 
     def _bad(self, line: _Line, raise_: bool = True) -> CorruptLog | None:
         """Count a bad line in ``skip_bad`` mode; else the ``CorruptLog`` for
@@ -226,6 +287,7 @@ class _LogReader:
         if self.mode == "skip_bad":
             self.report.lines += 1
             self.report.skipped_bad += 1
+            self._skipped += 1
             return None
         error = CorruptLog(
             self.path,
@@ -237,9 +299,13 @@ class _LogReader:
             raise error
         return error
 
-    def _unknown(self, offset: int, kind: str) -> CorruptLog | None:
+    def _unknown(self, offset: int, kind: str, seq: int) -> CorruptLog | None:
         if self.mode == "strict":
             return UnknownEventKind(self.path, self._line_at(offset), self.report.last_seq, kind)
+        if seq:
+            keep, error = self._follows(seq, offset)
+            if not keep:
+                return error
         self.report.lines += 1
         self.report.unknown_kinds[kind] = self.report.unknown_kinds.get(kind, 0) + 1
         return None

@@ -4,7 +4,8 @@ A writer must learn the last seq and whether the log ends in a torn line
 without replaying it, so :func:`scan_tail` reads backwards from the end only
 as far as the last good line (usually one small ``pread``). Its verdict is the
 reader's: a last line with no newline, or a newline-terminated last line that
-is not JSON, is torn; any other line that is not an event is corruption.
+is not JSON, is torn unless it holds an event; any other line that is not an
+event is corruption.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kun.store.codec import NotJson, UnknownKind, WrongShape, decode_line, previ
 from kun.store.errors import CorruptLog
 from kun.store.port import TornTail
 from kun.store.reader import count_lines, read_log
+from kun.store.torn import untorn_reason
 
 __all__ = ["Tail", "scan_tail"]
 
@@ -38,7 +40,8 @@ def scan_tail(fd: int, path: Path) -> Tail:
     """Scan the log open as ``fd`` (readable) from its end.
 
     Raises ``CorruptLog`` if the last line before any torn tail is not an
-    event (it names the first bad line of the file, as a reader would).
+    event, or if what looks torn holds an event (see :mod:`kun.store.torn`):
+    it names the first bad line of the file, as a reader would.
     """
     size = os.fstat(fd).st_size
     if size == 0:
@@ -46,6 +49,9 @@ def scan_tail(fd: int, path: Path) -> Tail:
     end = good_end = _rfind_newline(fd, size) + 1
     torn = None
     if end < size:
+        why = untorn_reason(os.pread(fd, size - end, end), terminated=False)
+        if why is not None:
+            _raise_corrupt(fd, path, end, f"last line has no trailing newline; {why}")
         torn = (end, "last line has no trailing newline")
     while end > 0:
         start = _rfind_newline(fd, end - 1) + 1
@@ -60,6 +66,9 @@ def scan_tail(fd: int, path: Path) -> Tail:
         except NotJson as exc:
             if end != size:
                 _raise_corrupt(fd, path, start, exc.reason)
+            why = untorn_reason(line, terminated=True)
+            if why is not None:
+                _raise_corrupt(fd, path, start, f"{exc.reason}; {why}")
             torn = (start, f"last line is not valid JSON: {exc.reason}")
             end = good_end = start
             continue

@@ -74,7 +74,9 @@ def test_chunk_and_block_boundaries_change_nothing(
     log: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, sub_block: int
 ) -> None:
     events = every_kind()
-    write(log, *events[:12], UNKNOWN + b"\n", *events[12:], b'{"torn')
+    events[12:] = [msgspec.structs.replace(e, seq=e.seq + 1) for e in events[12:]]
+    unknown = UNKNOWN.replace(b'"seq":3', b'"seq":13')
+    write(log, *events[:12], unknown + b"\n", *events[12:], b'{"torn')
     monkeypatch.setattr(reader_module, "CHUNK_SIZE", chunk)
     monkeypatch.setattr(reader_module, "SUB_BLOCK_SIZE", sub_block)
     report = ReadReport()
@@ -189,7 +191,8 @@ def test_unknown_kinds_raise_in_strict_mode(log: Path) -> None:
 
 def test_unknown_kinds_are_counted_and_skipped_in_tolerant_mode(log: Path) -> None:
     other = UNKNOWN.replace(b"hologram", b"telepathy").replace(b'"seq":3', b'"seq":5')
-    write(log, *warnings(1, 2), UNKNOWN + b"\n", warning(4), other + b"\n", UNKNOWN + b"\n")
+    last = UNKNOWN.replace(b'"seq":3', b'"seq":6')
+    write(log, *warnings(1, 2), UNKNOWN + b"\n", warning(4), other + b"\n", last + b"\n")
     report = ReadReport()
     assert seqs(log, "tolerant", report) == [1, 2, 4]
     assert report.unknown_kinds == {"hologram": 2, "telepathy": 1}
