@@ -5,10 +5,9 @@ Layout: ``<home>/threads/<thread_id>/events.jsonl``, one event per line, and
 first ``claim`` or ``append``:
 
 1. create the directory; take an exclusive, non-blocking ``flock`` on
-   ``writer.lock`` and write our pid into it. The lock belongs to the open
-   file, so another process *and* another store instance in this process get
-   ``ThreadLocked``; the kernel drops it when the process dies, so a crash
-   never leaves a stale lock.
+   ``writer.lock`` and write our pid into it (see :mod:`kun.store.lock`):
+   another process *and* another store instance in this process get
+   ``ThreadLocked``; a crash never leaves a stale lock.
 2. open the log ``O_APPEND`` and scan its end backwards for the last seq (one
    small read, not a replay).
 3. repair a torn tail: write a ``log_repaired`` event recording what was
@@ -35,7 +34,6 @@ cheaper than a thread hop and keeps "persist, then publish" a plain sequence.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -61,9 +59,9 @@ from kun.store.errors import (
     LogWriteFailed,
     SeqConflict,
     StoreClosed,
-    ThreadLocked,
     ThreadNotFound,
 )
+from kun.store.lock import lock_thread
 from kun.store.paths import (
     LOCK_NAME,
     LOG_NAME,
@@ -214,7 +212,7 @@ class JsonlEventStore:
         path = directory / LOG_NAME
         try:
             created = _make_dirs(directory)
-            lock_fd = _lock(thread_id, directory / LOCK_NAME)
+            lock_fd = lock_thread(thread_id, directory / LOCK_NAME)
         except OSError as exc:
             raise LogWriteFailed(path, f"cannot open for writing: {exc}") from exc
         try:
@@ -340,30 +338,6 @@ def _misnumbered(thread_id: str, event: Event, index: int, seq: int) -> InvalidS
 def _write_all(fd: int, data: memoryview) -> None:
     while data:
         data = data[os.write(fd, data) :]
-
-
-def _lock(thread_id: str, path: Path) -> int:
-    """Open ``path`` and take the writer lock on it; return the fd."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = _read_pid(fd)
-        os.close(fd)
-        raise ThreadLocked(thread_id, path, holder) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        return int(os.pread(fd, 32, 0).strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _repair(path: Path, thread_id: str, tail: Tail) -> int:
