@@ -123,22 +123,22 @@ def _log_of(home: Path | None, thread: str) -> tuple[str, Path]:
 
 
 def _replay(path: Path, *, until: int | None, strict: bool) -> tuple[Any, Any]:
-    from kun.domain.errors import ProjectionError
-    from kun.domain.reduce import Projector
     from kun.store.port import ReadReport
-    from kun.store.reader import read_log
+    from kun.store.replay import replay_log
 
     report = ReadReport()
-    projector = Projector()
-    try:
-        events = read_log(path, until=until, mode="strict" if strict else "tolerant", report=report)
-        projector.apply_all(events)
-    except ProjectionError as exc:
-        raise ProjectionError(exc.seq, f"{path}: {exc.reason}") from exc
-    return projector.snapshot(), report
+    state = replay_log(path, until=until, mode="strict" if strict else "tolerant", report=report)
+    return state, report
 
 
 def _report_notes(report: Any) -> Iterator[str]:
+    if report.seq_gaps:
+        before, after = report.first_gap
+        yield (
+            f"note: {report.missing_seqs} events are missing from the log "
+            f"(its seqs jump {report.seq_gaps} times, first from seq {before} to {after}); "
+            "--strict refuses such logs"
+        )
     if report.unknown:
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(report.unknown_kinds.items()))
         yield (
@@ -199,7 +199,8 @@ def replay(
 @home_option
 def threads(show_all: bool, home: Path | None) -> None:
     """List threads: id, title, status, turns, last activity, tokens, cost."""
-    from kun.store.paths import log_path, resolve_home, threads_root
+    from kun.store.errors import InvalidThreadId
+    from kun.store.paths import log_path, resolve_home, threads_root, validate_thread_id
 
     root = resolve_home(home)
     rows: list[tuple[str, ...]] = []
@@ -207,12 +208,15 @@ def threads(show_all: bool, home: Path | None) -> None:
         sorted(p.name for p in threads_root(root).iterdir()) if threads_root(root).is_dir() else []
     )
     for thread_id in ids:
-        path = log_path(root, thread_id)
+        try:
+            path = log_path(root, validate_thread_id(thread_id))
+        except InvalidThreadId:
+            continue
         if not path.is_file():
             continue
         try:
             state, _ = _replay(path, until=None, strict=False)
-        except KunError as exc:
+        except (KunError, OSError) as exc:
             rows.append((thread_id, f"(unreadable: {exc})", "", "", "", "", ""))
             continue
         if state.settings.hidden and not show_all:
@@ -264,7 +268,7 @@ def usage(threads: tuple[str, ...], home: Path | None) -> None:
     Sums the usage events only, skipping (and counting) lines it cannot read.
     """
     from kun.domain.usage_report import render_usage
-    from kun.store.usage_totals import sum_usage_log
+    from kun.store.usage_totals import usage_of_log
 
     if len(threads) > 2:
         raise click.UsageError("give one thread, or two to compare")
@@ -272,12 +276,29 @@ def usage(threads: tuple[str, ...], home: Path | None) -> None:
     labels = []
     for name, thread in zip("AB", threads, strict=False):
         thread_id, path = _log_of(home, thread)
-        total, skipped = sum_usage_log(path)
+        total, report = usage_of_log(path)
         totals.append(total)
         labels.append(f"{name}: {thread_id}" if len(threads) == 2 else thread_id)
-        if skipped:
-            click.echo(f"note: {thread_id}: skipped {skipped} unreadable lines", err=True)
+        for note in _usage_notes(report):
+            click.echo(f"note: {thread_id}: {note}", err=True)
     click.echo("\n".join(render_usage(labels, totals)))
+
+
+def _usage_notes(report: Any) -> Iterator[str]:
+    unreadable = report.skipped_bad + report.unknown + (report.torn_tail is not None)
+    if unreadable:
+        yield f"skipped {unreadable} unreadable lines"
+    if report.repeated_seqs:
+        yield (
+            f"skipped {report.repeated_seqs} lines that repeat an earlier seq "
+            "(each event is counted once)"
+        )
+    if report.seq_gaps:
+        yield (
+            f"{report.missing_seqs} events are missing (the seqs jump {report.seq_gaps} "
+            f"times, first from seq {report.first_gap[0]} to {report.first_gap[1]}); "
+            "the totals may be short"
+        )
 
 
 @cli.command()
@@ -408,11 +429,20 @@ def fork(thread: str, at_seq: int | None, home: Path | None) -> None:
 @cli.command()
 @home_option
 def reconcile(home: Path | None) -> None:
-    """Settle turns left running by a process that died (code 'orphaned')."""
+    """Settle turns left running by a process that died (code 'orphaned').
+
+    A thread that cannot be read or settled is skipped and named on stderr,
+    the others are settled, and the exit status is 1.
+    """
     from kun.runtime.reconcile import reconcile_orphaned_turns
 
-    touched = _service_call(home, reconcile_orphaned_turns)
+    skipped: dict[str, str] = {}
+    touched = _service_call(home, lambda s: reconcile_orphaned_turns(s, skipped=skipped))
     click.echo("\n".join(touched) if touched else "nothing to reconcile")
+    for thread_id, reason in skipped.items():
+        click.echo(f"note: not reconciled {thread_id}: {reason}", err=True)
+    if skipped:
+        sys.exit(EXIT_FAILURE)
 
 
 def main() -> None:

@@ -202,3 +202,133 @@ def test_rewind_then_fork_from_the_cli(tmp_path: Path) -> None:
     assert code == 0 and "forked from t_cli at seq 5" in shown
     code, shown, _ = _run("replay", "t_cli", "--home", str(tmp_path))
     assert "hidden by the rewind" in shown
+
+
+# -- hostile logs --------------------------------------------------------------
+
+DEEP = b'{"kind":"warning","seq":9,"at":1,"thread_id":"t_cli","code":"c","message":"m","x":'
+DEEP += b"[" * 1000 + b"]" * 1000 + b"}"
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().split(b"\n")[:-1]
+
+
+def _put(path: Path, lines: list[bytes]) -> None:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+
+
+def _open_turn(thread_id: str) -> list[Event]:
+    b = LogBuilder(thread_id)
+    b.create(workspace="/w", title=f"title of {thread_id}")
+    b.start_turn("deploy")
+    b.start_tool(b.tool_call("bash", {"command": "deploy.sh"}))
+    return b.events
+
+
+def test_strict_replay_refuses_a_log_with_a_missing_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    lines = _lines(path)
+    del lines[4]
+    _put(path, lines)
+    code, _, err = _run("replay", "t_cli", "--strict", "--home", str(tmp_path))
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith("kun: error: ") and "line 5" in err and "4" in err and "6" in err
+    code, out, err = _run("replay", "t_cli", "--home", str(tmp_path))
+    assert code == 0 and "turn 1" in out
+    assert "missing" in err and "seq 4" in err
+
+
+def test_strict_replay_refuses_two_events_on_one_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    lines = _lines(path)
+    lines[-2:] = [lines[-2] + lines[-1]]
+    _put(path, lines)
+    code, _, err = _run("replay", "t_cli", "--strict", "--home", str(tmp_path))
+    assert code == 1 and err.count("\n") == 1 and f"line {len(lines)}" in err
+
+
+def test_a_known_kind_at_a_newer_version_is_refused_by_strict_replay(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    lines = _lines(path)
+    lines[-1] = lines[-1].replace(b'"v":1', b'"v":7')
+    _put(path, lines)
+    code, _, err = _run("replay", "t_cli", "--strict", "--home", str(tmp_path))
+    assert code == 1 and err.count("\n") == 1 and "v7" in err
+    code, _, err = _run("replay", "t_cli", "--home", str(tmp_path))
+    assert code == 0 and "turn_completed v7 x1" in err
+
+
+def test_an_event_that_breaks_the_projection_is_named_by_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    lines = _lines(path)
+    lines[2] = lines[2].replace(b'"turn_id":"turn_', b'"turn_id":"nurn_', 1)
+    _put(path, lines)
+    code, _, err = _run("replay", "t_cli", "--strict", "--home", str(tmp_path))
+    assert code == 1 and err.count("\n") == 1 and "line 3" in err and str(path) in err
+
+
+@pytest.mark.parametrize("command", ["replay", "usage"])
+def test_a_deeply_nested_line_is_one_error_line_not_a_traceback(
+    tmp_path: Path, command: str
+) -> None:
+    path = _write(tmp_path, _thread())
+    lines = _lines(path)
+    lines.insert(3, DEEP)
+    _put(path, lines)
+    result = CliRunner().invoke(cli, [command, "t_cli", "--home", str(tmp_path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    if command == "replay":
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1
+        assert "line 4" in result.stderr and "nested" in result.stderr
+    else:
+        assert result.exit_code == 0 and "skipped 1 unreadable line" in result.stderr
+
+
+def test_threads_lists_a_broken_thread_and_goes_on(tmp_path: Path) -> None:
+    broken = _write(tmp_path, _thread("t_broken"))
+    lines = _lines(broken)
+    lines.insert(3, DEEP)
+    _put(broken, lines)
+    _write(tmp_path, _thread("t_fine", cost=0.5))
+    (tmp_path / "threads" / "not a thread id").mkdir()
+    (tmp_path / "threads" / "not a thread id" / "events.jsonl").write_bytes(b"")
+    result = CliRunner().invoke(cli, ["threads", "--home", str(tmp_path)])
+    assert result.exception is None, result.exception
+    assert result.exit_code == 0
+    rows = result.stdout.strip().split("\n")
+    assert any(r.startswith("t_broken") and "unreadable" in r and "line 4" in r for r in rows)
+    assert any(r.startswith("t_fine") and "$0.5000" in r for r in rows)
+
+
+def test_usage_counts_a_duplicated_usage_line_once_and_says_so(tmp_path: Path) -> None:
+    path = _write(tmp_path, _thread())
+    lines = _lines(path)
+    usage = next(i for i, line in enumerate(lines) if b'"kind":"usage"' in line)
+    lines.insert(usage + 1, lines[usage])
+    _put(path, lines)
+    code, out, err = _run("usage", "t_cli", "--home", str(tmp_path))
+    assert code == 0
+    cost = next(line for line in out.split("\n") if line.startswith("cost (USD)"))
+    assert cost.split()[2:] == ["0.250000"]
+    assert "repeat" in err and "1" in err
+
+
+def test_reconcile_skips_a_broken_thread_says_so_and_settles_the_others(tmp_path: Path) -> None:
+    broken = _write(tmp_path, _open_turn("t_a_broken"))
+    lines = _lines(broken)
+    lines.insert(2, DEEP.replace(b"t_cli", b"t_a_broken"))
+    _put(broken, lines)
+    gap = _write(tmp_path, _open_turn("t_b_gap"))
+    lines = _lines(gap)
+    del lines[2]
+    _put(gap, lines)
+    _write(tmp_path, _open_turn("t_c_orphan"))
+    result = CliRunner().invoke(cli, ["reconcile", "--home", str(tmp_path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.stdout.split() == ["t_c_orphan"]
+    assert "t_a_broken" in result.stderr and "t_b_gap" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.exit_code == 1
+    code, out, _ = _run("replay", "t_c_orphan", "--strict", "--home", str(tmp_path))
+    assert code == 0 and "failed" in out

@@ -142,6 +142,12 @@ class Projector(ItemHandlers):
             elif not last_seq:
                 self._thread_id = ""
 
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event applied (after a ``ProjectionError``: the
+        last one before the event refused)."""
+        return self._last_seq
+
     def snapshot(self) -> ThreadState:
         if self._dirty:
             self._state = ThreadState(

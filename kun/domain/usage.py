@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from kun.contracts.events import Event, Usage
 from kun.contracts.usage import UsageSnapshot, UsageTotals
 
 COST_DIGITS = 10
@@ -32,3 +35,21 @@ def sum_usage(calls: list[UsageSnapshot]) -> UsageTotals:
     for call in calls:
         total = add_usage(total, call)
     return total
+
+
+def sum_usage_events(events: Iterable[Event]) -> tuple[UsageTotals, int]:
+    """The totals of the ``usage`` events among ``events``, and how many
+    events were skipped because their seq is not after the one before (a
+    duplicated line must not be paid for twice; the fold refuses such a log,
+    a usage comparison counts it once and says so)."""
+    total = UsageTotals()
+    last = 0
+    repeated = 0
+    for event in events:
+        if event.seq <= last:
+            repeated += 1
+            continue
+        last = event.seq
+        if type(event) is Usage:
+            total = add_usage(total, event.usage)
+    return total, repeated

@@ -4,8 +4,10 @@ Every turn still open in a thread that no live writer owns is settled as
 ``orphaned`` (see :mod:`kun.runtime.orphans` for what the model and the user
 are told). Threads whose lock another live process holds are skipped (that
 process is their writer), as are turns in flight here. Hidden side threads
-are included. A thread whose log is corrupt is skipped and logged: it needs a
-person, not a guess. Returns the ids of the threads it touched.
+are included. A thread that cannot be read or settled (a corrupt log, a
+kind from a newer kun, a write the OS refuses) is skipped and reported: it
+needs a person, not a guess, and it must not stop the threads after it from
+being settled. Returns the ids of the threads it touched.
 """
 
 from __future__ import annotations
@@ -13,29 +15,42 @@ from __future__ import annotations
 import logging
 
 from kun.domain.reduce import Projector
+from kun.errors import KunError
 from kun.runtime.orphans import orphan_events
 from kun.runtime.service import TurnService
-from kun.store.errors import CorruptLog, ThreadLocked
+from kun.store.errors import ThreadLocked
 
 _log = logging.getLogger(__name__)
 
 
-async def reconcile_orphaned_turns(service: TurnService) -> list[str]:
+async def reconcile_orphaned_turns(
+    service: TurnService, *, skipped: dict[str, str] | None = None
+) -> list[str]:
+    """Settle every orphaned turn; return the threads touched. A thread that
+    could not be reconciled is put in ``skipped`` with the reason (logged
+    as a warning when no ``skipped`` is given)."""
     store = service.recorder.store
     busy = service.in_flight()
     touched: list[str] = []
     for thread_id in store.list_threads():
-        if thread_id in busy or not _has_open_turn(service, thread_id):
+        if thread_id in busy:
             continue
         try:
+            if not _has_open_turn(service, thread_id):
+                continue
             state = await service._open(thread_id)
+            running = service.running_turn(thread_id)
+            events = orphan_events(state, {running} if running else set())
+            if events:
+                await service.write(thread_id, *events)
+                touched.append(thread_id)
         except ThreadLocked:
             continue
-        running = service.running_turn(thread_id)
-        events = orphan_events(state, {running} if running else set())
-        if events:
-            await service.write(thread_id, *events)
-            touched.append(thread_id)
+        except (KunError, OSError) as exc:
+            if skipped is None:
+                _log.warning("not reconciling thread %s: %s", thread_id, exc)
+            else:
+                skipped[thread_id] = str(exc)
     return touched
 
 
@@ -44,9 +59,5 @@ def _has_open_turn(service: TurnService, thread_id: str) -> bool:
     if service.recorder.is_open(thread_id):
         return any(not t.settled for t in service.recorder.state(thread_id).turns)
     projector = Projector()
-    try:
-        projector.apply_all(service.recorder.store.read(thread_id, mode="tolerant"))
-    except CorruptLog as exc:
-        _log.warning("not reconciling thread %s: %s", thread_id, exc)
-        return False
+    projector.apply_all(service.recorder.store.read(thread_id, mode="tolerant"))
     return any(not t.settled for t in projector.snapshot().turns)
