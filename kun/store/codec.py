@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import chain
-from operator import attrgetter
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -62,8 +61,6 @@ ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Event)
 _FRAMED = msgspec.json.Decoder(tuple[Event])
 _ANY = msgspec.json.Decoder()
-_VERSION = attrgetter("v")
-_CURRENT = frozenset({1})
 
 _ITEM_EVENTS: frozenset[type[EventBase]] = frozenset({ItemCreated, ItemUpdated, ItemCompleted})
 _TAG: dict[type[EventBase], str] = {t: str(t.__struct_config__.tag) for t in EVENT_TYPES}
@@ -122,9 +119,8 @@ def encode_line(event: Event) -> bytes:
 def stale_types() -> dict[type[EventBase], int]:
     """Event types whose current version is above 1, with that version: an
     event of such a type decoded with a lower ``v`` must be upcast (every
-    other type is current at 1). Empty while no kind has changed shape, which
-    lets the fast path check every version at once. Read afresh per read, so
-    a patched registry applies."""
+    other type is current at 1). Empty while no kind has changed shape.
+    Read afresh per read, so a patched registry applies."""
     return {t: CURRENT_VERSION[tag] for t, tag in _TAG.items() if CURRENT_VERSION.get(tag, 1) > 1}
 
 
@@ -146,13 +142,12 @@ def decode_block(
         events: list[Event] = list(chain.from_iterable(_FRAMED.decode_lines(framed)))
     except (msgspec.DecodeError, RecursionError):
         return None
-    if stale:
-        for event in events:
+    for event in events:
+        if event.v != 1:
             if event.v != stale.get(type(event), 1):
                 return None
-    elif set(map(_VERSION, events)) != _CURRENT:
-        return None
-    for event in events:
+        elif stale and type(event) in stale:
+            return None
         if type(event) in _ITEM_EVENTS:
             item = event.item  # type: ignore[union-attr]
             if type(item) is ToolCall:
