@@ -20,7 +20,8 @@ tries, in this order, and stops at the first that yields an object:
 
 Any other valid JSON that is not an object (a number, a string, a longer
 list) goes to the last step: a tool's arguments are an object, and a guess
-would be worse.
+would be worse. So does JSON nested deeper than ``MAX_DEPTH``: kept as it
+is, it would make the event that records the call unreadable.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ __all__ = ["RepairedArguments", "repair_arguments"]
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _MAX_CANDIDATES = 32
+MAX_DEPTH = 64
+"""Deepest nesting of arguments kept as JSON; deeper ones become ``__raw``."""
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -98,16 +101,38 @@ _INVALID: Any = _Invalid()
 
 def _parse(text: str, *, lenient: bool) -> Any:
     """Decode JSON, or ``_INVALID``. ``lenient`` admits raw control characters
-    inside strings (``json`` with ``strict=False``); msgspec is tried first."""
+    inside strings (``json`` with ``strict=False``); msgspec is tried first.
+    A value nested deeper than ``MAX_DEPTH`` is ``_INVALID`` too: recorded in
+    the log, it would make the line unreadable (the decoders stop near a
+    thousand levels, fewer on a deep stack)."""
     try:
-        return _decode(text)
+        value = _decode(text)
+    except RecursionError:
+        return _INVALID
     except msgspec.DecodeError:
         if not lenient:
             return _INVALID
-    try:
-        return json.loads(text, strict=False)
-    except (ValueError, RecursionError):
-        return _INVALID
+        try:
+            value = json.loads(text, strict=False)
+        except (ValueError, RecursionError):
+            return _INVALID
+    return _INVALID if _nests_deeper(value, MAX_DEPTH) else value
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _first_balanced(text: str, open_: str, close: str) -> Any:
