@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kun.chat.cli import chat, resume, session_options, start_session
 from kun.errors import KunError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,29 +98,45 @@ def home_option(func: F) -> F:
     )(func)
 
 
-@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=_Cli,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(package_name="kun")
-def cli() -> None:
+@click.option(
+    "-c", "--continue", "continue_latest", is_flag=True,
+    help="Resume the latest thread of this workspace.",
+)  # fmt: skip
+@session_options
+@click.pass_context
+def cli(ctx: click.Context, /, continue_latest: bool, **options: Any) -> None:
     """kun: an event-sourced runtime for LLM agents.
 
-    Every change to a thread is an event in its events.jsonl; these commands
-    rebuild what you see from that log.
+    Alone, kun opens an interactive session on a new thread (-c: on this
+    workspace's latest). Every change to a thread is an event in its
+    events.jsonl; the commands below rebuild what you see from that log.
     """
+    if ctx.invoked_subcommand is None:
+        start_session(continue_latest=continue_latest, **options)
+    elif continue_latest or any(v is not None for v in options.values()):
+        raise click.UsageError(
+            f"the session's options go after the command: kun {ctx.invoked_subcommand} ..."
+        )
 
 
 def _log_of(home: Path | None, thread: str) -> tuple[str, Path]:
-    """A thread id under the home, or a path to an ``events.jsonl`` file."""
-    from kun.store.errors import ThreadNotFound
-    from kun.store.paths import log_path, resolve_home, validate_thread_id
+    """A thread id (or an unambiguous prefix of one) under the home, or a
+    path to an ``events.jsonl`` file."""
+    from kun.lookup import resolve_thread_id
+    from kun.store.paths import log_path, resolve_home
 
     candidate = Path(thread)
     if ("/" in thread or thread.endswith(".jsonl")) and candidate.is_file():
         return thread, candidate
-    thread_id = validate_thread_id(thread)
-    path = log_path(resolve_home(home), thread_id)
-    if not path.is_file():
-        raise ThreadNotFound(thread_id)
-    return thread_id, path
+    root = resolve_home(home)
+    thread_id = resolve_thread_id(root, thread)
+    return thread_id, log_path(root, thread_id)
 
 
 def _replay(path: Path, *, until: int | None, strict: bool) -> tuple[Any, Any]:
@@ -367,11 +384,12 @@ def run(
     """
     import anyio
 
+    from kun.lookup import resolve_thread_id
     from kun.run import RunOptions, run_prompt
-    from kun.store.paths import resolve_home, validate_thread_id
+    from kun.store.paths import resolve_home
 
     if thread_id is not None:
-        validate_thread_id(thread_id)
+        thread_id = resolve_thread_id(resolve_home(home), thread_id)
     options = RunOptions(
         home=resolve_home(home),
         prompt=prompt,
@@ -443,6 +461,10 @@ def reconcile(home: Path | None) -> None:
         click.echo(f"note: not reconciled {thread_id}: {reason}", err=True)
     if skipped:
         sys.exit(EXIT_FAILURE)
+
+
+cli.add_command(chat)
+cli.add_command(resume)
 
 
 def main() -> None:

@@ -56,7 +56,7 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
     config = load_config(options.config, home=options.home)
     router = build_router(config)
     model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
-    tty = open_terminal()
+    terminal = open_terminal()
     async with router, open_service(options.home, model) as service:
         if options.thread_id is not None:
             thread_id = options.thread_id
@@ -79,13 +79,13 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
             thread_id = await service.create_thread(settings)
         spinner = sys.stdout.isatty()
         sink = PlainSink(sys.stdout, spinner=spinner, color=spinner)
-        prompter = TtyPrompter(tty) if tty is not None else None
+        prompter = TtyPrompter(terminal) if terminal is not None else None
         view = LiveView(service, thread_id, sink, prompter)
         after = service.state(thread_id).last_seq
         with notes_from_log(view.note, retry_budget(config, model)):
-            turn = await _drive(view, after, options.prompt, unattended=tty is None)
-    if tty is not None:
-        tty.close()
+            turn = await _drive(view, after, options.prompt, unattended=terminal is None)
+    if terminal is not None:
+        terminal.close()
     return thread_id, turn
 
 

@@ -1,9 +1,11 @@
 """The controlling terminal: asking there, and the signals that end a turn.
 
-Prompts are read from ``/dev/tty``, not stdin, so ``kun run ... | tee log``
-still asks at the keyboard; a process without a controlling terminal (CI,
-cron, ``setsid``) or with neither stdin nor stdout on one (a script) asks
-nothing and denies. A prompt is a prompt_toolkit prompt in raw mode, so
+Prompts are asked at the keyboard even when output is piped: read from
+stdin when it is a terminal, else from the controlling terminal
+(``/dev/tty``), and drawn on the first of stdout, stderr or ``/dev/tty``
+that is a terminal, so ``kun run ... | tee log`` still asks. A process
+with no standard stream on a terminal (CI, cron, a script) asks nothing
+and denies. A prompt is a prompt_toolkit prompt in raw mode, so
 Ctrl-C, Esc and Ctrl-D are keys that answer at once, never a signal that
 waits for Enter nor an ``EOFError`` traceback.
 
@@ -20,6 +22,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
@@ -27,17 +30,58 @@ from anyio.abc import TaskStatus
 
 from kun.terminal import Reply
 
-__all__ = ["HANDLED_SIGNALS", "TtyPrompter", "detach_from_terminal", "open_terminal", "watch"]
+__all__ = [
+    "HANDLED_SIGNALS",
+    "Terminal",
+    "TtyPrompter",
+    "detach_from_terminal",
+    "open_terminal",
+    "watch",
+]
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def open_terminal() -> TextIO | None:
-    """The controlling terminal, when the user is at one (stdin or stdout is
-    a terminal) and it can be opened; else ``None``. One descriptor, opened
-    for reading and writing: prompt_toolkit reads its ``fileno()``."""
-    if not (_isatty(sys.stdin) or _isatty(sys.stdout)):
+@dataclass
+class Terminal:
+    """Where prompts are read (``input``, with a ``fileno``) and drawn."""
+
+    input: TextIO
+    output: TextIO
+    owned: TextIO | None = None
+
+    def close(self) -> None:
+        if self.owned is not None:
+            self.owned.close()
+
+
+def open_terminal() -> Terminal | None:
+    """The terminal to ask on, when the user is at one: read from stdin if
+    it is a terminal, else from ``/dev/tty``; draw on stdout if it is a
+    terminal, else on stderr, else on ``/dev/tty``. ``None`` when no
+    standard stream is a terminal, or the controlling one cannot be opened."""
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    if not any(_isatty(s) for s in streams):
         return None
+    owned = None
+    if _isatty(sys.stdin):
+        reader: TextIO = sys.stdin
+    else:
+        owned = _controlling_terminal()
+        if owned is None:
+            return None
+        reader = owned
+    writer = next((s for s in streams[1:] if _isatty(s)), None)
+    if writer is None:
+        owned = owned or _controlling_terminal()
+        if owned is None:
+            return None
+        writer = owned
+    return Terminal(reader, writer, owned)
+
+
+def _controlling_terminal() -> TextIO | None:
+    """``/dev/tty``, one descriptor for reading and writing."""
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError:
@@ -75,11 +119,11 @@ def cancel_keys(*, eager_escape: bool = True) -> Any:
 
 
 class TtyPrompter:
-    """Asks one line at a time on the terminal ``tty`` (see the module
-    docstring); prompt_toolkit is imported on the first question."""
+    """Asks one line at a time on ``terminal`` (see the module docstring);
+    prompt_toolkit is imported on the first question."""
 
-    def __init__(self, tty: TextIO) -> None:
-        self.tty = tty
+    def __init__(self, terminal: Terminal) -> None:
+        self.terminal = terminal
 
     async def prompt(self, message: str) -> Reply:
         from prompt_toolkit import PromptSession
@@ -87,8 +131,8 @@ class TtyPrompter:
         from prompt_toolkit.output import create_output
 
         session: Any = PromptSession(
-            input=create_input(stdin=self.tty),
-            output=create_output(stdout=self.tty),
+            input=create_input(stdin=self.terminal.input),
+            output=create_output(stdout=self.terminal.output),
             key_bindings=cancel_keys(),
             erase_when_done=False,
         )

@@ -36,9 +36,9 @@ def answer(text: str) -> FakeResponse:
     return FakeResponse(chunks=(TextDeltaChunk(text=text), CompletedChunk(stop_reason="stop")))
 
 
-def slow_answer(words: int = 3000, delay: float = 0.01) -> FakeResponse:
+def slow_answer(words: int = 3000, delay: float = 0.01, sep: str = " ") -> FakeResponse:
     """An answer that streams for a long while: ``word0 word1 ...``."""
-    chunks = tuple(TextDeltaChunk(text=f"word{i} ") for i in range(words))
+    chunks = tuple(TextDeltaChunk(text=f"word{i}{sep}") for i in range(words))
     return FakeResponse(
         chunks=(*chunks, CompletedChunk(stop_reason="stop")), per_event=True, piece_delay=delay
     )

@@ -60,7 +60,7 @@ def test_a_thread_keeps_its_model_unless_the_user_names_another(tmp_path: Path) 
         code, _, err = kun("run", "first", "--model", "m2", *args)
         assert code == 0, err
         thread = only_thread(home)
-        code, _, err = kun("run", "second", "--thread", thread, *args)
+        code, _, err = kun("run", "second", "--thread", thread[:8], *args)
         assert code == 0, err
         code, _, err = kun("run", "third", "--thread", thread, "--model", "m3", *args)
         assert code == 0, err

@@ -1,0 +1,104 @@
+"""The session's click commands: ``kun chat``, ``kun resume``, and plain
+``kun`` (``-c`` / ``--continue``), registered by :mod:`kun.cli`.
+
+Only click is imported here; the session's modules load when one starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["POLICIES", "chat", "resume", "session_options", "start_session"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
+
+
+def session_options(func: F) -> F:
+    """The options of a session (on ``kun`` itself, ``kun chat`` and
+    ``kun resume``)."""
+    options = [
+        click.option("--provider", default=None, help="Provider from kun.toml or the environment."),
+        click.option("--model", default=None, help="Model (of --provider, else the thread's)."),
+        click.option(
+            "--approval", type=click.Choice(POLICIES), default=None, help="Approval policy."
+        ),
+        click.option(
+            "--config",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
+        ),
+        click.option(
+            "--home",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="kun home directory (default: $KUN_HOME, else ~/.kun).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def start_session(
+    *,
+    resume_id: str | None = None,
+    pick: bool = False,
+    continue_latest: bool = False,
+    provider: str | None = None,
+    model: str | None = None,
+    approval: Any = None,
+    config: Path | None = None,
+    home: Path | None = None,
+) -> None:
+    """Open a session (see :mod:`kun.chat.start`); on leaving, say how to
+    come back."""
+    import anyio
+
+    from kun.chat.start import (
+        ChatOptions,
+        choose_thread,
+        continue_thread,
+        needs_terminal,
+        open_chat,
+    )
+    from kun.store.paths import resolve_home
+
+    needs_terminal()
+    root = resolve_home(home)
+    workspace = Path.cwd()
+    options = ChatOptions(root, config, provider, model, approval, workspace)
+
+    async def go() -> str | None:
+        thread_id: str | None = None
+        if continue_latest:
+            thread_id = continue_thread(root, workspace)
+        elif resume_id is not None or pick:
+            thread_id = await choose_thread(root, workspace, resume_id)
+        return await open_chat(options, thread_id)
+
+    thread_id = anyio.run(go)
+    if thread_id is not None:
+        click.echo(f"thread {thread_id} · back to it: kun -c, or kun resume {thread_id[:12]}")
+
+
+@click.command()
+@session_options
+def chat(**options: Any) -> None:
+    """An interactive session on a new thread (plain `kun` does the same)."""
+    start_session(**options)
+
+
+@click.command()
+@click.argument("thread", required=False)
+@session_options
+def resume(thread: str | None, **options: Any) -> None:
+    """Resume THREAD in an interactive session (an id prefix will do); without
+    THREAD, pick one of this workspace's recent threads."""
+    start_session(resume_id=thread, pick=thread is None, **options)

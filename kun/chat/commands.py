@@ -1,0 +1,187 @@
+"""Slash commands: a table, so a command is one entry and one function.
+
+Each command gets the session and the rest of the line. A user mistake
+(a bad argument, a policy that does not exist) is one line and the session
+goes on. While a turn runs only the commands marked ``while_running`` work;
+the others say to wait or press Esc, because they change what the running
+turn stands on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, get_args
+
+from kun.contracts.threads import ApprovalPolicy
+from kun.domain.transcript import format_usage
+from kun.errors import KunError, UserMistake
+from kun.lookup import recent_threads
+
+if TYPE_CHECKING:
+    from kun.chat.session import ChatSession
+
+__all__ = ["COMMANDS", "Command", "run_command"]
+
+Handler = Callable[["ChatSession", str], Awaitable[None]]
+POLICIES: tuple[str, ...] = get_args(ApprovalPolicy)
+THREADS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    summary: str
+    handler: Handler
+    while_running: bool = False
+
+
+class CommandError(UserMistake):
+    """A slash command used wrongly; the session shows the message."""
+
+
+async def run_command(session: ChatSession, line: str) -> None:
+    """Run the slash command ``line`` (``/name args``)."""
+    name, _, rest = line[1:].partition(" ")
+    command = COMMANDS.get(name.lower()) or ALIASES.get(name.lower())
+    if command is None:
+        session.say(f"unknown command /{name} (/help lists them)", "error")
+        return
+    if session.turn_id is not None and not command.while_running:
+        session.say(f"/{command.name} waits until the turn ends (Esc interrupts it)", "warn")
+        return
+    try:
+        await command.handler(session, rest.strip())
+    except KunError as exc:
+        session.say(str(exc), "error")
+
+
+def _thread(session: ChatSession) -> str:
+    if session.thread_id is None:
+        raise CommandError("no thread yet: send a message first")
+    return session.thread_id
+
+
+async def _help(session: ChatSession, rest: str) -> None:
+    width = max(len(c.usage) for c in COMMANDS.values())
+    for command in COMMANDS.values():
+        session.say(f"{command.usage.ljust(width)}  {command.summary}")
+    session.say(
+        "Enter sends · Alt-Enter or a trailing \\ adds a line · "
+        "typing while a turn runs steers it · Esc interrupts · Ctrl-D leaves",
+        "dim",
+    )
+
+
+async def _model(session: ChatSession, rest: str) -> None:
+    if not rest:
+        providers = ", ".join(session.router.providers)
+        session.say(
+            f"model {session.model.provider}/{session.model.model} (providers: {providers})"
+        )
+        return
+    await session.switch_model(rest)
+    session.say(f"model {session.model.provider}/{session.model.model}", "good")
+
+
+async def _approval(session: ChatSession, rest: str) -> None:
+    if not rest:
+        session.say(f"approval {session.approval} (choices: {', '.join(POLICIES)})")
+        return
+    if rest not in POLICIES:
+        raise CommandError(f"no approval policy {rest!r} (choices: {', '.join(POLICIES)})")
+    await session.set_approval(rest)
+    session.say(f"approval {rest}", "good")
+
+
+async def _rewind(session: ChatSession, rest: str) -> None:
+    thread_id = _thread(session)
+    count = 1
+    if rest:
+        if not rest.isdigit() or int(rest) < 1:
+            raise CommandError("/rewind takes a number of turns, e.g. /rewind 2")
+        count = int(rest)
+    visible = session.service.state(thread_id).visible_turns
+    if count > len(visible):
+        raise CommandError(f"this thread shows {len(visible)} turns; cannot hide {count}")
+    await session.service.rewind_thread(thread_id, visible[-count].turn_id)
+    turns = "turn" if count == 1 else f"{count} turns"
+    session.say(f"hid the last {turns} (nothing is deleted; /undo-rewind brings them back)")
+
+
+async def _undo_rewind(session: ChatSession, rest: str) -> None:
+    thread_id = _thread(session)
+    rewinds = [r for r in session.service.state(thread_id).rewinds if r.undone_at_seq is None]
+    if not rewinds:
+        raise CommandError("no rewind to undo")
+    latest = rewinds[-1]
+    await session.service.undo_rewind(thread_id, latest.seq)
+    session.say(f"brought back {len(latest.hidden_turn_ids)} hidden turn(s)")
+
+
+async def _fork(session: ChatSession, rest: str) -> None:
+    source = _thread(session)
+    new = await session.service.fork_thread(source)
+    session.switch_thread(new)
+    session.say(f"forked {source} -> {new}; now in {new}", "good")
+
+
+async def _usage(session: ChatSession, rest: str) -> None:
+    thread_id = _thread(session)
+    state = session.service.state(thread_id)
+    session.say(f"thread {thread_id}: {format_usage(state.usage)}")
+    if state.visible_turns:
+        session.say(f"last turn: {format_usage(state.visible_turns[-1].usage)}")
+
+
+async def _threads(session: ChatSession, rest: str) -> None:
+    found = recent_threads(session.home, workspace=session.workspace, limit=THREADS_SHOWN)
+    if not found:
+        session.say("no threads in this workspace yet")
+        return
+    for summary in found:
+        mark = "*" if summary.thread_id == session.thread_id else " "
+        when = datetime.fromtimestamp(summary.updated_at / 1000).strftime("%Y-%m-%d %H:%M")
+        session.say(
+            f"{mark} {summary.thread_id}  {when}  {summary.turns:>3} turns  {summary.title}"
+        )
+    session.say("kun resume ID (a prefix will do) continues one", "dim")
+
+
+async def _title(session: ChatSession, rest: str) -> None:
+    thread_id = _thread(session)
+    if not rest:
+        session.say(f"title: {session.service.state(thread_id).settings.title}")
+        return
+    await session.service.update_thread(thread_id, title=rest, title_auto=False)
+    session.say(f"title: {rest}", "good")
+
+
+async def _new(session: ChatSession, rest: str) -> None:
+    session.switch_thread(None)
+    session.say("new thread: it starts with your next message", "good")
+
+
+async def _quit(session: ChatSession, rest: str) -> None:
+    session.close()
+
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("help", "/help", "these commands", _help, while_running=True),
+        Command("model", "/model [PROVIDER/]MODEL", "switch this thread's model", _model),
+        Command("approval", "/approval POLICY", "switch the approval policy", _approval),
+        Command("rewind", "/rewind [N]", "hide the last N turns (default 1)", _rewind),
+        Command("undo-rewind", "/undo-rewind", "bring back what the last rewind hid", _undo_rewind),
+        Command("fork", "/fork", "continue in a copy of this thread", _fork),
+        Command("usage", "/usage", "tokens and cost of this thread", _usage, while_running=True),
+        Command("threads", "/threads", "recent threads of this workspace", _threads, True),
+        Command("title", "/title TEXT", "name this thread", _title),
+        Command("new", "/new", "start a new thread", _new),
+        Command("quit", "/quit", "leave (Ctrl-D too)", _quit, while_running=True),
+    )
+}
+ALIASES: dict[str, Command] = {"exit": COMMANDS["quit"], "q": COMMANDS["quit"]}

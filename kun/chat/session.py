@@ -1,0 +1,206 @@
+"""The interactive session: ``kun``, ``kun chat``, ``kun -c``, ``kun resume``.
+
+One prompt is always up (:mod:`kun.chat.input`); what the user sends is a
+slash command (:mod:`kun.chat.commands`), a new turn, or, while a turn runs,
+steering for it (``steer_turn``: the model reads it at its next step). The
+turn is shown above the prompt as it happens (:class:`~kun.terminal.LiveView`
+drawing through :class:`~kun.chat.view.ChatSink`). Esc or Ctrl-C interrupts
+the turn; Ctrl-D or ``/quit`` leaves (interrupting a running turn first).
+SIGTERM and SIGHUP interrupt the turn, record it ``aborted`` and end the
+session; nothing is left open.
+
+A new session's thread is created with its first message, so opening kun
+and leaving at once leaves no empty thread behind.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from kun.chat.commands import run_command
+from kun.chat.input import ChatInput
+from kun.chat.view import ChatSink
+from kun.contracts.threads import ApprovalPolicy, ThreadSettings
+from kun.errors import KunError
+from kun.runtime.service import TurnService
+from kun.selection import SwitchableModel, changed_model, choose_model, parse_target
+from kun.terminal import LiveView, Tone
+
+__all__ = ["ChatSession", "SessionSetup"]
+
+_FRAMES = "|/-\\"
+
+
+@dataclass(frozen=True)
+class SessionSetup:
+    home: Path
+    workspace: Path
+    approval: ApprovalPolicy
+    thread_id: str | None
+
+
+class ChatSession:
+    def __init__(
+        self,
+        setup: SessionSetup,
+        service: TurnService,
+        router: Any,
+        model: SwitchableModel,
+        prompt: ChatInput,
+        sink: ChatSink,
+    ) -> None:
+        self.home = setup.home
+        self.workspace = setup.workspace
+        self.service = service
+        self.router = router
+        self.model = model
+        self.input = prompt
+        self.sink = sink
+        self.thread_id: str | None = None
+        self.turn_id: str | None = None
+        self.view: LiveView | None = None
+        self._approval: ApprovalPolicy = setup.approval
+        self._closing = False
+        self._tg: TaskGroup | None = None
+        self.switch_thread(setup.thread_id)
+
+    # -- what commands use ------------------------------------------------------
+
+    def say(self, text: str, tone: Tone = "plain") -> None:
+        self.sink.line(text, tone)
+
+    @property
+    def approval(self) -> ApprovalPolicy:
+        if self.thread_id is None:
+            return self._approval
+        return self.service.state(self.thread_id).settings.approval_policy
+
+    async def set_approval(self, policy: Any) -> None:
+        self._approval = policy
+        if self.thread_id is not None:
+            await self.service.update_thread(self.thread_id, approval_policy=policy)
+
+    async def switch_model(self, text: str) -> None:
+        """``/model``: the named model (of the current provider unless named),
+        recorded on the thread."""
+        provider, model = parse_target(text)
+        client = choose_model(self.router, provider=provider or self.model.provider, model=model)
+        self.model.client = client
+        if self.thread_id is not None:
+            changes = changed_model(self.service.state(self.thread_id).settings, client)
+            if changes:
+                await self.service.update_thread(self.thread_id, **changes)
+
+    def switch_thread(self, thread_id: str | None) -> None:
+        self.thread_id = thread_id
+        self.view = None
+        if thread_id is not None:
+            self.view = LiveView(self.service, thread_id, self.sink, self.input)
+            workspace = self.service.state(thread_id).settings.workspace
+            if workspace:
+                self.workspace = Path(workspace)
+
+    def close(self) -> None:
+        self._closing = True
+        self.input.leave()
+
+    # -- the loop ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        from kun.tty import watch
+
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await tg.start(watch, self._on_signal)
+            self.say(
+                f"kun · {self.model.provider}/{self.model.model} · approval {self.approval} · "
+                "/help for commands · Esc interrupts · Ctrl-D leaves",
+                "dim",
+            )
+            while not self._closing:
+                reply = await self.input.read(self._message, self._toolbar)
+                if reply.kind == "eof":
+                    self.close()
+                elif reply.kind == "interrupt":
+                    await self._interrupted(reply.text)
+                elif reply.text.strip():
+                    await self._send(reply.text.strip())
+            if self.turn_id is not None:
+                await self._interrupt()
+            tg.cancel_scope.cancel()
+
+    async def _send(self, text: str) -> None:
+        try:
+            if text.startswith("/"):
+                await run_command(self, text)
+            elif self.turn_id is not None and self.thread_id is not None:
+                await self.service.steer_turn(self.thread_id, self.turn_id, text)
+                self.say("(steering: the model reads this at its next step)", "dim")
+            else:
+                await self._start(text)
+        except KunError as exc:
+            self.say(str(exc), "error")
+
+    async def _start(self, text: str) -> None:
+        if self.thread_id is None:
+            settings = ThreadSettings(
+                workspace=str(self.workspace.resolve()),
+                provider=self.model.provider,
+                model=self.model.model,
+                approval_policy=self._approval,
+            )
+            self.switch_thread(await self.service.create_thread(settings))
+        assert self.thread_id is not None and self.view is not None and self._tg is not None
+        after = self.service.state(self.thread_id).last_seq
+        self.turn_id = await self.service.start_turn(self.thread_id, text)
+        self._tg.start_soon(self._follow, self.view, after, self.turn_id)
+
+    async def _follow(self, view: LiveView, after: int, turn_id: str) -> None:
+        try:
+            await view.follow(after, turn_id)
+        finally:
+            if self.turn_id == turn_id:
+                self.turn_id = None
+            self.input.refresh()
+
+    async def _interrupted(self, key: str) -> None:
+        if self.turn_id is not None:
+            await self._interrupt()
+        elif key == "ctrl-c":
+            self.say("(Ctrl-D or /quit leaves)", "dim")
+
+    async def _interrupt(self) -> None:
+        if self.turn_id is not None and self.view is not None:
+            self.say("interrupting the turn", "warn")
+            await self.view.interrupt(self.turn_id)
+
+    async def _on_signal(self, signum: int) -> None:
+        import signal
+
+        await self._interrupt()
+        if signum != signal.SIGINT:
+            self._closing = True
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+
+    # -- the prompt ---------------------------------------------------------------
+
+    def _message(self) -> str:
+        return "steer> " if self.turn_id is not None else "> "
+
+    def _toolbar(self) -> str:
+        if self.turn_id is not None:
+            frame = _FRAMES[int(time.monotonic() * 10) % len(_FRAMES)]
+            status = self.sink.status or "working"
+            return f" {frame} {status} · Enter steers · Esc interrupts"
+        where = self.thread_id or "new thread"
+        return (
+            f" {self.model.provider}/{self.model.model} · approval {self.approval} · "
+            f"{where} · /help"
+        )
