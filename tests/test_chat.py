@@ -109,6 +109,24 @@ def test_typing_while_a_turn_streams_steers_it(tmp_path: Path) -> None:
     assert "also say hello" in msgspec.json.encode(_requests(provider)[1]).decode()
 
 
+def test_steering_that_comes_during_the_last_step_is_sent_next(tmp_path: Path) -> None:
+    with serve([slow_answer(words=150, sep="\n"), answer("late reply")]) as provider:
+        child = _session(tmp_path, provider)
+        child.send("talk" + ENTER)
+        child.expect("word3")
+        child.send("one more thing" + ENTER)
+        child.expect("sending it now")
+        child.expect("late reply")
+        child.expect("turn completed")
+        child.send("\x04")
+        code, text = finish(child)
+    assert code == 0, text
+    home = tmp_path / "home"
+    thread = only_thread(home)
+    assert _user_texts(home, thread) == ["talk", "one more thing"]
+    assert [t.status for t in state_of(home, thread).turns] == ["completed", "completed"]
+
+
 @pytest.mark.parametrize("key", ["\x1b", "\x03"])
 def test_esc_and_ctrl_c_interrupt_a_streaming_turn_and_the_session_goes_on(
     tmp_path: Path, key: str
