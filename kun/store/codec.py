@@ -17,16 +17,18 @@ and line number, which only it knows.
 
 One line is one event. ``decode_lines`` would take any run of JSON values
 separated by whitespace (two events on a line, one event over two lines), so
-the fast path wraps every line in brackets (``L1]\n[L2``) and decodes a
-one-element array per line: anything but exactly one value per line fails it
-and goes to the slow path, which decodes each line alone. The framing costs
-one pass over the block's bytes, a fraction of the decode.
+the fast path decodes a block as one JSON array, ``[L1,\nL2,\n...]``: a comma
+put before a newline that is not between two values breaks the JSON (no
+value may hold ``[,`` ``,,`` ``:,`` or a trailing comma), so each line holds
+whole values, and as many events as lines means one each. What fails goes to
+the slow path, which decodes each line alone. The framing costs about a
+tenth of the decode; counting newlines with ``bytes.count`` would cost a
+third, and a one-element array per line a quarter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import chain
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -59,7 +61,7 @@ __all__ = [
 
 ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder(Event)
-_FRAMED = msgspec.json.Decoder(tuple[Event])
+_FRAMED = msgspec.json.Decoder(list[Event])
 _ANY = msgspec.json.Decoder()
 
 _ITEM_EVENTS: frozenset[type[EventBase]] = frozenset({ItemCreated, ItemUpdated, ItemCompleted})
@@ -137,10 +139,13 @@ def decode_block(
     them (in place: the items are brand new): a replay that keeps every tool
     call would otherwise keep the whole log in memory.
     """
-    framed = b"[" + data[start : end - 1].replace(b"\n", b"]\n[") + b"]"
+    body = data[start : end - 1].replace(b"\n", b",\n")
+    lines = len(body) - (end - 1 - start) + 1
     try:
-        events: list[Event] = list(chain.from_iterable(_FRAMED.decode_lines(framed)))
+        events = _FRAMED.decode(b"[" + body + b"]")
     except (msgspec.DecodeError, RecursionError):
+        return None
+    if len(events) != lines:
         return None
     for event in events:
         if event.v != 1:
