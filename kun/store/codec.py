@@ -2,8 +2,8 @@
 
 Decoding has a fast path and a slow one. The fast path is a typed decode of
 the ``Event`` union (:func:`decode_block` does a whole block of lines in one
-call). Only when it fails, or when an event's ``v`` is older than its kind's
-current version, does a line take the slow path (:func:`decode_line`): decode
+call). Only when it fails, or when an event's ``v`` is not its kind's current
+version, does a line take the slow path (:func:`decode_line`): decode
 a tiny envelope to learn the kind (msgspec has no unknown-tag fallback, so
 this is how an unknown kind is told apart from a broken line), decode the line
 to a mapping, :func:`kun.domain.upcast.upcast` it, and decode the result as an

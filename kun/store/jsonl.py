@@ -11,7 +11,9 @@ first ``claim`` or ``append``:
 2. open the log ``O_APPEND`` and scan its end backwards for the last seq (one
    small read, not a replay).
 3. repair a torn tail: write a ``log_repaired`` event recording what was
-   dropped over it, cut the file after that event, fsync.
+   dropped over it, cut the file after that event, fsync. A last line that
+   holds a complete event and more is not torn (:mod:`kun.store.torn`): the
+   writer refuses to open the thread (``CorruptLog``) rather than cut it.
 
 Appends to one thread are serialized (an ``anyio.Lock``, see
 :meth:`JsonlEventStore.append` for why an uncontended append skips it); each
