@@ -16,12 +16,18 @@ the default model, and per-model tables of capability overrides and
 (``openai``, ``anthropic``, ``deepseek``, ``openrouter``) needs nothing
 but what differs from its defaults.
 
+Tools: ``[tools.bash] env_allow`` lists environment variables that the
+commands the model runs may have although their names look secret (see
+:mod:`kun.tools.environment`).
+
 Secrets: the file names the variable that holds a key, never the key. A
 literal key (``api_key = ...``, an ``Authorization`` header, a password or
 token in ``base_url``) is refused with a message saying to use an
 environment variable, so a configuration holds no secret (but a proxy
 password, masked in the repr) and its reprs and errors are safe. Keys are
-read from the environment when clients are built (:mod:`kun.model.factory`).
+read from the environment when clients are built (:mod:`kun.model.factory`),
+and one that can never be sent is refused there, naming its variable
+(:mod:`kun.config.keys`).
 
 Errors: one :class:`ConfigError` (a :class:`~kun.errors.UserMistake`)
 naming the file, the TOML key path (``providers.openai.base_url``) and what
@@ -35,6 +41,7 @@ models.dev catalogue.
 from __future__ import annotations
 
 from kun.config.errors import ConfigError, key_path
+from kun.config.keys import read_api_key
 from kun.config.load import (
     CONFIG_NAME,
     ENVIRONMENT,
@@ -45,6 +52,7 @@ from kun.config.load import (
 )
 from kun.config.schema import (
     KNOWN_PROVIDERS,
+    BashSettings,
     CapabilityOverrides,
     Config,
     EndpointFormat,
@@ -52,12 +60,14 @@ from kun.config.schema import (
     ModelSettings,
     ProviderConfig,
     RetrySettings,
+    ToolSettings,
 )
 
 __all__ = [
     "CONFIG_NAME",
     "ENVIRONMENT",
     "KNOWN_PROVIDERS",
+    "BashSettings",
     "CapabilityOverrides",
     "Config",
     "ConfigError",
@@ -66,9 +76,11 @@ __all__ = [
     "ModelSettings",
     "ProviderConfig",
     "RetrySettings",
+    "ToolSettings",
     "find_config",
     "infer_config",
     "key_path",
     "load_config",
     "parse_config",
+    "read_api_key",
 ]

@@ -10,8 +10,10 @@ from pathlib import Path
 import msgspec
 
 from kun.config.errors import ConfigError, explain, key_path
+from kun.config.keys import value_problem
 from kun.config.schema import (
     KNOWN_PROVIDERS,
+    URL_PATTERN,
     Config,
     ConfigFile,
     ProviderConfig,
@@ -34,12 +36,13 @@ ENVIRONMENT = "environment (no kun.toml found)"
 """The ``source`` of a configuration inferred from the environment."""
 
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_URL = re.compile(r"^https?://[^\s/?#]+\S*$", re.IGNORECASE)
+_URL = re.compile(URL_PATTERN)
 _CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|password|cookie", re.IGNORECASE)
 _URL_SECRET = re.compile(
     r"^[a-z][a-z0-9+.-]*://[^/@]*@|[?&;][^=&]*(?:key|token|secret|signature|auth|password)[^=&]*=",
     re.IGNORECASE,
 )
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _USE_ENV = "put the API key in an environment variable and name it with api_key_env"
 
 
@@ -119,6 +122,7 @@ def parse_config(data: bytes | str, source: str) -> Config:
         source=source,
         providers=providers,
         default_provider=default if default is not None else next(iter(providers), None),
+        tools=table.tools,
     )
 
 
@@ -134,7 +138,7 @@ def infer_config(environ: Mapping[str, str] | None = None) -> Config:
         if not env.get(known.api_key_env):
             continue
         base_url = env.get(known.base_url_env) or known.base_url
-        if _URL.match(base_url) is None:
+        if _URL.fullmatch(base_url) is None:
             raise ConfigError(source, known.base_url_env, "expected an http:// or https:// URL")
         if _URL_SECRET.search(base_url):
             raise ConfigError(source, known.base_url_env, f"expected no credentials; {_USE_ENV}")
@@ -199,14 +203,17 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
 
 
 def _refuse_credentials(table: ProviderTable, here: tuple[str, ...], source: str) -> None:
-    """A credential written into the file itself is refused, never quoted."""
-    for header in table.headers:
+    """A credential written into the file itself is refused, never quoted;
+    so is a header that could never be sent."""
+    for header, value in table.headers.items():
+        where = key_path((*here, "headers", header))
         if _CREDENTIAL_HEADER.search(header):
-            raise ConfigError(
-                source,
-                key_path((*here, "headers", header)),
-                f"expected no credential in kun.toml; {_USE_ENV}",
-            )
+            raise ConfigError(source, where, f"expected no credential in kun.toml; {_USE_ENV}")
+        if _HEADER_NAME.fullmatch(header) is None:
+            raise ConfigError(source, where, "expected a header name of letters, digits and -")
+        problem = value_problem(value, spaces=True)
+        if problem is not None:
+            raise ConfigError(source, where, f"cannot be sent as an HTTP header: it {problem}")
     if table.base_url is not None and _URL_SECRET.search(table.base_url):
         raise ConfigError(
             source, key_path((*here, "base_url")), f"expected no credentials; {_USE_ENV}"

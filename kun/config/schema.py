@@ -6,7 +6,8 @@ every field optional, unknown fields forbidden) and the configuration in use
 retry tables need no resolving and serve both.
 
 No field holds a secret: a provider names the environment variable that
-holds its key (``api_key_env``).
+holds its key (``api_key_env``), and ``[tools.bash] env_allow`` names
+variables, never values.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from kun.contracts.model import WireFormat
 
 __all__ = [
     "KNOWN_PROVIDERS",
+    "URL_PATTERN",
+    "BashSettings",
     "CapabilityOverrides",
     "Config",
     "ConfigFile",
@@ -30,6 +33,7 @@ __all__ = [
     "ProviderConfig",
     "ProviderTable",
     "RetrySettings",
+    "ToolSettings",
     "known_provider",
 ]
 
@@ -44,7 +48,10 @@ Seconds = Annotated[float, msgspec.Meta(ge=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
 HttpStatus = Annotated[int, msgspec.Meta(ge=100, le=599)]
 EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-HttpUrl = Annotated[str, msgspec.Meta(pattern=r"^[hH][tT][tT][pP][sS]?://[^\s/?#]+\S*$")]
+URL_PATTERN = r"[hH][tT][tT][pP][sS]?://[^\s\x00-\x1f\x7f-\x9f/?#]+[^\s\x00-\x1f\x7f-\x9f]*"
+"""An http(s) URL without whitespace or control characters: httpx refuses
+them when it sends, so such a URL is refused when it is read."""
+HttpUrl = Annotated[str, msgspec.Meta(pattern=rf"^{URL_PATTERN}\Z")]
 
 _USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@]*)@")
 
@@ -83,6 +90,21 @@ class RetrySettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     transport_errors: bool | None = None
 
 
+class BashSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[tools.bash]``. ``env_allow``: environment variables that commands
+    run by ``bash`` get although kun would withhold them (a secret-looking
+    name, a provider's ``api_key_env``; see :mod:`kun.tools.environment`).
+    Their values are still redacted from what the model reads."""
+
+    env_allow: tuple[EnvName, ...] = ()
+
+
+class ToolSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[tools]``: settings of the built-in tools."""
+
+    bash: BashSettings = BashSettings()
+
+
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved."""
 
@@ -104,6 +126,7 @@ class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
     default_provider: str | None = None
     providers: dict[str, ProviderTable] = {}
+    tools: ToolSettings = ToolSettings()
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -142,11 +165,13 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
 class Config(msgspec.Struct, frozen=True, kw_only=True):
     """The configuration in use. ``source`` is the file it came from, or
     :data:`~kun.config.ENVIRONMENT` when it was inferred; ``default_provider`` is ``None``
-    only when no provider is configured at all."""
+    only when no provider is configured at all; ``tools`` is the file's
+    ``[tools]`` table (defaults when inferred)."""
 
     source: str
     providers: dict[str, ProviderConfig] = {}
     default_provider: str | None = None
+    tools: ToolSettings = ToolSettings()
 
 
 class KnownProvider(NamedTuple):

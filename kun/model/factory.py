@@ -26,9 +26,12 @@ API keys are read from the environment variable the configuration names
 when a provider's first client is built, never earlier and never stored
 here: the default provider's at once (so a missing variable is reported
 before anything runs), the others' when first used. A variable that is not
-set is a :class:`~kun.config.ConfigError` naming it; through the router,
-an ``error`` chunk with code ``provider_unavailable``. The key goes to the
-client's headers and nowhere else.
+set, or whose value can never be sent (control characters, whitespace
+around it, :func:`~kun.config.keys.read_api_key`; one trailing newline is
+stripped with a note), is a :class:`~kun.config.ConfigError` naming it and
+never quoting the value; through the router, an ``error`` chunk with code
+``provider_unavailable``. The key goes to the client's headers and nowhere
+else.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import httpx
 import msgspec
 
 from kun.config import KNOWN_PROVIDERS, Config, ConfigError, ProviderConfig, key_path
+from kun.config.keys import read_api_key
 from kun.contracts.capabilities import ModelCapabilities
 from kun.model.capabilities import capabilities
 from kun.model.client import HttpModelClient
@@ -206,15 +210,9 @@ class ProviderClients:
         variable = self._config.api_key_env
         if variable is None:
             return None
-        value = self._environ.get(variable)
-        if not value:
-            raise ConfigError(
-                self._source,
-                self._key("api_key_env"),
-                f"expected the environment variable {variable} to hold the API key, "
-                "but it is not set",
-            )
-        return value
+        return read_api_key(
+            self._environ, variable, source=self._source, key=self._key("api_key_env")
+        )
 
     def _shared_http(self) -> httpx.AsyncClient:
         if self._http is None:
