@@ -15,7 +15,7 @@ answer into the seven chunks:
 
 Contract (the port's): the stream ends with exactly one ``completed`` or
 ``error`` chunk and raises nothing but cancellation. httpx exceptions are
-translated here, once, into :mod:`kun.model.errors`; an error reaches the
+translated once (:mod:`kun.model.transport`); an error reaches the
 caller as a chunk whose ``code`` names its class (see
 :func:`~kun.model.errors.error_from_chunk`). Abort = cancelling the consuming
 scope: the read in progress is cancelled, the response closed (shielded,
@@ -48,8 +48,8 @@ import copy
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, aclosing
 from typing import TYPE_CHECKING, Any, Self
 
 import anyio
@@ -72,10 +72,8 @@ from kun.model.endpoints import (
     resolve_endpoint,
 )
 from kun.model.errors import (
-    APIConnectionError,
     APIEmptyResponseError,
     APIStatusError,
-    APITimeoutError,
     AttachmentTooLarge,
     ChatProviderError,
     StreamIdleTimeout,
@@ -84,6 +82,7 @@ from kun.model.reading import CallRecord, CallStats, Failure, ResponseBody, SSER
 from kun.model.redact import Redactor, redact_url
 from kun.model.request_codec import RequestCodec, codec_for
 from kun.model.retry import GiveUp, RetryPolicy, format_wait, parse_retry_after, server_date
+from kun.model.transport import header_problem, translate_errors
 from kun.model.wire import new_decoder
 
 if TYPE_CHECKING:
@@ -179,7 +178,8 @@ class HttpModelClient:
         self._max_tokens: int | None = None
         extra = {name.lower(): value for name, value in (headers or {}).items()}
         self._headers = _auth_headers(endpoint.wire_format, api_key) | extra
-        self._redactor = Redactor.for_request(api_key, self._headers)
+        self._redactor = Redactor.for_request(api_key, self._headers, self._proxy)
+        self._unsendable = header_problem(self._headers)
         if http is None:
             http = httpx.AsyncClient(proxy=proxy, timeout=self._timeout)
             self._shared = _Shared(http, owns_http=True)
@@ -324,14 +324,17 @@ class HttpModelClient:
                 await response.aclose()
 
     async def _send(self, payload: bytes, call: CallRecord) -> httpx.Response:
+        if self._unsendable is not None:
+            raise self._unsendable
         accept = "text/event-stream" if self._streaming else "application/json"
-        request = self._shared.http.build_request(
-            "POST",
-            self._url,
-            content=payload,
-            headers={**self._headers, "accept": accept, "content-type": "application/json"},
-            timeout=self._timeout,
-        )
+        with self._edge():
+            request = self._shared.http.build_request(
+                "POST",
+                self._url,
+                content=payload,
+                headers={**self._headers, "accept": accept, "content-type": "application/json"},
+                timeout=self._timeout,
+            )
         call.sent = started = call.clock()
         try:
             with anyio.move_on_after(self._idle), self._edge():
@@ -458,35 +461,11 @@ class HttpModelClient:
             f"{probe.status_code}): the failure is on DeepSeek's side; try again later"
         )
 
-    @contextmanager
-    def _edge(self, url: str | None = None) -> Iterator[None]:
-        """Translate httpx's exceptions into the model layer's, once.
-        ``url`` is the target named in messages (default: the endpoint)."""
-        target = redact_url(url or self._url)
-        try:
-            yield
-        except httpx.TimeoutException as exc:
-            raise APITimeoutError(
-                self._transport_message("timed out talking to", target, exc)
-            ) from exc
-        except httpx.TransportError as exc:
-            raise APIConnectionError(
-                self._transport_message("could not talk to", target, exc)
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise ChatProviderError(
-                f"unreadable response from {target}: {exc}", code="invalid_response"
-            ) from exc
-
-    def _transport_message(self, what: str, target: str, exc: httpx.HTTPError) -> str:
-        detail = str(exc) or type(exc).__name__
-        message = f"{what} {target}: {detail}"
-        if self._proxy is not None:
-            message += (
-                f". A proxy is configured ({redact_url(self._proxy)}): check that it is "
-                "running and lets this host through"
-            )
-        return message
+    def _edge(self, url: str | None = None) -> AbstractContextManager[None]:
+        """Translate httpx's exceptions into the model layer's, once
+        (:mod:`kun.model.transport`). ``url`` is the target named in
+        messages (default: the endpoint)."""
+        return translate_errors(url or self._url, self._proxy)
 
 
 def _is_json(response: httpx.Response) -> bool:

@@ -15,6 +15,9 @@
 
     RuntimeFailure (kun.errors)
     └── ChatProviderError           a model provider failed us     provider_error
+        ├── ClientConfigError       the request cannot leave kun:  client_config_error never
+        │                           a header value (the API key)
+        │                           httpx refuses, an invalid URL
         ├── StreamProtocolError     the stream broke the wire      stream_protocol_error
         │                           protocol beyond any recovery
         │                           rule: a tool-call id that is
@@ -72,6 +75,7 @@ __all__ = [
     "APITimeoutError",
     "AttachmentTooLarge",
     "ChatProviderError",
+    "ClientConfigError",
     "EndpointConfigError",
     "StreamIdleTimeout",
     "StreamProtocolError",
@@ -120,6 +124,15 @@ class ChatProviderError(RuntimeFailure):
     def to_chunk(self) -> ErrorChunk:
         """The ``error`` chunk that ends a stream failing this way."""
         return ErrorChunk(message=str(self), code=self.code)
+
+
+class ClientConfigError(ChatProviderError):
+    """The request cannot be sent as configured: a header value (the API key,
+    a header from ``kun.toml``) or the URL is one the HTTP library refuses
+    before anything leaves. Never retried: the same request fails the same
+    way. The message names the header, never its value."""
+
+    code = "client_config_error"
 
 
 class StreamProtocolError(ChatProviderError):
@@ -237,6 +250,7 @@ _NOMINAL_STATUS: dict[type[APIStatusError], int] = {
 _PLAIN: dict[str, type[ChatProviderError]] = {
     cls.code: cls
     for cls in (
+        ClientConfigError,
         StreamProtocolError,
         APIConnectionError,
         APITimeoutError,
