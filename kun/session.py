@@ -1,18 +1,23 @@
-"""A TurnService over the JSONL store, for commands that run turns."""
+"""A TurnService over the JSONL store, for commands that run turns, and the
+tools those turns use."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 
+from kun.config import Config
 from kun.model.port import ModelClient
+from kun.model.redact import Redactor
 from kun.runtime.context import TurnLimits
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
+from kun.tools.environment import ToolEnvironment
 from kun.tools.host import ToolHost, default_host
 
 SYSTEM_PROMPT = (
@@ -20,6 +25,25 @@ SYSTEM_PROMPT = (
     "read, search and change files and to run commands; check before you change. "
     "Keep answers short and concrete, and say what you changed."
 )
+
+
+def tool_host(config: Config | None = None, environ: Mapping[str, str] | None = None) -> ToolHost:
+    """The built-in tools with kun's secrets kept from them: ``bash`` runs
+    commands without the providers' key variables and the secret-looking
+    ones, but those ``[tools.bash] env_allow`` names
+    (:mod:`kun.tools.environment`); every result is scrubbed of the values
+    of all of them, in every form (:class:`~kun.model.redact.Redactor`),
+    before it is recorded. The values are read from ``environ`` (default:
+    ``os.environ``) once, here; a command gets kun's environment as it is
+    when the command starts, less what is withheld."""
+    env = os.environ if environ is None else environ
+    providers = config.providers.values() if config is not None else ()
+    environment = ToolEnvironment(
+        withhold=frozenset(p.api_key_env for p in providers if p.api_key_env),
+        allow=frozenset(config.tools.bash.env_allow if config is not None else ()),
+    )
+    redactor = Redactor(environment.secret_values(env))
+    return default_host(environment, redact=redactor.scrub if redactor else None)
 
 
 @asynccontextmanager
@@ -39,7 +63,7 @@ async def open_service(
             recorder,
             tg,
             model=model,
-            tools=tools or (default_host() if model is not None else None),
+            tools=tools or (tool_host() if model is not None else None),
             limits=limits,
             system_prompt=system_prompt,
         )

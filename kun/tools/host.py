@@ -24,18 +24,20 @@ on every request (a reordered tool list breaks the provider's prefix cache).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
 import msgspec
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
+from msgspec.structs import replace
 
 from kun.contracts.model import ToolSpec
 from kun.tools.base import Tool, ToolContext, ToolEffect, ToolOutput
 from kun.tools.builtin import builtin_tools
 from kun.tools.builtin.user_input import NAME as USER_INPUT
+from kun.tools.environment import ToolEnvironment
 from kun.tools.errors import INVALID_ARGUMENTS, TOOL_EXECUTION_FAILED, UNKNOWN_TOOL, ToolError
 
 _MAX_REPORTED_ERRORS = 5
@@ -44,9 +46,17 @@ _RAW_EXCERPT_CHARS = 200
 
 
 class ToolHost:
-    """A fixed set of tools, their specs and validators."""
+    """A fixed set of tools, their specs and validators.
 
-    def __init__(self, tools: Iterable[Tool]) -> None:
+    ``redact`` scrubs every result before it is returned to be recorded
+    (kun's known secrets, :func:`kun.session.tool_host`): whatever a tool
+    read or a command printed, the log, the screen and the provider never
+    get a secret that kun knows of."""
+
+    def __init__(
+        self, tools: Iterable[Tool], *, redact: Callable[[str], str] | None = None
+    ) -> None:
+        self._redact = redact
         by_name: dict[str, Tool] = {}
         for tool in tools:
             name = tool.spec.name
@@ -74,6 +84,13 @@ class ToolHost:
     async def execute(self, name: str, arguments: bytes, ctx: ToolContext) -> ToolOutput:
         """Validate and run one call; see the module docstring for the
         outcomes. Raises only cancellation."""
+        output = await self._execute(name, arguments, ctx)
+        if self._redact is None:
+            return output
+        scrubbed = self._redact(output.output)
+        return output if scrubbed == output.output else replace(output, output=scrubbed)
+
+    async def _execute(self, name: str, arguments: bytes, ctx: ToolContext) -> ToolOutput:
         tool = self._tools.get(name)
         if tool is None:
             return self._unknown(name, user_input=ctx.ask_user is not None)
@@ -122,9 +139,12 @@ class ToolHost:
         return ToolOutput(output="\n".join(lines), is_error=True, code=INVALID_ARGUMENTS)
 
 
-def default_host() -> ToolHost:
-    """A host with every built-in tool."""
-    return ToolHost(builtin_tools())
+def default_host(
+    environment: ToolEnvironment | None = None, *, redact: Callable[[str], str] | None = None
+) -> ToolHost:
+    """A host with every built-in tool; ``environment`` and ``redact`` keep
+    kun's secrets from the commands and out of the results."""
+    return ToolHost(builtin_tools(environment), redact=redact)
 
 
 def _schema(spec: ToolSpec) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from kun.tools.builtin.todo_list import TodoList
 from kun.tools.builtin.todo_write import TodoWrite
 from kun.tools.builtin.user_input import RequestUserInput
 from kun.tools.builtin.write_file import WriteFile
+from kun.tools.environment import ToolEnvironment
 
 __all__ = [
     "Bash",
@@ -29,8 +30,9 @@ __all__ = [
 ]
 
 
-def builtin_tools() -> tuple[Tool, ...]:
-    """One instance of every built-in tool."""
+def builtin_tools(environment: ToolEnvironment | None = None) -> tuple[Tool, ...]:
+    """One instance of every built-in tool; ``environment`` says which
+    variables ``bash`` withholds from its commands."""
     return (
         ReadFile(),
         ListDir(),
@@ -38,7 +40,7 @@ def builtin_tools() -> tuple[Tool, ...]:
         Grep(),
         WriteFile(),
         EditFile(),
-        Bash(),
+        Bash(environment),
         RequestUserInput(),
         TodoList(),
         TodoWrite(),

@@ -38,6 +38,7 @@ import anyio
 from anyio.abc import Process
 
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
+from kun.tools.environment import ToolEnvironment
 from kun.tools.errors import TIMEOUT
 from kun.tools.process import spawn_guarded
 
@@ -102,8 +103,14 @@ class Capture:
 
 
 class Bash:
+    """``environment`` says which of kun's variables a command does not get
+    (:mod:`kun.tools.environment`; by default, the secret-looking ones)."""
+
     spec = SPEC
     effect: ToolEffect = "exec"
+
+    def __init__(self, environment: ToolEnvironment | None = None) -> None:
+        self._environment = environment or ToolEnvironment()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command: str = args["command"]
@@ -114,7 +121,7 @@ class Bash:
                 guarded = await spawn_guarded(
                     ["bash", "-lc", command],
                     cwd=ctx.workspace,
-                    env=_environment(),
+                    env=_environment(self._environment),
                     stdout=write_fd,
                     stderr=subprocess.STDOUT,
                 )
@@ -193,7 +200,9 @@ def _result(
     return ToolOutput(output=f"{output}[exit code: {code}]")
 
 
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
+def _environment(environment: ToolEnvironment) -> dict[str, str]:
+    """kun's environment without its secrets (the model reads whatever the
+    command prints), and with pagers and git's password prompt off."""
+    env = environment.command_env()
     env.update(PAGER="cat", GIT_PAGER="cat", GIT_TERMINAL_PROMPT="0")
     return env
