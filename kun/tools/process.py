@@ -16,7 +16,11 @@ and killed at the next start-up: there may be no next start-up for hours.
 So each command gets a **guard**: a tiny ``sh`` in a session of its own
 (terminal signals do not reach it, and it ignores the rest), reading a pipe
 whose only writer is kun. When kun dies the kernel closes that pipe, the
-guard reads end-of-file and kills the command's whole group. When the call
+guard reads end-of-file and kills the command's whole group: ``SIGTERM``
+first, then ``SIGKILL`` :data:`GRACE_S` later. (The grace lets a shell run
+its exit traps: a login shell killed outright in the middle of its profile
+can leave a lock behind, such as pyenv's rehash lock, that stalls every
+later login shell.) When the call
 ends normally kun writes ``release`` first and the guard exits without
 killing: a background job started on purpose outlives the call, as the
 ``bash`` contract says.
@@ -50,9 +54,12 @@ from anyio.abc import Process
 SH = "/bin/sh"
 REAP_TIMEOUT_S = 5.0
 
+GRACE_S = 1
+"""Seconds between the guard's ``SIGTERM`` and its ``SIGKILL``."""
+
 _GUARD = (
-    'trap "" INT TERM HUP QUIT PIPE; read -r word; '
-    '[ "$word" = release ] || kill -s KILL -- "-$1" 2>/dev/null'
+    'trap "" INT TERM HUP QUIT PIPE; read -r word; [ "$word" = release ] && exit 0; '
+    f'kill -s TERM -- "-$1" 2>/dev/null && sleep {GRACE_S} && kill -s KILL -- "-$1" 2>/dev/null'
 )
 
 
