@@ -22,7 +22,7 @@ from kun.lognotes import notes_from_log
 from kun.model.factory import build_router
 from kun.runtime.turn_input import check_prompt
 from kun.selection import SwitchableModel, changed_model, choose_model
-from kun.session import open_service, tool_host
+from kun.session import open_service
 from kun.terminal import LiveView, PlainSink
 from kun.tty import TtyPrompter, open_terminal, watch
 
@@ -57,7 +57,7 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
     router = build_router(config)
     model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
     terminal = open_terminal()
-    async with router, open_service(options.home, model, tools=tool_host(config)) as service:
+    async with router, open_service(options.home, model, config=config) as service:
         if options.thread_id is not None:
             thread_id = options.thread_id
             state = await service.recorder.open(thread_id)

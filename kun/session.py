@@ -52,18 +52,21 @@ async def open_service(
     model: ModelClient | None = None,
     *,
     tools: ToolHost | None = None,
+    config: Config | None = None,
     limits: TurnLimits | None = None,
     system_prompt: str = SYSTEM_PROMPT,
 ) -> AsyncIterator[TurnService]:
     """The service, its recorder and store, and the task group its turns
-    run in; everything is flushed and closed on exit."""
+    run in; everything is flushed and closed on exit. Without ``tools``, a
+    service with a model gets :func:`tool_host` of ``config``, so every
+    surface that runs turns keeps the configured secrets from its tools."""
     store = JsonlEventStore(home)
     async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
         service = TurnService(
             recorder,
             tg,
             model=model,
-            tools=tools or (tool_host() if model is not None else None),
+            tools=tools or (tool_host(config) if model is not None else None),
             limits=limits,
             system_prompt=system_prompt,
         )

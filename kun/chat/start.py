@@ -112,7 +112,7 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
     config = load_config(options.config, home=options.home)
     router = build_router(config)
     model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
-    async with router, open_service(options.home, model) as service:
+    async with router, open_service(options.home, model, config=config) as service:
         if thread_id is not None:
             state = await service.recorder.open(thread_id)
             named = options.provider or options.model

@@ -113,3 +113,28 @@ async def test_without_secrets_results_are_untouched(ws: Path) -> None:
     (ws / "a.txt").write_text("https://x.test/?token=abc sk-not-a-known-key\n")
     out = await _run(host, ws, "read_file", path="a.txt")
     assert "https://x.test/?token=abc sk-not-a-known-key" in out.output
+
+
+async def test_a_session_opened_with_a_config_keeps_its_key_from_the_tools(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kun.model.scripted import ScriptedModelClient
+    from kun.session import open_service
+
+    monkeypatch.setenv("WORK_LLM", KEY)
+    monkeypatch.setenv("HOME", str(ws))
+    config = parse_config(
+        '[providers.work]\nbase_url = "https://llm.example.test/v1"\n'
+        'default_model = "m"\napi_key_env = "WORK_LLM"\n',
+        "kun.toml",
+    )
+    (ws / "notes.txt").write_text(f"key: {KEY}\n")
+    async with open_service(tmp_path / "home", ScriptedModelClient([]), config=config) as service:
+        read = await service.tools.execute(
+            "read_file", msgspec.json.encode({"path": "notes.txt"}), context(ws)
+        )
+        env = await service.tools.execute(
+            "bash", msgspec.json.encode({"command": "printenv WORK_LLM; echo rc=$?"}), context(ws)
+        )
+    assert "[redacted]" in read.output and not leaks(KEY, read.output)
+    assert env.output.startswith("rc=1"), env.output
