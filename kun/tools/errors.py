@@ -20,7 +20,8 @@
 Other codes a built-in raises as a plain ``ToolError``: ``not_found``,
 ``not_a_file`` (a directory, FIFO, socket or device where a regular file is
 needed), ``not_a_directory``, ``binary_file``, ``edit_no_match``,
-``edit_ambiguous``, ``path_changed`` (a symlink on the path kept being
+``edit_ambiguous``, ``file_too_large`` (over what ``edit_file`` holds in
+memory), ``path_changed`` (a symlink on the path kept being
 swapped while it was opened), ``search_unavailable`` (ripgrep is missing),
 ``user_input_unavailable``, ``todos_unavailable``. The host
 itself adds ``unknown_tool`` and ``tool_execution_failed`` (any other

@@ -271,3 +271,24 @@ async def test_grep_clips_long_lines(ws: Path) -> None:
     (ws / "t.txt").write_text("hit" + "y" * 1000 + "\n")
     result = await call("grep", ws, pattern="hit")
     assert "[line cut at 300 of 1003 characters]" in result.output
+
+
+async def test_searches_skip_gitignored_files_unless_named(ws: Path) -> None:
+    """The decision ripgrep brings (as in Claude Code and Codex): in a git
+    work tree, ignored files are left out of a search, hidden files are not,
+    and naming an ignored directory as the path searches it."""
+    (ws / ".git").mkdir()
+    (ws / ".gitignore").write_text("build/\n*.log\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.txt").write_text("needle\n")
+    (ws / "run.log").write_text("needle\n")
+    (ws / "src.txt").write_text("needle\n")
+    (ws / ".hidden.txt").write_text("needle\n")
+    grep = await call("grep", ws, pattern="needle")
+    assert grep.output == ".hidden.txt:1: needle\nsrc.txt:1: needle"
+    glob = await call("glob", ws, pattern="**/*.txt")
+    assert glob.output == ".hidden.txt\nsrc.txt"
+    named = await call("grep", ws, pattern="needle", path="build")
+    assert named.output == "build/out.txt:1: needle"
+    listed = await call("glob", ws, pattern="**", path="build")
+    assert listed.output == "build/out.txt"

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
+from kun.tools.builtin import edit_file as edit_file_module
 from tests.tools_host.support import call
 
 pytestmark = pytest.mark.anyio
@@ -92,3 +97,44 @@ async def test_edit_refusals(ws: Path) -> None:
     assert same.code == "invalid_arguments"
     empty = await call("edit_file", ws, path="f", old_string="", new_string="x")
     assert empty.code == "invalid_arguments" and "old_string" in empty.output
+
+
+async def test_edit_refuses_a_file_too_large_to_hold(ws: Path) -> None:
+    with (ws / "huge.txt").open("wb") as f:
+        f.truncate(edit_file_module.MAX_EDIT_BYTES + 1)
+    result = await call("edit_file", ws, path="huge.txt", old_string="a", new_string="b")
+    assert result.code == "file_too_large"
+    assert "use bash" not in result.output and "with bash" in result.output
+
+
+async def test_write_keeps_the_mode_and_leaves_no_temporary_file(ws: Path) -> None:
+    script = ws / "run.sh"
+    script.write_text("echo old\n")
+    script.chmod(0o751)
+    await call("write_file", ws, path="run.sh", content="echo new\n")
+    await call("edit_file", ws, path="run.sh", old_string="new", new_string="newer")
+    assert script.read_text() == "echo newer\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751
+    assert os.listdir(ws) == ["run.sh"]
+
+
+async def test_a_failed_write_leaves_the_old_content(ws: Path) -> None:
+    """A write cut short (here by the file-size limit, as a full disk would)
+    fails readably and leaves the file as it was, with no temporary file:
+    before, the file was truncated first and left half-written."""
+    (ws / "f.txt").write_text("old content\n")
+    child = f"""
+import resource, signal, anyio, msgspec
+from pathlib import Path
+from kun.tools import ToolContext, default_host
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+ctx = ToolContext(workspace=Path({str(ws)!r}), thread_id="t", turn_id="u", call_id="c")
+args = msgspec.json.encode({{"path": "f.txt", "content": "new " * 10_000}})
+result = anyio.run(default_host().execute, "write_file", args, ctx)
+print(result.code)
+"""
+    done = await anyio.run_process([sys.executable, "-c", child])
+    assert done.stdout.decode().strip() == "tool_execution_failed"
+    assert (ws / "f.txt").read_text() == "old content\n"
+    assert os.listdir(ws) == ["f.txt"]

@@ -12,8 +12,8 @@ dies it is killed by its guard (:mod:`kun.tools.process`).
 What the search sees follows ripgrep's rules, chosen on purpose:
 
 * files ignored by ``.gitignore`` (in a git work tree), ``.ignore`` and
-  ``.rgignore`` are skipped, as a developer's own search would; a path
-  given explicitly is searched even if ignored;
+  ``.rgignore`` are skipped, as a developer's own search would; the path a
+  search starts from is searched even if ignored;
 * hidden files are searched, but never ``.git``, ``.hg`` or ``.svn``;
 * symlinks met in a walk are not followed (a link's target is found under
   its own path when it is inside), and only regular files are read: a FIFO

@@ -24,6 +24,9 @@ from kun.tools.errors import InvalidArguments, ToolError
 from kun.tools.workspace import OpenFile, Workspace
 
 NAME = "edit_file"
+MAX_EDIT_BYTES = 64 * 1024 * 1024
+"""The largest file edit_file takes: an edit holds the whole text (twice)
+in memory, so a larger file is refused before it is read."""
 
 SPEC = make_spec(
     NAME,
@@ -103,6 +106,13 @@ def _edit_open(file: OpenFile, old: str, new: str, *, replace_all: bool) -> Tool
 
 
 def _read_text(fd: int, shown: str) -> str:
+    size = os.fstat(fd).st_size
+    if size > MAX_EDIT_BYTES:
+        raise ToolError(
+            "file_too_large",
+            f"{shown} is {plural(size, 'byte')}, over the {MAX_EDIT_BYTES // (1024 * 1024)} MB "
+            "edit_file edits; change it with bash (sed, a script) instead.",
+        )
     with os.fdopen(os.dup(fd), "rb") as f:
         data = f.read()
     if looks_binary(data):

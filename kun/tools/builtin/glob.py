@@ -10,9 +10,9 @@ The walk and the match run in ripgrep (``rg --files``,
 :mod:`kun.tools.builtin._rg`, which says what it skips): globs compile to
 finite automata, so matching is linear in the path whatever the pattern,
 and an abort kills the walk at once. Repeated ``**/`` are collapsed and the
-pattern's length is bounded. Files ignored by ``.gitignore`` are left out,
-unless the pattern names an ignored directory itself (``build/**``);
-symlinks are not followed and only regular files are listed.
+pattern's length is bounded. Files ignored by ``.gitignore`` are left out
+(give an ignored directory as ``path`` to list it); symlinks are not
+followed and only regular files are listed.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ SPEC = make_spec(
     NAME,
     "Find files by path pattern, e.g. '**/*.py' or 'src/**/test_*.{js,ts}'. '*' matches "
     "within one directory level, '**' across levels. Returns workspace-relative paths, "
-    f"sorted, at most {MAX_RESULTS}. Skips .git and files ignored by .gitignore.",
+    f"sorted, at most {MAX_RESULTS}. Skips .git and files ignored by .gitignore (give an "
+    "ignored directory as path to list it).",
     {
         "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern."},
         "path": {
