@@ -267,3 +267,15 @@ def test_snapshots_are_immutable_and_independent_of_later_events() -> None:
     with pytest.raises(AttributeError):
         first.last_seq = 0  # type: ignore[misc]
     assert msgspec.json.encode(first) != msgspec.json.encode(projector.snapshot())
+
+
+def test_a_refused_event_leaves_last_seq_at_the_event_before_it() -> None:
+    """The log reader turns a fold's refusal into the line of the event: it
+    needs the seq the fold had reached."""
+    b = _builder()
+    b.start_turn("x")
+    stray = ev.TurnCompleted(seq=len(b.events) + 1, at=0, thread_id=b.thread_id, turn_id="nope")
+    projector = Projector()
+    with pytest.raises(ProjectionError):
+        projector.apply_all([*b.events, stray])
+    assert projector.last_seq == len(b.events)
