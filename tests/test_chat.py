@@ -109,13 +109,15 @@ def test_typing_while_a_turn_streams_steers_it(tmp_path: Path) -> None:
     assert "also say hello" in msgspec.json.encode(_requests(provider)[1]).decode()
 
 
-def test_steering_that_comes_during_the_last_step_is_sent_next(tmp_path: Path) -> None:
+def test_steering_that_comes_during_the_last_step_gets_an_answer_in_the_turn(
+    tmp_path: Path,
+) -> None:
     with serve([slow_answer(words=150, sep="\n"), answer("late reply")]) as provider:
         child = _session(tmp_path, provider)
         child.send("talk" + ENTER)
         child.expect("word3")
         child.send("one more thing" + ENTER)
-        child.expect("sending it now")
+        child.expect("the model reads this at its next step")
         child.expect("late reply")
         child.expect("turn completed")
         child.send("\x04")
@@ -124,7 +126,7 @@ def test_steering_that_comes_during_the_last_step_is_sent_next(tmp_path: Path) -
     home = tmp_path / "home"
     thread = only_thread(home)
     assert _user_texts(home, thread) == ["talk", "one more thing"]
-    assert [t.status for t in state_of(home, thread).turns] == ["completed", "completed"]
+    assert [t.status for t in state_of(home, thread).turns] == ["completed"]
 
 
 @pytest.mark.parametrize("key", ["\x1b", "\x03"])

@@ -26,9 +26,9 @@ from anyio.abc import TaskGroup
 from kun.chat.commands import run_command
 from kun.chat.input import ChatInput
 from kun.chat.view import ChatSink
-from kun.contracts.items import UserMessage
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.errors import KunError
+from kun.runtime.errors import SteeringFull, TurnNotRunning
 from kun.runtime.service import TurnService
 from kun.selection import SwitchableModel, changed_model, choose_model, parse_target
 from kun.terminal import LiveView, Tone
@@ -69,7 +69,7 @@ class ChatSession:
         self._approval: ApprovalPolicy = setup.approval
         self._closing = False
         self._tg: TaskGroup | None = None
-        self._steered: dict[str, list[str]] = {}
+        self._late: dict[str, list[str]] = {}
         self.switch_thread(setup.thread_id)
 
     # -- what commands use ------------------------------------------------------
@@ -142,9 +142,7 @@ class ChatSession:
             if text.startswith("/"):
                 await run_command(self, text)
             elif self.turn_id is not None and self.thread_id is not None:
-                await self.service.steer_turn(self.thread_id, self.turn_id, text)
-                self._steered.setdefault(self.turn_id, []).append(text)
-                self.say("(steering: the model reads this at its next step)", "dim")
+                await self._steer(self.thread_id, self.turn_id, text)
             else:
                 await self._start(text)
         except KunError as exc:
@@ -171,22 +169,23 @@ class ChatSession:
             if self.turn_id == turn_id:
                 self.turn_id = None
             self.input.refresh()
-        late = self._undelivered(view.thread_id, turn_id)
+        late = self._late.pop(turn_id, [])
         if late and not self._closing and self.turn_id is None:
-            self.say("(your steering came after the model's last step: sending it now)", "dim")
+            self.say("(your steering came after the turn ended: sending it now)", "dim")
             await self._start("\n\n".join(late))
 
-    def _undelivered(self, thread_id: str, turn_id: str) -> list[str]:
-        """Steering that reached a turn after its last step: the loop reads
-        steering before each step, so text sent while the final answer
-        streamed would be lost. A completed turn's leftovers become the next
-        message; an interrupted turn's are dropped with it."""
-        sent = self._steered.pop(turn_id, [])
-        turn = next((t for t in self.service.state(thread_id).turns if t.turn_id == turn_id), None)
-        if not sent or turn is None or turn.status != "completed":
-            return []
-        delivered = [i.text for i in turn.items if isinstance(i, UserMessage) and i.steered]
-        return [text for text in sent if text not in delivered]
+    async def _steer(self, thread_id: str, turn_id: str, text: str) -> None:
+        """Steer the running turn. The loop takes one more step for steering
+        that arrives during its final step, so only text that comes after the
+        turn has ended is refused; that becomes the next message."""
+        try:
+            await self.service.steer_turn(thread_id, turn_id, text)
+        except (SteeringFull, TurnNotRunning) as exc:
+            if isinstance(exc, SteeringFull) and not exc.settled:
+                raise
+            self._late.setdefault(turn_id, []).append(text)
+            return
+        self.say("(steering: the model reads this at its next step)", "dim")
 
     async def _interrupted(self, key: str) -> None:
         if self.turn_id is not None:

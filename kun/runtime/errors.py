@@ -43,9 +43,13 @@ class TurnNotRunning(UserMistake):
 
 
 class SteeringFull(UserMistake):
-    def __init__(self, turn_id: str, reason: str) -> None:
+    """Steering refused: the queue is full, or (``settled``) the turn has
+    taken its last step."""
+
+    def __init__(self, turn_id: str, reason: str, *, settled: bool = False) -> None:
         super().__init__(f"turn {turn_id!r} takes no more steering: {reason}")
         self.turn_id = turn_id
+        self.settled = settled
 
 
 class AnswerConflict(UserMistake):

@@ -104,8 +104,11 @@ async def loop(run: TurnRun) -> Outcome:
             return limit
         await drain_steering(run)
         result = await model_step(run, step)
-        if result is not CONTINUE:
-            return result
+        if result is CONTINUE or (
+            result.status == "completed" and not run.steering.close_if_empty()
+        ):
+            continue
+        return result
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -2,7 +2,11 @@
 
 Bounded (32 entries, 64 KB per turn) and sealed when the turn settles, so
 steering never leaks into the next turn. The loop drains it at its two safe
-points: before the first step and at the top of every step.
+points: before the first step and at the top of every step. Steering that
+arrives while the final step streams is not lost: the loop sees it
+(:meth:`SteeringQueue.close_if_empty`) and takes one more step instead of ending
+the turn; the queue is sealed in the same breath as that decision, so a
+push after it fails loudly rather than vanishing.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ class SteeringQueue:
     def push(self, text: str) -> None:
         size = len(text.encode())
         if self._sealed:
-            raise SteeringFull(self.turn_id, "the turn has settled")
+            raise SteeringFull(self.turn_id, "the turn has settled", settled=True)
         if len(self._entries) >= MAX_ENTRIES:
             raise SteeringFull(self.turn_id, f"{MAX_ENTRIES} entries are waiting")
         if self._bytes + size > MAX_BYTES:
@@ -36,6 +40,15 @@ class SteeringQueue:
     def drain(self) -> list[str]:
         entries, self._entries, self._bytes = self._entries, [], 0
         return entries
+
+    def close_if_empty(self) -> bool:
+        """Called when the loop would end the turn: ``True`` (and the turn
+        goes on) if steering is waiting; otherwise the queue is sealed and
+        ``False``. No await separates the check from the seal."""
+        if self._entries:
+            return False
+        self._sealed = True
+        return True
 
     def seal(self) -> None:
         self._sealed = True

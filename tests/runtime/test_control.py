@@ -10,7 +10,7 @@ import pytest
 
 from kun.contracts import events as ev
 from kun.contracts.items import Approval, AssistantText, ToolCall, ToolResult, UserMessage
-from kun.contracts.model import ModelRequest, ModelStreamChunk, TextDeltaChunk
+from kun.contracts.model import CompletedChunk, ModelRequest, ModelStreamChunk, TextDeltaChunk
 from kun.domain.reduce import replay
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime.errors import AnswerConflict, SteeringFull, ThreadBusy, TurnNotRunning
@@ -56,6 +56,32 @@ async def test_steering_lands_before_the_next_request_and_never_leaks(tmp_path: 
             await h.service.steer_turn(h.thread_id, turn_id, "too late")
         nxt = await h.run("next")
         assert not any(isinstance(i, UserMessage) and i.steered for i in nxt.items)
+
+
+async def test_steering_during_the_final_step_gets_one_more_step(tmp_path: Path) -> None:
+    streaming = anyio.Event()
+    release = anyio.Event()
+
+    async def final_answer(request: ModelRequest) -> AsyncIterator[ModelStreamChunk]:
+        yield TextDeltaChunk(text="done, I think")
+        streaming.set()
+        await release.wait()
+        yield CompletedChunk(stop_reason="stop")
+
+    async with harness(tmp_path, [final_answer, text_reply("b.py checked too")]) as h:
+        turn_id = await h.service.start_turn(h.thread_id, "work")
+        await streaming.wait()
+        await h.service.steer_turn(h.thread_id, turn_id, "also check b.py")
+        release.set()
+        turn = await h.service.wait_turn(h.thread_id, turn_id)
+        assert turn.status == "completed"
+        assert len(h.model.requests) == 2
+        last = h.model.requests[1].history[-1]
+        assert isinstance(last, UserMessage) and last.text == "also check b.py"
+        texts = [i.text for i in turn.items if isinstance(i, AssistantText)]
+        assert texts == ["done, I think", "b.py checked too"]
+        with pytest.raises(TurnNotRunning):
+            await h.service.steer_turn(h.thread_id, turn_id, "too late")
 
 
 async def test_steering_is_bounded(tmp_path: Path) -> None:
