@@ -319,31 +319,21 @@ def _usage_notes(report: Any) -> Iterator[str]:
 
 
 @cli.command()
+@click.option(
+    "--fast", is_flag=True, help="Do not pace the stream (it is paced only on a terminal)."
+)
 @home_option
-def demo(home: Path | None) -> None:
-    """Run a real multi-step, tool-using turn offline against the loopback
-    provider, then print its transcript (into a fresh temporary home unless
-    --home is given)."""
+def demo(fast: bool, home: Path | None) -> None:
+    """Run two real turns offline against a model scripted on 127.0.0.1,
+    then show what the log makes possible: time travel, a fork, a usage
+    comparison, a rewind (into a fresh temporary home unless --home)."""
     import tempfile
 
-    import anyio
-
-    from kun.demo import run_demo
-    from kun.domain.transcript import render_transcript
+    from kun.demo_tour import demo as run_demo
     from kun.store.paths import resolve_home
 
     root = resolve_home(home) if home is not None else Path(tempfile.mkdtemp(prefix="kun-demo-"))
-    color = sys.stdout.isatty()
-    run = anyio.run(lambda: run_demo(root, sys.stdout, color=color))
-    state, _ = _replay(run.path, until=None, strict=True)
-    click.echo("")
-    click.echo("--- kun replay " + run.thread_id + " ---")
-    click.echo("\n".join(render_transcript(state)))
-    click.echo("")
-    click.echo(f"workspace: {run.workspace}")
-    click.echo(f"replay it: kun replay {run.thread_id} --home {root}")
-    if run.status != "completed":
-        _fail(f"the demo turn ended {run.status}")
+    run_demo(root, fast=fast)
 
 
 _POLICIES = ["never", "on-request", "untrusted", "always", "auto"]

@@ -1,15 +1,27 @@
-"""``kun demo``: a real multi-step, tool-using turn, offline.
+"""``kun demo``: real turns, offline, at a pace a person can watch.
 
 It starts the loopback provider on 127.0.0.1, creates a thread on a small
-workspace in a temporary folder, and runs one turn through the real loop: the
-scripted model reads and greps the files in one parallel step, edits the bug
-in the next, checks its work, then answers. Everything on the way is real:
-HTTP and SSE on a socket, the stream decoders, the tools on disk, the JSONL
-log. Only the model's words are scripted.
+workspace in a temporary folder, and runs two turns through the real loop.
+In the first, the scripted model reads and greps the files in one parallel
+step, edits the bug in the next, checks its work, then answers; the second
+is a short follow-up question. Everything on the way is real: HTTP and SSE
+on a socket, the stream decoders, the tools on disk, the JSONL log, the
+prices. Only the model's words are scripted.
+
+Pace: the provider, not kun, is slowed (a pause before each response and
+between its SSE events, :data:`PACE`), so the loop and the live view run
+exactly as they do against a real model. ``kun demo`` paces only when its
+output is a terminal; ``--fast`` turns pacing off there too.
+
+Price: the model id is ``gpt-4.1-mini`` and its tokens are priced as
+``openai/gpt-4.1-mini`` in the bundled models.dev catalogue, so the usage
+line shows what the same tokens would have cost there (nothing is billed:
+the provider is on this machine).
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +41,26 @@ from kun.contracts.model import (
 from kun.contracts.threads import ThreadSettings
 from kun.contracts.usage import UsageSnapshot
 from kun.model.client import HttpModelClient
+from kun.runtime.service import TurnService
 from kun.session import open_service
 from kun.store.paths import log_path
 from kun.terminal import LiveView, PlainSink
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
+MODEL = "gpt-4.1-mini"
+CATALOG = "openai"
+"""The catalogue provider whose prices the demo's tokens are billed at."""
+
+PACE = (0.35, 0.035)
+"""Seconds the paced provider waits before each response (the model
+thinking: the spinner shows) and between SSE events (the words stream)."""
+
 PROMPT = "test_calc.py fails. Find the bug in calc.py and fix it."
+FOLLOW_UP = "Anything else in calc.py to worry about?"
+FOLLOW_UP_ANSWER = (
+    "Not much: both helpers are one line. "
+    "A test with negative numbers would have caught the sign error sooner."
+)
 FILES = {
     "calc.py": (
         '"""Small arithmetic helpers."""\n\n\n'
@@ -52,10 +78,19 @@ FILES = {
 
 @dataclass(frozen=True)
 class DemoRun:
+    """The demo thread: its id, log, workspace, turn ids and their statuses."""
+
+    home: Path
     thread_id: str
     path: Path
     workspace: Path
-    status: str
+    turn_ids: tuple[str, ...]
+    statuses: tuple[str, ...]
+
+
+def _words(text: str) -> list[ModelStreamChunk]:
+    """``text`` a word at a time, as a model streams it."""
+    return [TextDeltaChunk(text=word) for word in re.findall(r"\S+\s*", text)]
 
 
 def _call(
@@ -77,24 +112,23 @@ def _usage(prompt: int, completion: int, hit: int) -> UsageChunk:
         cache_hit_tokens=hit,
         cache_miss_tokens=prompt - hit,
     )
-    return UsageChunk(usage=usage, model="kun-demo-1")
+    return UsageChunk(usage=usage, model=MODEL)
 
 
-def script() -> list[FakeResponse]:
-    """The model's four answers, streamed as a chat completions server would."""
+def script(*, paced: bool = False) -> list[FakeResponse]:
+    """The model's five answers (four for the fix, one for the follow-up),
+    streamed as a chat completions server would, paced or at full speed."""
     look: list[ModelStreamChunk] = [
         ReasoningDeltaChunk(text="The test expects add(2, 3) == 5. "),
         ReasoningDeltaChunk(text="Read calc.py and find every definition."),
-        TextDeltaChunk(text="I'll read "),
-        TextDeltaChunk(text="calc.py and list its functions."),
+        *_words("I'll read calc.py and list its functions."),
         *_call(0, "call_read", "read_file", {"path": "calc.py"}),
         *_call(1, "call_grep", "grep", {"pattern": r"def \w+", "path": "."}),
         _usage(1840, 96, 0),
         CompletedChunk(stop_reason="tool_calls"),
     ]
     fix: list[ModelStreamChunk] = [
-        TextDeltaChunk(text="`add` subtracts. "),
-        TextDeltaChunk(text="Fixing it."),
+        *_words("`add` subtracts. Fixing it."),
         *_call(
             0,
             "call_edit",
@@ -110,14 +144,22 @@ def script() -> list[FakeResponse]:
         CompletedChunk(stop_reason="tool_calls"),
     ]
     answer: list[ModelStreamChunk] = [
-        TextDeltaChunk(text="Fixed: `add` in calc.py returned `a - b`; "),
-        TextDeltaChunk(text="it now returns `a + b`, so `test_add` passes. "),
-        TextDeltaChunk(text="`mul` was already right."),
+        *_words(
+            "Fixed: `add` in calc.py returned `a - b`; it now returns `a + b`, "
+            "so `test_add` passes. `mul` was already right."
+        ),
         _usage(2650, 41, 2496),
         CompletedChunk(stop_reason="stop"),
     ]
+    follow_up: list[ModelStreamChunk] = [
+        *_words(FOLLOW_UP_ANSWER),
+        _usage(2731, 29, 2624),
+        CompletedChunk(stop_reason="stop"),
+    ]
+    think, gap = PACE if paced else (0.0, 0.0)
     return [
-        FakeResponse(chunks=tuple(chunks), per_event=True) for chunks in (look, fix, check, answer)
+        FakeResponse(chunks=tuple(chunks), per_event=True, header_delay=think, piece_delay=gap)
+        for chunks in (look, fix, check, answer, follow_up)
     ]
 
 
@@ -128,24 +170,43 @@ def make_workspace(root: Path) -> Path:
     return root
 
 
-async def run_demo(home: Path, out: TextIO, *, color: bool = False) -> DemoRun:
+async def _turn(service: TurnService, thread_id: str, prompt: str, view: LiveView) -> str:
+    """Run one turn of ``prompt`` and show it; its id."""
+    after = service.state(thread_id).last_seq
+    view.note(f"user > {prompt}", "plain")
+    turn_id = await service.start_turn(thread_id, prompt, disable_user_input=True)
+    await view.follow(after, turn_id)
+    return turn_id
+
+
+async def run_demo(home: Path, out: TextIO, *, color: bool = False, paced: bool = False) -> DemoRun:
+    """Run the demo's two turns into ``home``, showing them on ``out``."""
     workspace = make_workspace(Path(tempfile.mkdtemp(prefix="kun-demo-ws-")))
-    async with FakeProvider(script(), format="chat_completions") as provider:
-        client = HttpModelClient("loopback", "kun-demo-1", provider.base_url, "chat_completions")
+    async with FakeProvider(script(paced=paced), format="chat_completions") as provider:
+        client = HttpModelClient(
+            "loopback", MODEL, provider.base_url, "chat_completions", catalog=CATALOG
+        )
         async with client, open_service(home, client) as service:
             settings = ThreadSettings(
                 workspace=str(workspace),
                 provider="loopback",
-                model="kun-demo-1",
+                model=MODEL,
                 approval_policy="on-request",
                 title="Fix the failing add()",
                 title_auto=False,
             )
             thread_id = await service.create_thread(settings)
-            view = LiveView(service, thread_id, PlainSink(out, color=color))
-            after = service.state(thread_id).last_seq
-            out.write(f"user > {PROMPT}\n")
-            turn_id = await service.start_turn(thread_id, PROMPT, disable_user_input=True)
-            await view.follow(after, turn_id)
-            turn = await service.wait_turn(thread_id, turn_id)
-    return DemoRun(thread_id, log_path(home, thread_id), workspace, turn.status)
+            view = LiveView(service, thread_id, PlainSink(out, spinner=paced, color=color))
+            turn_ids = []
+            for prompt in (PROMPT, FOLLOW_UP):
+                turn_ids.append(await _turn(service, thread_id, prompt, view))
+                out.write("\n")
+            turns = [await service.wait_turn(thread_id, turn_id) for turn_id in turn_ids]
+    return DemoRun(
+        home=home,
+        thread_id=thread_id,
+        path=log_path(home, thread_id),
+        workspace=workspace,
+        turn_ids=tuple(turn_ids),
+        statuses=tuple(turn.status for turn in turns),
+    )

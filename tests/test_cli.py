@@ -163,24 +163,6 @@ def test_the_console_script_runs_as_a_module(tmp_path: Path) -> None:
     assert proc.stderr == "kun: error: thread 'nope' not found\n"
 
 
-def test_demo_runs_a_real_turn_that_replays_to_the_same_transcript(tmp_path: Path) -> None:
-    code, out, err = _run("demo", "--home", str(tmp_path))
-    assert code == 0, err
-    hint = out.strip().split("\n")[-1]
-    assert hint.startswith("replay it: kun replay thr_")
-    thread_id = hint.split()[4]
-    live, _, shown = out.partition(f"--- kun replay {thread_id} ---\n")
-    assert "-> read_file(" in live and "-> edit_file(" in live and "turn completed" in live
-    code, replayed, _ = _run("replay", thread_id, "--home", str(tmp_path))
-    assert code == 0
-    assert shown.startswith(replayed.rstrip("\n"))
-    assert "return a + b" in replayed
-    workspace = Path(next(line for line in out.split("\n") if line.startswith("workspace: "))[11:])
-    assert "return a + b" in (workspace / "calc.py").read_text()
-    code, listing, _ = _run("threads", "--home", str(tmp_path))
-    assert thread_id in listing and "completed" in listing
-
-
 def test_rewind_and_fork_mistakes_are_one_line(tmp_path: Path) -> None:
     _write(tmp_path, _thread())
     code, _, err = _run("rewind", "t_cli", "--before-turn", "nope", "--home", str(tmp_path))

@@ -1,0 +1,124 @@
+"""``kun demo``: real turns on the loopback provider, a priced usage line,
+and a tour of the log whose commands are printed as typed and really run."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+import kun.demo
+from kun import demo_tour
+from kun.cli import cli
+from kun.contracts import events as ev
+from tests.terminal_support import events_of, finish, spawn, state_of
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _commands(out: str) -> list[tuple[list[str], str]]:
+    """Each ``$ kun ...`` line of the tour: its arguments, and what it printed."""
+    blocks = out.split("\n$ ")[1:]
+    found = []
+    for block in blocks:
+        typed, _, printed = block.partition("\n")
+        command = shlex.split(typed.partition("  # ")[0])
+        found.append((command, printed.partition("\nworkspace: ")[0].rstrip("\n")))
+    return found
+
+
+def test_the_demo_runs_real_turns_priced_and_tours_its_own_log(tmp_path: Path) -> None:
+    code, out, err = _run("demo", "--home", str(tmp_path))
+    assert code == 0, err
+    live, _, tour = out.partition("What the log makes possible")
+    assert "-> read_file(" in live and "-> edit_file(" in live and "turn completed" in live
+    usage_lines = [line for line in live.split("\n") if line.startswith("usage: ")]
+    assert len(usage_lines) == 2 and all("· $0.00" in line for line in usage_lines)
+    assert "openai/gpt-4.1-mini" in live
+    commands = _commands(tour)
+    assert [c[0][1] for c in commands] == ["replay", "fork", "usage", "rewind"]
+    for args, _ in commands:
+        assert args[0] == "kun" and args[-2:] == ["--home", str(tmp_path)]
+    thread_id = commands[0][0][2]
+    events = events_of(tmp_path, thread_id)
+    assert f"\n{len(events) - 1} events, one JSON line each" in tour  # the rewind came after
+
+    (replay_args, replayed), (fork_args, fork_id), (usage_args, compared), _ = commands
+    seq = int(replay_args[replay_args.index("--until-seq") + 1])
+    assert "== turn 1 · running" in replayed and "-> ok" in replayed
+    assert "edit_file" not in replayed
+    assert fork_args[fork_args.index("--at-seq") + 1] == str(seq)
+    fork = state_of(tmp_path, fork_id)
+    assert fork.forked_from is not None
+    assert (fork.forked_from.thread_id, fork.forked_from.seq) == (thread_id, seq)
+    assert usage_args[2:4] == [thread_id, fork_id]
+    assert compared.split("\n")[1].split()[:4] == ["model", "calls", "5", "1"]
+
+    state = state_of(tmp_path, thread_id)
+    assert [t.status for t in state.turns] == ["completed", "completed"]
+    assert len(state.visible_turns) == 1
+    assert isinstance(events[-1], ev.ThreadRewound)
+    # Pasted again, the printed command prints what the demo showed under it.
+    code, again, _ = _run(*replay_args[1:])
+    assert code == 0 and again.rstrip("\n") == replayed
+    workspace = Path(out.rpartition("\nworkspace: ")[2].strip())
+    assert "return a + b" in (workspace / "calc.py").read_text()
+
+
+def test_the_paced_provider_streams_word_by_word_over_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pace is the provider's: the follow-up's words reach the log
+    spread over (words - 1) gaps, not as one buffered burst."""
+    monkeypatch.setattr(kun.demo, "PACE", (0.0, 0.01))
+
+    class Out:
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None: ...
+
+    run = anyio.run(lambda: kun.demo.run_demo(tmp_path, Out(), paced=True))  # type: ignore[arg-type]
+    deltas = [
+        e
+        for e in events_of(tmp_path, run.thread_id)
+        if isinstance(e, ev.AssistantTextDelta) and e.turn_id == run.turn_ids[-1]
+    ]
+    words = len(kun.demo.FOLLOW_UP_ANSWER.split())
+    assert len(deltas) >= 5
+    assert deltas[-1].at - deltas[0].at >= 0.01 * 1000 * (words - 1) * 0.75
+
+
+@pytest.mark.parametrize(
+    ("tty", "fast", "paced"), [(True, False, True), (True, True, False), (False, False, False)]
+)
+def test_the_demo_paces_only_on_a_terminal_and_not_when_fast(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tty: bool, fast: bool, paced: bool
+) -> None:
+    seen: dict[str, bool] = {}
+
+    async def fake_run(home: Path, out: object, *, color: bool, paced: bool) -> kun.demo.DemoRun:
+        seen["paced"] = paced
+        raise SystemExit(0)
+
+    monkeypatch.setattr(kun.demo, "run_demo", fake_run)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: tty, raising=False)
+    with pytest.raises(SystemExit):
+        demo_tour.demo(tmp_path, fast=fast)
+    assert seen == {"paced": paced}
+
+
+def test_the_demo_at_a_terminal(tmp_path: Path) -> None:
+    """At a terminal (with --fast, to stay quick): colour, and the tour's
+    commands as typed."""
+    child = spawn(["demo", "--fast", "--home", str(tmp_path)], cwd=tmp_path)
+    status, text = finish(child)
+    assert status == 0, text
+    assert "\x1b[" in child.logfile_read.getvalue()  # type: ignore[union-attr]
+    assert "$ kun usage thr_" in text and "What the log makes possible" in text
