@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +137,21 @@ async def test_ctrl_c_interrupts_the_turn_cleanly(tmp_path: Path) -> None:
     turn = replay(events).turns[0]
     assert turn.status == "aborted"
     assert all(item.status not in ("in_progress", "pending") for item in turn.items)
+
+
+async def test_kun_run_against_a_closed_local_port_says_so_at_once(tmp_path: Path) -> None:
+    """Nothing listens on the port: one attempt, one line naming the address,
+    no retries (a refused loopback connection is not worth waiting on)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = _config(tmp_path, f"http://127.0.0.1:{port}/v1")
+    code, out, err = await _kun(
+        "run", "hi", "--config", str(config), "--home", str(tmp_path / "home"),
+        "--workspace", str(_workspace(tmp_path)),
+    )  # fmt: skip
+    assert code == 1
+    both = out + err
+    listening = f"nothing is listening at http://127.0.0.1:{port} \u2014 is the server running?"
+    assert both.count(listening) == 1, both
+    assert "retrying in" not in both

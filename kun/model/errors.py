@@ -27,7 +27,9 @@
         │                           with another pending call; a
         │                           delta for a settled call
         ├── APIConnectionError      no answer: connect/read/proxy  connection_error   retryable
-        │                           failure, a broken connection
+        │   │                       failure, a broken connection
+        │   └── ConnectionRefusedLocally  a loopback or private    connection_refused never
+        │                           address refused: no server
         ├── APITimeoutError         the transport timed out        timeout            retryable
         │   └── StreamIdleTimeout   nothing but keep-alives for    stream_idle_timeout retryable
         │                           the idle timeout
@@ -76,6 +78,7 @@ __all__ = [
     "AttachmentTooLarge",
     "ChatProviderError",
     "ClientConfigError",
+    "ConnectionRefusedLocally",
     "EndpointConfigError",
     "StreamIdleTimeout",
     "StreamProtocolError",
@@ -147,6 +150,14 @@ class APIConnectionError(ChatProviderError):
 
     code = "connection_error"
     retryable = True
+
+
+class ConnectionRefusedLocally(APIConnectionError):
+    """A local address (loopback, private, link-local) refused the
+    connection: nothing listens there, and waiting will not start it."""
+
+    code = "connection_refused"
+    retryable = False
 
 
 class APITimeoutError(ChatProviderError):
@@ -253,6 +264,7 @@ _PLAIN: dict[str, type[ChatProviderError]] = {
         ClientConfigError,
         StreamProtocolError,
         APIConnectionError,
+        ConnectionRefusedLocally,
         APITimeoutError,
         StreamIdleTimeout,
         APIEmptyResponseError,

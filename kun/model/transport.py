@@ -4,6 +4,9 @@ translated here, once, into :mod:`kun.model.errors`.
 * A transport timeout is an :class:`~kun.model.errors.APITimeoutError`, any
   other transport failure an :class:`~kun.model.errors.APIConnectionError`
   (both retryable), with a hint to check the proxy when one is configured.
+* A connection refused by a local address (:mod:`kun.model.refusal`) is a
+  :class:`~kun.model.errors.ConnectionRefusedLocally`, never retried:
+  "nothing is listening at http://127.0.0.1:8080 - is the server running?".
 * A request httpx refuses to send (``LocalProtocolError``: h11 found an
   illegal header value; ``InvalidURL``) is a
   :class:`~kun.model.errors.ClientConfigError`, never retried: sending the
@@ -32,8 +35,10 @@ from kun.model.errors import (
     APITimeoutError,
     ChatProviderError,
     ClientConfigError,
+    ConnectionRefusedLocally,
 )
 from kun.model.redact import redact_url
+from kun.model.refusal import refused_locally
 
 __all__ = ["header_problem", "translate_errors"]
 
@@ -78,6 +83,12 @@ def translate_errors(target: str, proxy: str | None = None) -> Iterator[None]:
         ) from exc
     except (httpx.LocalProtocolError, httpx.InvalidURL) as exc:
         raise ClientConfigError(_UNSENDABLE.format(target=target)) from exc
+    except httpx.ConnectError as exc:
+        if refused_locally(exc, proxy or target):
+            raise ConnectionRefusedLocally(_nobody_listening(target, proxy)) from exc
+        raise APIConnectionError(
+            _transport_message("could not talk to", target, exc, proxy)
+        ) from exc
     except httpx.TransportError as exc:
         raise APIConnectionError(
             _transport_message("could not talk to", target, exc, proxy)
@@ -86,6 +97,20 @@ def translate_errors(target: str, proxy: str | None = None) -> Iterator[None]:
         raise ChatProviderError(
             f"unreadable response from {target}: {exc}", code="invalid_response"
         ) from exc
+
+
+def _nobody_listening(target: str, proxy: str | None) -> str:
+    if proxy is not None:
+        where, what = f"the proxy {redact_url(proxy)}", "is the proxy running?"
+    else:
+        url = httpx.URL(target)
+        where, what = (
+            str(url.copy_with(path="", query=None, fragment=None)),
+            "is the server running?",
+        )
+    return (
+        f"nothing is listening at {where} \u2014 {what} (the connection was refused; not retrying)"
+    )
 
 
 def _transport_message(what: str, target: str, exc: httpx.HTTPError, proxy: str | None) -> str:

@@ -96,8 +96,8 @@ async def test_a_dead_proxy_is_named_in_the_error() -> None:
     async with model(f"http://user:pw-secret@127.0.0.1:{port}") as client:
         with anyio.fail_after(10):
             last = error(await collect(client))
-    assert last.code == "connection_error"
-    assert "A proxy is configured (http://user:[redacted]@127.0.0.1:" in last.message
+    assert last.code == "connection_refused"
+    assert "nothing is listening at the proxy http://user:[redacted]@127.0.0.1:" in last.message
     assert "pw-secret" not in last.message
 
 

@@ -283,8 +283,10 @@ async def test_a_configured_proxy_carries_the_requests_and_is_named_on_failure()
         chunks = await collect(built)
     error = chunks[-1]
     assert isinstance(error, ErrorChunk)
-    assert error.code == "connection_error"
-    assert f"A proxy is configured (http://user:[redacted]@127.0.0.1:{port})" in error.message
+    assert error.code == "connection_refused"
+    assert f"nothing is listening at the proxy http://user:[redacted]@127.0.0.1:{port}" in (
+        error.message
+    )
 
 
 async def test_the_models_capabilities_reach_its_request_codec(
