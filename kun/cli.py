@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 import click
 
 from kun.chat.cli import chat, resume, session_options, start_session
+from kun.config_command import config_command
 from kun.errors import KunError
+from kun.flags import runtime_flags, runtime_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,10 +121,16 @@ def cli(ctx: click.Context, /, continue_latest: bool, **options: Any) -> None:
     """
     if ctx.invoked_subcommand is None:
         start_session(continue_latest=continue_latest, **options)
-    elif continue_latest or any(v is not None for v in options.values()):
+    elif continue_latest or any(v is not None for v in options.values()) or _runtime_given():
         raise click.UsageError(
             f"the session's options go after the command: kun {ctx.invoked_subcommand} ..."
         )
+
+
+def _runtime_given() -> bool:
+    """A runtime flag before a command's name (``kun --max-steps 3 run``),
+    which the command would not see."""
+    return runtime_flags().given()
 
 
 def _log_of(home: Path | None, thread: str) -> tuple[str, Path]:
@@ -357,6 +365,7 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
     default=None,
     help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
 )
+@runtime_options
 @home_option
 def run(
     prompt: str,
@@ -389,6 +398,7 @@ def run(
         workspace=workspace,
         approval=approval,
         config=config,
+        runtime=runtime_flags(approval),
     )
     thread, turn = anyio.run(run_prompt, options)
     click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)
@@ -455,6 +465,7 @@ def reconcile(home: Path | None) -> None:
 
 cli.add_command(chat)
 cli.add_command(resume)
+cli.add_command(config_command)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -18,11 +18,13 @@ import anyio
 from kun.config import Config, load_config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import TurnState
+from kun.flags import RuntimeFlags
 from kun.lognotes import notes_from_log
 from kun.model.factory import build_router
 from kun.runtime.turn_input import check_prompt
 from kun.selection import SwitchableModel, changed_model, choose_model
 from kun.session import open_service
+from kun.settings import runtime_settings
 from kun.terminal import LiveView, PlainSink
 from kun.tty import TtyPrompter, open_terminal, watch
 
@@ -37,6 +39,7 @@ class RunOptions:
     workspace: Path
     approval: ApprovalPolicy | None
     config: Path | None
+    runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
 
 
 def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
@@ -54,10 +57,21 @@ def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
 async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
     check_prompt(options.prompt)  # before a thread is created for it
     config = load_config(options.config, home=options.home)
+    runtime = runtime_settings(config, options.runtime)
     router = build_router(config)
     model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
     terminal = open_terminal()
-    async with router, open_service(options.home, model, config=config) as service:
+    async with (
+        router,
+        open_service(
+            options.home,
+            model,
+            config=config,
+            limits=runtime.limits,
+            system_prompt=runtime.system_prompt,
+            reasoning_effort=runtime.reasoning_effort,
+        ) as service,
+    ):
         if options.thread_id is not None:
             thread_id = options.thread_id
             state = await service.recorder.open(thread_id)
@@ -74,7 +88,7 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
                 workspace=str(options.workspace.resolve()),
                 provider=model.provider,
                 model=model.model,
-                approval_policy=options.approval or "on-request",
+                approval_policy=options.approval or runtime.approval_policy,
             )
             thread_id = await service.create_thread(settings)
         spinner = sys.stdout.isatty()

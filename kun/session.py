@@ -55,11 +55,14 @@ async def open_service(
     config: Config | None = None,
     limits: TurnLimits | None = None,
     system_prompt: str = SYSTEM_PROMPT,
+    reasoning_effort: str | None = None,
 ) -> AsyncIterator[TurnService]:
     """The service, its recorder and store, and the task group its turns
     run in; everything is flushed and closed on exit. Without ``tools``, a
     service with a model gets :func:`tool_host` of ``config``, so every
-    surface that runs turns keeps the configured secrets from its tools."""
+    surface that runs turns keeps the configured secrets from its tools.
+    Its turns send the workspace's project context
+    (:mod:`kun.runtime.project`)."""
     store = JsonlEventStore(home)
     async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
         service = TurnService(
@@ -69,6 +72,8 @@ async def open_service(
             tools=tools or (tool_host(config) if model is not None else None),
             limits=limits,
             system_prompt=system_prompt,
+            reasoning_effort=reasoning_effort,
+            project_context=True,
         )
         try:
             yield service

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from kun.flags import runtime_flags, runtime_options
+
 __all__ = ["POLICIES", "chat", "resume", "session_options", "start_session"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,6 +43,7 @@ def session_options(func: F) -> F:
             help="kun home directory (default: $KUN_HOME, else ~/.kun).",
         ),
     ]
+    func = runtime_options(func)
     for option in reversed(options):
         func = option(func)
     return func
@@ -73,7 +76,9 @@ def start_session(
     needs_terminal()
     root = resolve_home(home)
     workspace = Path.cwd()
-    options = ChatOptions(root, config, provider, model, approval, workspace)
+    options = ChatOptions(
+        root, config, provider, model, approval, workspace, runtime_flags(approval)
+    )
 
     async def go() -> str | None:
         thread_id: str | None = None

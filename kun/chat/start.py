@@ -12,13 +12,14 @@ its workspace, provider and model; ``--provider`` / ``--model`` /
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kun.contracts.threads import ApprovalPolicy
 from kun.errors import UserMistake
+from kun.flags import RuntimeFlags
 from kun.lookup import ThreadSummary, latest_thread, recent_threads, resolve_thread_id
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class ChatOptions:
     model: str | None
     approval: ApprovalPolicy | None
     workspace: Path
+    runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
 
 
 class NoThreadChosen(UserMistake):
@@ -108,11 +110,23 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
     from kun.run import retry_budget
     from kun.selection import SwitchableModel, changed_model, choose_model
     from kun.session import open_service
+    from kun.settings import runtime_settings
 
     config = load_config(options.config, home=options.home)
+    runtime = runtime_settings(config, options.runtime)
     router = build_router(config)
     model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
-    async with router, open_service(options.home, model, config=config) as service:
+    async with (
+        router,
+        open_service(
+            options.home,
+            model,
+            config=config,
+            limits=runtime.limits,
+            system_prompt=runtime.system_prompt,
+            reasoning_effort=runtime.reasoning_effort,
+        ) as service,
+    ):
         if thread_id is not None:
             state = await service.recorder.open(thread_id)
             named = options.provider or options.model
@@ -127,7 +141,7 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
         setup = SessionSetup(
             home=options.home,
             workspace=options.workspace,
-            approval=options.approval or "on-request",
+            approval=options.approval or runtime.approval_policy,
             thread_id=thread_id,
         )
         sink = ChatSink()

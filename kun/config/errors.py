@@ -51,6 +51,8 @@ _EXPECTED_TEXT = {
     ),
     "base_url": "expected an http:// or https:// URL",
     "proxy": "expected an http:// or https:// URL",
+    "reasoning_effort": "expected a level in lowercase letters: off, on, low, medium, high...",
+    "system_prompt": "expected some text (leave it out for kun's own)",
 }
 
 

@@ -123,6 +123,7 @@ def parse_config(data: bytes | str, source: str) -> Config:
         providers=providers,
         default_provider=default if default is not None else next(iter(providers), None),
         tools=table.tools,
+        runtime=table.runtime,
     )
 
 

@@ -19,8 +19,10 @@ import msgspec
 
 from kun.contracts.capabilities import ReasoningHistory, ReasoningProtocol
 from kun.contracts.model import WireFormat
+from kun.contracts.threads import ApprovalPolicy
 
 __all__ = [
+    "EFFORT_PATTERN",
     "KNOWN_PROVIDERS",
     "URL_PATTERN",
     "BashSettings",
@@ -33,6 +35,7 @@ __all__ = [
     "ProviderConfig",
     "ProviderTable",
     "RetrySettings",
+    "RuntimeTable",
     "ToolSettings",
     "known_provider",
 ]
@@ -48,6 +51,10 @@ Seconds = Annotated[float, msgspec.Meta(ge=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
 HttpStatus = Annotated[int, msgspec.Meta(ge=100, le=599)]
 EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+EFFORT_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
+"""A reasoning effort: ``off``, ``on`` or a level a model declares."""
+Effort = Annotated[str, msgspec.Meta(pattern=EFFORT_PATTERN)]
+NonBlank = Annotated[str, msgspec.Meta(pattern=r"\S")]
 URL_PATTERN = r"[hH][tT][tT][pP][sS]?://[^\s\x00-\x1f\x7f-\x9f/?#]+[^\s\x00-\x1f\x7f-\x9f]*"
 """An http(s) URL without whitespace or control characters: httpx refuses
 them when it sends, so such a URL is refused when it is read."""
@@ -105,6 +112,22 @@ class ToolSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     bash: BashSettings = BashSettings()
 
 
+class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[runtime]``: how turns run unless a flag says otherwise (``None``:
+    kun's default; :mod:`kun.settings` merges them with the flags and says
+    where each value came from). ``approval_policy`` is the policy of new
+    threads (a thread keeps its own); the limits fail a turn that reaches
+    them (``turn_step_limit``, ``turn_wall_time_limit``,
+    ``budget_exhausted``); ``system_prompt`` replaces kun's persona."""
+
+    approval_policy: ApprovalPolicy | None = None
+    reasoning_effort: Effort | None = None
+    max_steps: PositiveInt | None = None
+    max_wall_seconds: PositiveFloat | None = None
+    max_cost_usd: PositiveFloat | None = None
+    system_prompt: NonBlank | None = None
+
+
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved."""
 
@@ -127,6 +150,7 @@ class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     default_provider: str | None = None
     providers: dict[str, ProviderTable] = {}
     tools: ToolSettings = ToolSettings()
+    runtime: RuntimeTable = RuntimeTable()
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -166,12 +190,14 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     """The configuration in use. ``source`` is the file it came from, or
     :data:`~kun.config.ENVIRONMENT` when it was inferred; ``default_provider`` is ``None``
     only when no provider is configured at all; ``tools`` is the file's
-    ``[tools]`` table (defaults when inferred)."""
+    ``[tools]`` table and ``runtime`` its ``[runtime]`` (defaults when
+    inferred)."""
 
     source: str
     providers: dict[str, ProviderConfig] = {}
     default_provider: str | None = None
     tools: ToolSettings = ToolSettings()
+    runtime: RuntimeTable = RuntimeTable()
 
 
 class KnownProvider(NamedTuple):

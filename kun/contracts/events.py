@@ -17,6 +17,7 @@ from typing import Literal, get_args
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from kun.contracts.context import TurnContext
 from kun.contracts.items import Item, Severity
 from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings, Todo
 from kun.contracts.usage import UsageSnapshot
@@ -92,10 +93,15 @@ class ThreadRewindUndone(EventBase, tag="thread_rewind_undone", frozen=True, kw_
 
 
 class TurnStarted(EventBase, tag="turn_started", frozen=True, kw_only=True):
+    """``context``: what every request of the turn sent besides the history
+    (system prompt, project instructions, environment); absent in logs
+    written before it was recorded, and for turns run without it."""
+
     provider: str | None = None
     model: str | None = None
     disable_user_input: bool = False
     plan_mode: bool = False
+    context: TurnContext | UnsetType = UNSET
 
 
 class TurnSteered(EventBase, tag="turn_steered", frozen=True, kw_only=True):

@@ -76,8 +76,11 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     each where the provider's prefix cache is best served.
 
     Order on the wire: ``system_prompt`` (byte-stable), ``persona`` (the
-    thread's own instruction), ``mode_instruction``, ``prefix`` + ``history``,
-    then ``context_instructions`` (they change every turn, so they come after
+    thread's own instruction), ``project_context`` (the workspace's
+    ``AGENTS.md`` and the environment block: the same bytes on every step
+    of a turn, and on every turn until the file or the date changes),
+    ``mode_instruction``, ``prefix`` + ``history``, then
+    ``context_instructions`` (they change every turn, so they come after
     the history, never before it), with ``attachments`` on the last user
     message.
 
@@ -88,6 +91,7 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     system_prompt: str = ""
     persona: str | None = None
+    project_context: str | None = None
     mode_instruction: str | None = None
     prefix: tuple[Item, ...] = ()
     history: tuple[Item, ...] = ()

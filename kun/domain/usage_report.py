@@ -32,12 +32,31 @@ def _delta(a: float, b: float, is_cost: bool) -> str:
     return text
 
 
+def _cost_row(totals: list[UsageTotals]) -> list[str]:
+    """Cost is ``unknown`` when no call was priced (never a made-up zero),
+    and ends in ``+`` when some were not (the next row counts them)."""
+    cells = []
+    for t in totals:
+        unknown = t.calls > 0 and t.unpriced_calls == t.calls
+        cells.append(
+            "unknown" if unknown else _cell(t.cost_usd, True) + "+" * (t.unpriced_calls > 0)
+        )
+    row = ["cost (USD)", *cells]
+    if len(totals) == 2:
+        known = "unknown" not in cells
+        row.append(_delta(totals[0].cost_usd, totals[1].cost_usd, True) if known else "unknown")
+    return row
+
+
 def render_usage(labels: list[str], totals: list[UsageTotals]) -> list[str]:
     """One column per thread; with two threads a third column shows B - A."""
     header = ["", *labels] + (["delta (B - A)"] if len(totals) == 2 else [])
     rows = [header]
     for title, field in _ROWS:
         is_cost = field == "cost_usd"
+        if is_cost:
+            rows.append(_cost_row(totals))
+            continue
         values = [float(getattr(t, field)) for t in totals]
         row = [title, *(_cell(v, is_cost) for v in values)]
         if len(values) == 2:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import anyio
 
 from kun.contracts import events as ev
+from kun.contracts.context import TurnContext
 from kun.contracts.model import ToolSpec
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.state import ThreadState
@@ -26,7 +27,8 @@ from kun.tools.host import ToolHost
 
 @dataclass(frozen=True)
 class TurnLimits:
-    """``runtime.turn_limits``: exceeding one fails the turn with its code."""
+    """``runtime.turn_limits``: exceeding one fails the turn with its code.
+    ``cost_budget_usd`` holds the turn's own priced cost, not the thread's."""
 
     max_steps: int | None = None
     max_wall_seconds: float = 24 * 3600.0
@@ -70,6 +72,8 @@ class TurnRun:
     approvals: Gate
     questions: Gate
     system_prompt: str = ""
+    context: TurnContext | None = None
+    reasoning_effort: str | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     steering: SteeringQueue = field(init=False)

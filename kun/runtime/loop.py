@@ -48,6 +48,7 @@ from kun.ids import new_id
 from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.runtime.context import TurnRun, draft
 from kun.runtime.dispatch import dispatch
+from kun.runtime.project import render_project_context
 
 TURN_STAGES = ("setup", "pre_start", "post_start")
 STEP_STAGES_BEFORE = (
@@ -125,11 +126,20 @@ def check_limits(run: TurnRun, step: int) -> Outcome | None:
             message=f"the turn ran longer than {limits.max_wall_seconds:.0f} s",
         )
     budget = limits.cost_budget_usd
-    if budget is not None and run.state().usage.cost_usd >= budget:
+    if budget is not None and _turn_cost(run) >= budget:
         return Outcome(
-            "failed", code="budget_exhausted", message=f"the cost budget of ${budget} is spent"
+            "failed",
+            code="budget_exhausted",
+            message=f"the turn's cost budget of ${budget:g} is spent",
         )
     return None
+
+
+def _turn_cost(run: TurnRun) -> float:
+    """What this turn has cost so far (its priced calls: a call whose price
+    is unknown adds nothing it could be held to)."""
+    turn = next((t for t in run.state().turns if t.turn_id == run.turn_id), None)
+    return turn.usage.cost_usd if turn is not None else 0.0
 
 
 async def drain_steering(run: TurnRun) -> None:
@@ -140,6 +150,9 @@ async def drain_steering(run: TurnRun) -> None:
 
 
 def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
+    """The request of the next step. Everything but the history and the
+    notes comes from the turn's recorded context when it has one, so the
+    log holds what was sent and every step sends the same leading bytes."""
     history: list[Item] = []
     for turn in state.visible_turns:
         history.extend(turn.items)
@@ -150,11 +163,14 @@ def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
     if todos:
         rows = "\n".join(f"- [{t.status}] {t.content}" for t in todos)
         notes.append(f"<thread_todos>\n{rows}\n</thread_todos>")
+    context = run.context
     return ModelRequest(
-        system_prompt=run.system_prompt,
+        system_prompt=context.system_prompt if context is not None else run.system_prompt,
+        project_context=render_project_context(context) if context is not None else None,
         history=tuple(history),
         context_instructions="\n\n".join(notes) or None,
         tools=run.tool_specs,
+        reasoning_effort=context.reasoning_effort if context is not None else run.reasoning_effort,
     )
 
 

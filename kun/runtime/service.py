@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
+from msgspec import UNSET
 
 from kun.contracts import events as ev
+from kun.contracts.context import TurnContext
 from kun.contracts.items import Attachment, UserMessage
 from kun.contracts.threads import ThreadSettings
 from kun.domain.fork import fork_events
@@ -28,6 +32,7 @@ from kun.runtime.errors import SeqOutOfRange, ThreadBusy, TurnNotRunning, Unknow
 from kun.runtime.gates import Gate
 from kun.runtime.loop import run_turn, settle_events
 from kun.runtime.orphans import interrupt_results, orphan_events
+from kun.runtime.project import read_turn_context
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.turn_input import check_prompt, check_steering
 from kun.tools.host import ToolHost
@@ -46,13 +51,20 @@ class TurnService:
         tools: ToolHost | None = None,
         limits: TurnLimits | None = None,
         system_prompt: str = "",
+        reasoning_effort: str | None = None,
+        project_context: bool = False,
         hooks: Sequence[TurnHooks] = (),
     ) -> None:
+        """``project_context``: read the workspace's instructions file and
+        the environment when each turn starts, record them in its
+        ``turn_started`` and send them (:mod:`kun.runtime.project`)."""
         self.recorder = recorder
         self._model = model
         self._tools = tools
         self.limits = limits or TurnLimits()
         self.system_prompt = system_prompt
+        self.reasoning_effort = reasoning_effort
+        self.project_context = project_context
         self.hooks = tuple(hooks)
         self.approvals = Gate("approval")
         self.questions = Gate("user input")
@@ -171,6 +183,7 @@ class TurnService:
         and nothing is recorded (:mod:`kun.runtime.turn_input`)."""
         check_prompt(text, attachments)
         state = await self._open(thread_id)
+        context = await self._turn_context(Path(state.settings.workspace or "."))
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "start another turn")
             orphans = orphan_events(self.recorder.state(thread_id), set())
@@ -187,6 +200,7 @@ class TurnService:
                     provider=self.model.provider,
                     model=self.model.model,
                     disable_user_input=disable_user_input,
+                    context=context if context is not None else UNSET,
                 ),
                 draft(ev.ItemCompleted, turn_id, item=message),
             )
@@ -204,10 +218,28 @@ class TurnService:
                 approvals=self.approvals,
                 questions=self.questions,
                 system_prompt=self.system_prompt,
+                context=context,
+                reasoning_effort=self.reasoning_effort,
             )
             self._runs[thread_id] = run
         self._tg.start_soon(self._drive, run)
         return turn_id
+
+    async def _turn_context(self, workspace: Path) -> TurnContext | None:
+        """The turn's context, read off the event loop (the file may sit on
+        a slow disk); the date is the recorder's clock's, local."""
+        if not self.project_context:
+            return None
+        today = datetime.fromtimestamp(self.recorder.clock() / 1000).date()
+        return await anyio.to_thread.run_sync(
+            partial(
+                read_turn_context,
+                workspace,
+                system_prompt=self.system_prompt,
+                today=today,
+                reasoning_effort=self.reasoning_effort,
+            )
+        )
 
     async def _drive(self, run: TurnRun) -> None:
         status = "failed"

@@ -3,15 +3,17 @@
 :func:`assemble` lays a :class:`~kun.contracts.model.ModelRequest` out in the
 order that is the cache strategy (SPEC §8.3)::
 
-    system prompt -> persona -> mode instruction      (System, byte-stable)
+    system prompt -> persona -> project context
+    -> mode instruction                               (System, byte-stable)
     prefix + history, repaired                        (User/Assistant/ToolOutput)
     request attachments on the last user message
     context instructions                              (System, after the history)
 
-The system prompt, persona and mode instruction are *leading* system
-messages; the context instructions are a *late* one (``late=True``, even with
-no history), and each codec places it where its format allows (a trailing
-system message, a developer message, a text block on the last user turn).
+The system prompt, persona, project context and mode instruction are
+*leading* system messages; the context instructions are a *late* one
+(``late=True``, even with no history), and each codec places it where its
+format allows (a trailing system message, a developer message, a text
+block on the last user turn).
 
 The history part comes from :mod:`kun.domain.history` (item level) through
 :class:`HistoryProjection`, which caches the messages of settled entries so a
@@ -195,7 +197,12 @@ def assemble(
 ) -> list[Message]:
     """The request's messages in cache order (see the module docstring);
     ``history`` is the projection of ``request.prefix + request.history``."""
-    leading = (request.system_prompt, request.persona, request.mode_instruction)
+    leading = (
+        request.system_prompt,
+        request.persona,
+        request.project_context,
+        request.mode_instruction,
+    )
     messages: list[Message] = [System(text) for text in leading if text and text.strip()]
     body = heal_tool_pairs(history)
     if request.attachments:

@@ -4,8 +4,8 @@
 with ``input`` last, so two requests of one turn share their bytes up to the
 end of the earlier history.
 
-* The leading system messages (system prompt, persona, mode instruction)
-  become ``instructions``, joined by a blank line; a late one (the context
+* The leading system messages (system prompt, persona, project context,
+  mode instruction) become ``instructions``, joined by a blank line; a late one (the context
   instructions) is a ``developer`` message at its place in ``input``.
 * A user message is ``{role: user, content}``: a string when it is only
   text, else ``input_text`` and ``input_image`` (data URL) parts.
