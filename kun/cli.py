@@ -9,19 +9,20 @@ imported inside the commands that need them, so the CLI starts instantly.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from kun.chat.cli import chat, resume, session_options, start_session
+from kun.cliopts import home_option
+from kun.cliopts import log_of as _log_of
+from kun.colors import no_color_option
 from kun.config_command import config_command
 from kun.errors import KunError
 from kun.flags import runtime_flags, runtime_options
-
-F = TypeVar("F", bound=Callable[..., Any])
+from kun.threadcmds import fork, reconcile, rewind, threads, usage
 
 EXIT_FAILURE = 1
 
@@ -91,15 +92,6 @@ def _fail(message: str, code: int = EXIT_FAILURE) -> None:
     sys.exit(code)
 
 
-def home_option(func: F) -> F:
-    return click.option(
-        "--home",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="kun home directory (default: $KUN_HOME, else ~/.kun).",
-    )(func)
-
-
 @click.group(
     cls=_Cli,
     invoke_without_command=True,
@@ -131,20 +123,6 @@ def _runtime_given() -> bool:
     """A runtime flag before a command's name (``kun --max-steps 3 run``),
     which the command would not see."""
     return runtime_flags().given()
-
-
-def _log_of(home: Path | None, thread: str) -> tuple[str, Path]:
-    """A thread id (or an unambiguous prefix of one) under the home, or a
-    path to an ``events.jsonl`` file."""
-    from kun.lookup import resolve_thread_id
-    from kun.store.paths import log_path, resolve_home
-
-    candidate = Path(thread)
-    if ("/" in thread or thread.endswith(".jsonl")) and candidate.is_file():
-        return thread, candidate
-    root = resolve_home(home)
-    thread_id = resolve_thread_id(root, thread)
-    return thread_id, log_path(root, thread_id)
 
 
 def _replay(path: Path, *, until: int | None, strict: bool) -> tuple[Any, Any]:
@@ -220,116 +198,10 @@ def replay(
 
 
 @cli.command()
-@click.option("--all", "show_all", is_flag=True, help="Include hidden side threads.")
-@home_option
-def threads(show_all: bool, home: Path | None) -> None:
-    """List threads: id, title, status, turns, last activity, tokens, cost."""
-    from kun.store.errors import InvalidThreadId
-    from kun.store.paths import log_path, resolve_home, threads_root, validate_thread_id
-
-    root = resolve_home(home)
-    rows: list[tuple[str, ...]] = []
-    ids = (
-        sorted(p.name for p in threads_root(root).iterdir()) if threads_root(root).is_dir() else []
-    )
-    for thread_id in ids:
-        try:
-            path = log_path(root, validate_thread_id(thread_id))
-        except InvalidThreadId:
-            continue
-        if not path.is_file():
-            continue
-        try:
-            state, _ = _replay(path, until=None, strict=False)
-        except (KunError, OSError) as exc:
-            rows.append((thread_id, f"(unreadable: {exc})", "", "", "", "", ""))
-            continue
-        if state.settings.hidden and not show_all:
-            continue
-        usage = state.usage
-        rows.append(
-            (
-                thread_id,
-                state.settings.title,
-                state.status,
-                str(len(state.visible_turns)),
-                _when(state.updated_at),
-                f"{usage.prompt_tokens + usage.completion_tokens:,}",
-                _cost(usage),
-            )
-        )
-    if not rows:
-        click.echo(f"no threads under {root}")
-        return
-    header = ("THREAD", "TITLE", "STATUS", "TURNS", "LAST ACTIVITY", "TOKENS", "COST")
-    click.echo("\n".join(_table([header, *rows])))
-
-
-def _cost(usage: Any) -> str:
-    if usage.calls and usage.unpriced_calls == usage.calls:
-        return "unknown"
-    return f"${usage.cost_usd:.4f}" + ("+" if usage.unpriced_calls else "")
-
-
-def _when(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
-
-
-@cli.command()
-@click.argument("threads", nargs=-1, required=True)
-@home_option
-def usage(threads: tuple[str, ...], home: Path | None) -> None:
-    """Usage and cost of THREAD, or of two threads side by side with deltas.
-
-    Sums the usage events only, skipping (and counting) lines it cannot read.
-    """
-    from kun.domain.usage_report import render_usage
-    from kun.store.usage_totals import usage_of_log
-
-    if len(threads) > 2:
-        raise click.UsageError("give one thread, or two to compare")
-    totals = []
-    labels = []
-    for name, thread in zip("AB", threads, strict=False):
-        thread_id, path = _log_of(home, thread)
-        total, report = usage_of_log(path)
-        totals.append(total)
-        labels.append(f"{name}: {thread_id}" if len(threads) == 2 else thread_id)
-        for note in _usage_notes(report):
-            click.echo(f"note: {thread_id}: {note}", err=True)
-    click.echo("\n".join(render_usage(labels, totals)))
-
-
-def _usage_notes(report: Any) -> Iterator[str]:
-    unreadable = report.skipped_bad + report.unknown + (report.torn_tail is not None)
-    if unreadable:
-        yield f"skipped {unreadable} unreadable lines"
-    if report.repeated_seqs:
-        yield (
-            f"skipped {report.repeated_seqs} lines that repeat an earlier seq "
-            "(each event is counted once)"
-        )
-    if report.seq_gaps:
-        yield (
-            f"{report.missing_seqs} events are missing (the seqs jump {report.seq_gaps} "
-            f"times, first from seq {report.first_gap[0]} to {report.first_gap[1]}); "
-            "the totals may be short"
-        )
-
-
-@cli.command()
 @click.option(
     "--fast", is_flag=True, help="Do not pace the stream (it is paced only on a terminal)."
 )
+@no_color_option
 @home_option
 def demo(fast: bool, home: Path | None) -> None:
     """Run two real turns offline against a model scripted on 127.0.0.1,
@@ -350,6 +222,13 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
 @cli.command()
 @click.argument("prompt")
 @click.option("--thread", "thread_id", default=None, help="Continue this thread.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the turn's events as JSON lines (the log's format).",
+)
+@no_color_option
 @click.option("--provider", default=None, help="Provider name from kun.toml or the environment.")
 @click.option("--model", default=None, help="Model of that provider.")
 @click.option(
@@ -370,6 +249,7 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
 def run(
     prompt: str,
     thread_id: str | None,
+    as_json: bool,
     provider: str | None,
     model: str | None,
     workspace: Path,
@@ -379,19 +259,22 @@ def run(
 ) -> None:
     """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
 
-    Ctrl-C interrupts the turn cleanly: the log records it as aborted.
+    PROMPT - reads the prompt from stdin. With --json, stdout gets only the
+    turn's events, one JSON line each, as the log writes them. Ctrl-C
+    interrupts the turn cleanly: the log records it as aborted.
     """
     import anyio
 
     from kun.lookup import resolve_thread_id
     from kun.run import RunOptions, run_prompt
+    from kun.runjson import prompt_argument
     from kun.store.paths import resolve_home
 
     if thread_id is not None:
         thread_id = resolve_thread_id(resolve_home(home), thread_id)
     options = RunOptions(
         home=resolve_home(home),
-        prompt=prompt,
+        prompt=prompt_argument(prompt, sys.stdin),
         thread_id=thread_id,
         provider=provider,
         model=model,
@@ -399,6 +282,7 @@ def run(
         approval=approval,
         config=config,
         runtime=runtime_flags(approval),
+        json=as_json,
     )
     thread, turn = anyio.run(run_prompt, options)
     click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)
@@ -406,64 +290,9 @@ def run(
         sys.exit(EXIT_FAILURE)
 
 
-def _service_call(home: Path | None, body: Callable[[Any], Any]) -> Any:
-    import anyio
-
-    from kun.session import open_service
-    from kun.store.paths import resolve_home
-
-    async def go() -> Any:
-        async with open_service(resolve_home(home)) as service:
-            return await body(service)
-
-    return anyio.run(go)
-
-
-@cli.command()
-@click.argument("thread")
-@click.option("--before-turn", "before_turn", required=True, help="The first turn to hide.")
-@home_option
-def rewind(thread: str, before_turn: str, home: Path | None) -> None:
-    """Hide turn --before-turn of THREAD and every later turn (nothing is
-    deleted; the log records the rewind)."""
-    thread_id, _ = _log_of(home, thread)
-    seq = _service_call(home, lambda s: s.rewind_thread(thread_id, before_turn))
-    click.echo(f"rewound {thread_id} before {before_turn} (seq {seq})")
-
-
-@cli.command()
-@click.argument("thread")
-@click.option(
-    "--at-seq", type=click.IntRange(min=1), default=None, help="Fork point (default: now)."
-)
-@home_option
-def fork(thread: str, at_seq: int | None, home: Path | None) -> None:
-    """Start a new thread whose history is THREAD's (up to --at-seq)."""
-    thread_id, _ = _log_of(home, thread)
-    new = _service_call(home, lambda s: s.fork_thread(thread_id, at_seq))
-    click.echo(new)
-
-
-@cli.command()
-@home_option
-def reconcile(home: Path | None) -> None:
-    """Settle turns left running by a process that died (code 'orphaned').
-
-    A thread that cannot be read or settled is skipped and named on stderr,
-    the others are settled, and the exit status is 1.
-    """
-    from kun.runtime.reconcile import reconcile_orphaned_turns
-
-    skipped: dict[str, str] = {}
-    touched = _service_call(home, lambda s: reconcile_orphaned_turns(s, skipped=skipped))
-    click.echo("\n".join(touched) if touched else "nothing to reconcile")
-    for thread_id, reason in skipped.items():
-        click.echo(f"note: not reconciled {thread_id}: {reason}", err=True)
-    if skipped:
-        sys.exit(EXIT_FAILURE)
-
-
 cli.add_command(chat)
+for _command in (threads, usage, rewind, fork, reconcile):
+    cli.add_command(_command)
 cli.add_command(resume)
 cli.add_command(config_command)
 

@@ -95,11 +95,13 @@ def demo(home: Path, *, fast: bool) -> None:
     the tour. A turn that does not complete is a failure (exit 1)."""
     import anyio
 
+    from kun.colors import use_color
     from kun.demo import run_demo
 
     out = sys.stdout
     tty = out.isatty()
-    run = anyio.run(lambda: run_demo(home, out, color=tty, paced=tty and not fast))
+    color = use_color(out)
+    run = anyio.run(lambda: run_demo(home, out, color=color, paced=tty and not fast))
     if any(status != "completed" for status in run.statuses):
         raise click.ClickException(f"a demo turn ended {', '.join(run.statuses)}")
-    tour(run, out, color=tty)
+    tour(run, out, color=color)

@@ -8,18 +8,19 @@ candidates. Everywhere the CLI takes a thread id goes through
 :func:`resolve_thread_id`.
 
 :func:`recent_threads` is the short, newest-first list behind ``kun -c``,
-``kun resume`` and ``/threads``: it replays each log (tolerantly: a thread
-kun cannot read is skipped here, ``kun threads`` reports it).
+``kun resume`` and ``/threads`` (:mod:`kun.listing`, which ``kun threads``
+uses too): a thread kun cannot read is skipped here, ``kun threads``
+reports it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from kun.errors import KunError, UserMistake
+from kun.errors import UserMistake
+from kun.listing import ThreadSummary, list_threads, thread_ids
 from kun.store.errors import ThreadNotFound
-from kun.store.paths import LOG_NAME, threads_root, validate_thread_id
+from kun.store.paths import validate_thread_id
 
 __all__ = [
     "AmbiguousThreadId",
@@ -49,14 +50,6 @@ class AmbiguousThreadId(UserMistake):
         )
 
 
-def thread_ids(home: Path) -> list[str]:
-    """Every thread under ``home`` that has a log, sorted."""
-    root = threads_root(home)
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if (p / LOG_NAME).is_file())
-
-
 def resolve_thread_id(home: Path, text: str) -> str:
     """The thread ``text`` names: an existing id, else the one thread whose
     id it starts (with or without ``thr_``). Raises ``InvalidThreadId``,
@@ -75,52 +68,12 @@ def resolve_thread_id(home: Path, text: str) -> str:
     return matches[0]
 
 
-@dataclass(frozen=True)
-class ThreadSummary:
-    thread_id: str
-    title: str
-    workspace: str
-    provider: str | None
-    model: str | None
-    status: str
-    turns: int
-    updated_at: int
-
-
 def recent_threads(
     home: Path, *, workspace: Path | None = None, limit: int | None = None
 ) -> list[ThreadSummary]:
     """Visible threads, newest activity first (of ``workspace`` only, when
     given); side threads and logs kun cannot read are left out."""
-    from kun.domain.reduce import Projector
-    from kun.store.reader import read_log
-
-    where = str(workspace.resolve()) if workspace is not None else None
-    found: list[ThreadSummary] = []
-    for thread_id in thread_ids(home):
-        projector = Projector()
-        try:
-            projector.apply_all(read_log(threads_root(home) / thread_id / LOG_NAME))
-        except (KunError, OSError, ValueError):
-            continue
-        state = projector.snapshot()
-        settings = state.settings
-        if settings.hidden or (where is not None and settings.workspace != where):
-            continue
-        found.append(
-            ThreadSummary(
-                thread_id=thread_id,
-                title=settings.title,
-                workspace=settings.workspace,
-                provider=settings.provider,
-                model=settings.model,
-                status=state.status,
-                turns=len(state.visible_turns),
-                updated_at=state.updated_at or state.created_at or 0,
-            )
-        )
-    found.sort(key=lambda s: (s.updated_at, s.thread_id), reverse=True)
-    return found[:limit] if limit is not None else found
+    return list_threads(home, workspace=workspace, limit=limit)
 
 
 def latest_thread(home: Path, workspace: Path) -> str | None:

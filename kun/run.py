@@ -15,12 +15,15 @@ from pathlib import Path
 
 import anyio
 
+from kun.colors import use_color
 from kun.config import Config, load_config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import TurnState
 from kun.flags import RuntimeFlags
 from kun.lognotes import notes_from_log
 from kun.model.factory import build_router
+from kun.runjson import JsonView
+from kun.runtime.service import TurnService
 from kun.runtime.turn_input import check_prompt
 from kun.selection import SwitchableModel, changed_model, choose_model
 from kun.session import open_service
@@ -39,6 +42,7 @@ class RunOptions:
     workspace: Path
     approval: ApprovalPolicy | None
     config: Path | None
+    json: bool = False
     runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
 
 
@@ -91,16 +95,29 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
                 approval_policy=options.approval or runtime.approval_policy,
             )
             thread_id = await service.create_thread(settings)
-        spinner = sys.stdout.isatty()
-        sink = PlainSink(sys.stdout, spinner=spinner, color=spinner)
         prompter = TtyPrompter(terminal) if terminal is not None else None
-        view = LiveView(service, thread_id, sink, prompter)
-        after = service.state(thread_id).last_seq
+        view = _view(service, thread_id, prompter, as_json=options.json)
+        new_thread = options.thread_id is None
+        after = 0 if options.json and new_thread else service.state(thread_id).last_seq
         with notes_from_log(view.note, retry_budget(config, model)):
             turn = await _drive(view, after, options.prompt, unattended=terminal is None)
+        if isinstance(view, JsonView):
+            await view.drain()
     if terminal is not None:
         terminal.close()
     return thread_id, turn
+
+
+def _view(
+    service: TurnService, thread_id: str, prompter: TtyPrompter | None, *, as_json: bool
+) -> LiveView:
+    """The human view on stdout, or with ``--json`` the events there
+    (:mod:`kun.runjson`)."""
+    if as_json:
+        return JsonView(service, thread_id, sys.stdout.buffer, sys.stderr, prompter)
+    spinner = sys.stdout.isatty()
+    sink = PlainSink(sys.stdout, spinner=spinner, color=use_color(sys.stdout))
+    return LiveView(service, thread_id, sink, prompter)
 
 
 async def _drive(view: LiveView, after: int, prompt: str, *, unattended: bool) -> TurnState:

@@ -79,7 +79,7 @@ def test_a_conversation_of_several_turns_with_a_model_switch(tmp_path: Path) -> 
     second = msgspec.json.encode(_requests(provider)[1]).decode()
     assert "line one" in second and "first answer" in second
     updates = [e for e in events_of(home, thread) if isinstance(e, ev.ThreadUpdated)]
-    assert [u.model for u in updates] == ["other-model"]
+    assert [u.model for u in updates if u.title is msgspec.UNSET] == ["other-model"]
     assert [t.model for t in state_of(home, thread).turns] == ["fake-model", "other-model"]
     assert "line one" in (home / "history").read_text()
 
@@ -218,7 +218,8 @@ def test_slash_commands(tmp_path: Path) -> None:
             ("/rewind", "hid the last turn"),
             ("/undo-rewind", "brought back 1"),
             ("/bogus", "unknown command /bogus"),
-            ("/fork", "forked"),
+            ("/fork 2", "cannot fork at turn 2"),
+            ("/fork 1", "keeping turns 1..1"),
         ]:
             child.send(command + ENTER)
             child.expect_exact(shown)

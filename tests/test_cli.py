@@ -130,9 +130,9 @@ def test_threads_lists_every_thread_with_its_totals(tmp_path: Path) -> None:
     code, out, _ = _run("threads", "--home", str(tmp_path))
     assert code == 0
     rows = out.strip().split("\n")
-    assert rows[0].split()[:3] == ["THREAD", "TITLE", "STATUS"]
-    assert rows[1].startswith("t_one") and "title of t_one" in rows[1] and "$0.5000" in rows[1]
-    assert rows[2].startswith("t_two") and "completed" in rows[2] and "$1.2500" in rows[2]
+    assert rows[0].split()[:3] == ["THREAD", "TITLE", "WORKSPACE"]
+    assert rows[1].startswith("t_two") and "completed" in rows[1] and "$1.2500" in rows[1]
+    assert rows[2].startswith("t_one") and "title of t_one" in rows[2] and "$0.5000" in rows[2]
 
 
 def test_threads_on_an_empty_home_says_so(tmp_path: Path) -> None:

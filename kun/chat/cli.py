@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kun.colors import no_color_option
 from kun.flags import runtime_flags, runtime_options
 
 __all__ = ["POLICIES", "chat", "resume", "session_options", "start_session"]
@@ -46,7 +47,7 @@ def session_options(func: F) -> F:
     func = runtime_options(func)
     for option in reversed(options):
         func = option(func)
-    return func
+    return no_color_option(func)
 
 
 def start_session(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, get_args
 
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.transcript import format_usage
 from kun.errors import KunError, UserMistake
+from kun.listing import format_cost, format_when
 from kun.lookup import recent_threads
+from kun.threadops import fork_at, rewind_before, undo_latest_rewind
 
 if TYPE_CHECKING:
     from kun.chat.session import ChatSession
@@ -106,26 +107,28 @@ async def _rewind(session: ChatSession, rest: str) -> None:
     visible = session.service.state(thread_id).visible_turns
     if count > len(visible):
         raise CommandError(f"this thread shows {len(visible)} turns; cannot hide {count}")
-    await session.service.rewind_thread(thread_id, visible[-count].turn_id)
+    done = await rewind_before(session.service, thread_id, visible[-count].turn_id)
     turns = "turn" if count == 1 else f"{count} turns"
-    session.say(f"hid the last {turns} (nothing is deleted; /undo-rewind brings them back)")
+    session.say(
+        f"hid the last {turns}, from turn {done.number} "
+        "(nothing is deleted; /undo-rewind brings them back)"
+    )
 
 
 async def _undo_rewind(session: ChatSession, rest: str) -> None:
-    thread_id = _thread(session)
-    rewinds = [r for r in session.service.state(thread_id).rewinds if r.undone_at_seq is None]
-    if not rewinds:
-        raise CommandError("no rewind to undo")
-    latest = rewinds[-1]
-    await session.service.undo_rewind(thread_id, latest.seq)
-    session.say(f"brought back {len(latest.hidden_turn_ids)} hidden turn(s)")
+    rewind = await undo_latest_rewind(session.service, _thread(session))
+    session.say(f"brought back {len(rewind.hidden_turn_ids)} hidden turn(s)")
 
 
 async def _fork(session: ChatSession, rest: str) -> None:
     source = _thread(session)
-    new = await session.service.fork_thread(source)
+    if rest and (not rest.isdigit() or int(rest) < 1):
+        raise CommandError("/fork takes the number of the last turn to keep, e.g. /fork 2")
+    at_turn = int(rest) if rest else None
+    new, _ = await fork_at(session.service, source, at_turn=at_turn)
     session.switch_thread(new)
-    session.say(f"forked {source} -> {new}; now in {new}", "good")
+    kept = f" keeping turns 1..{at_turn}" if at_turn else ""
+    session.say(f"forked {source} -> {new}{kept}; now in {new}", "good")
 
 
 async def _usage(session: ChatSession, rest: str) -> None:
@@ -143,9 +146,11 @@ async def _threads(session: ChatSession, rest: str) -> None:
         return
     for summary in found:
         mark = "*" if summary.thread_id == session.thread_id else " "
-        when = datetime.fromtimestamp(summary.updated_at / 1000).strftime("%Y-%m-%d %H:%M")
+        when = format_when(summary.updated_at)
+        cost = format_cost(summary.usage)
         session.say(
-            f"{mark} {summary.thread_id}  {when}  {summary.turns:>3} turns  {summary.title}"
+            f"{mark} {summary.thread_id}  {when}  {summary.turns:>3} turns  {cost:>9}  "
+            f"{summary.title}"
         )
     session.say("kun resume ID (a prefix will do) continues one", "dim")
 
@@ -155,8 +160,8 @@ async def _title(session: ChatSession, rest: str) -> None:
     if not rest:
         session.say(f"title: {session.service.state(thread_id).settings.title}")
         return
-    await session.service.update_thread(thread_id, title=rest, title_auto=False)
-    session.say(f"title: {rest}", "good")
+    await session.service.retitle(thread_id, rest, "user")
+    session.say(f"title: {session.service.state(thread_id).settings.title}", "good")
 
 
 async def _new(session: ChatSession, rest: str) -> None:
@@ -176,7 +181,7 @@ COMMANDS: dict[str, Command] = {
         Command("approval", "/approval POLICY", "switch the approval policy", _approval),
         Command("rewind", "/rewind [N]", "hide the last N turns (default 1)", _rewind),
         Command("undo-rewind", "/undo-rewind", "bring back what the last rewind hid", _undo_rewind),
-        Command("fork", "/fork", "continue in a copy of this thread", _fork),
+        Command("fork", "/fork [N]", "continue in a copy of this thread (turns 1..N)", _fork),
         Command("usage", "/usage", "tokens and cost of this thread", _usage, while_running=True),
         Command("threads", "/threads", "recent threads of this workspace", _threads, True),
         Command("title", "/title TEXT", "name this thread", _title),

@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio
 
+from kun.colors import color_allowed
 from kun.terminal import Reply
 from kun.tty import cancel_keys
 
@@ -110,6 +111,7 @@ class ChatInput:
     def __init__(self, home: Path) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.output import ColorDepth
 
         home.mkdir(parents=True, exist_ok=True)
         self._main: Any = PromptSession(
@@ -117,6 +119,7 @@ class ChatInput:
             key_bindings=_main_keys(),
             multiline=True,
             prompt_continuation=lambda width, line, wrap: "." * (width - 1) + " ",
+            color_depth=None if color_allowed() else ColorDepth.DEPTH_1_BIT,
         )
         self._main.app.ttimeoutlen = 0.05
         self._main.app.timeoutlen = ESCAPE_WAIT

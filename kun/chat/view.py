@@ -14,11 +14,11 @@ prompt's toolbar shows it (:attr:`ChatSink.status`).
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from typing import Any
 
+from kun.colors import color_allowed
 from kun.terminal import Tone
 
 __all__ = ["ChatSink", "split_blocks"]
@@ -60,7 +60,7 @@ class ChatSink:
     ``sys.stdout`` is then (the prompt's patched stdout)."""
 
     def __init__(self, *, color: bool = True) -> None:
-        self.color = color and "NO_COLOR" not in os.environ
+        self.color = color and color_allowed()
         self._console: Any = None
         self._pending: dict[str, str] = {}
         self.waiting_for_model = False

@@ -19,7 +19,7 @@ from msgspec import UNSET, UnsetType
 
 from kun.contracts.context import TurnContext
 from kun.contracts.items import Item, Severity
-from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings, Todo
+from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings, TitleSource, Todo
 from kun.contracts.usage import UsageSnapshot
 
 PipelineStageName = Literal[
@@ -64,6 +64,7 @@ class ThreadUpdated(EventBase, tag="thread_updated", frozen=True, kw_only=True):
     approval_policy: ApprovalPolicy | UnsetType = UNSET
     title: str | UnsetType = UNSET
     title_auto: bool | UnsetType = UNSET
+    title_source: TitleSource | UnsetType = UNSET
     goal: Goal | UnsetType | None = UNSET
     todos: tuple[Todo, ...] | UnsetType = UNSET
     hidden: bool | UnsetType = UNSET

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 ApprovalPolicy = Literal["never", "on-request", "untrusted", "always", "auto"]
 GoalStatus = Literal["active", "paused", "blocked", "complete"]
 TodoStatus = Literal["pending", "in_progress", "completed"]
+TitleSource = Literal["prompt", "model", "user"]
+"""Who wrote a thread's title: taken from the first prompt, written by a
+model, or set by the user (which nothing automatic replaces)."""
 
 
 class Goal(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -31,6 +35,9 @@ class ThreadSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     ``hidden`` marks side threads (delegated sub-agents) that are not listed by
     default; ``parent_thread_id`` names the thread that spawned one.
+    ``title_source`` says who wrote the title (:mod:`kun.domain.titles`); it
+    is unset until a title has one, so a thread that never got one is
+    written as before.
     """
 
     workspace: str = ""
@@ -39,6 +46,7 @@ class ThreadSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     approval_policy: ApprovalPolicy = "on-request"
     title: str = "New Thread"
     title_auto: bool = True
+    title_source: TitleSource | UnsetType = UNSET
     goal: Goal | None = None
     todos: tuple[Todo, ...] = ()
     hidden: bool = False

@@ -42,6 +42,7 @@ _SETTING_FIELDS = (
     "approval_policy",
     "title",
     "title_auto",
+    "title_source",
     "goal",
     "todos",
     "hidden",

@@ -37,8 +37,11 @@ def render_transcript(
         if turn.hidden_by is not None and not show_hidden:
             lines.append(f"-- turn {number} · hidden by the rewind at seq {turn.hidden_by} --")
             continue
+        shown = _turn(number, turn, show_reasoning)
+        if turn.hidden_by is not None:
+            shown = _hidden(shown, turn.hidden_by)
         lines.append("")
-        lines.extend(_turn(number, turn, show_reasoning))
+        lines.extend(shown)
     for warning in state.warnings:
         lines.append(f"warning {warning.code}: {warning.message}")
     lines.append("")
@@ -95,6 +98,14 @@ def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
     if turn.usage.calls:
         lines.append(f"  usage: {format_usage(turn.usage)}")
     return lines
+
+
+def _hidden(lines: list[str], rewind_seq: int) -> list[str]:
+    """A hidden turn shown anyway (``--hidden``): its header says so and
+    every other line starts with ``~``, so it cannot pass for a live turn."""
+    header, _, rest = lines[0].partition(" · ")
+    marked = [f"{header} · HIDDEN by the rewind at seq {rewind_seq} · {rest}"]
+    return marked + ["~" + line[1:] if line.startswith(" ") else "~ " + line for line in lines[1:]]
 
 
 def _plural(n: int, word: str) -> str:

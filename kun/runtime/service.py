@@ -22,9 +22,10 @@ from msgspec import UNSET
 from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
 from kun.contracts.items import Attachment, UserMessage
-from kun.contracts.threads import ThreadSettings
+from kun.contracts.threads import ThreadSettings, TitleSource
 from kun.domain.fork import fork_events
 from kun.domain.state import ThreadState, TurnState
+from kun.domain.titles import title_changes, title_from_prompt
 from kun.ids import new_id
 from kun.model.port import ModelClient
 from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
@@ -125,6 +126,17 @@ class TurnService:
         await self._open(thread_id)
         await self.write(thread_id, draft(ev.ThreadUpdated, **changes))
 
+    async def retitle(self, thread_id: str, title: str, source: TitleSource) -> bool:
+        """Set the title unless the one it has may not be replaced by one
+        from ``source`` (:mod:`kun.domain.titles`: the user's title is never
+        replaced by an automatic one); returns whether it was set."""
+        await self._open(thread_id)
+        async with self._lock(thread_id):
+            changes = title_changes(self.recorder.state(thread_id).settings, title, source)
+            if changes:
+                await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **changes))
+        return bool(changes)
+
     async def rewind_thread(self, thread_id: str, before_turn_id: str) -> int:
         """Hide ``before_turn_id`` and every later turn; returns the rewind's
         seq (for undo). Refused while a turn runs."""
@@ -178,7 +190,8 @@ class TurnService:
         """Record the turn and its user message, start it in the background,
         return its id at once. A turn the log still shows open is an orphan
         (this service is the thread's only writer and is not running it): it
-        is settled as ``orphaned`` first, so two turns are never open. A
+        is settled as ``orphaned`` first, so two turns are never open. The
+        first turn of an untitled thread titles it from ``text``. A
         blank prompt or an attachment that cannot be sent is refused first,
         and nothing is recorded (:mod:`kun.runtime.turn_input`)."""
         check_prompt(text, attachments)
@@ -191,6 +204,10 @@ class TurnService:
                 await self.recorder.record(thread_id, *orphans)
             turn_id = new_id("turn")
             settings = state.settings
+            if not state.turns:
+                title = title_changes(settings, title_from_prompt(text), "prompt")
+                if title:
+                    await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **title))
             message = UserMessage(id=new_id("msg"), text=text, attachments=tuple(attachments))
             await self.recorder.record(
                 thread_id,

@@ -1,0 +1,51 @@
+"""What the CLI's command modules share: ``--home``, finding a thread's log,
+and running a body against a service. Only click is imported here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["home_option", "log_of", "service_call"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def home_option(func: F) -> F:
+    return click.option(
+        "--home",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="kun home directory (default: $KUN_HOME, else ~/.kun).",
+    )(func)
+
+
+def log_of(home: Path | None, thread: str) -> tuple[str, Path]:
+    """A thread id (or an unambiguous prefix of one) under the home, or a
+    path to an ``events.jsonl`` file."""
+    from kun.lookup import resolve_thread_id
+    from kun.store.paths import log_path, resolve_home
+
+    candidate = Path(thread)
+    if ("/" in thread or thread.endswith(".jsonl")) and candidate.is_file():
+        return thread, candidate
+    root = resolve_home(home)
+    thread_id = resolve_thread_id(root, thread)
+    return thread_id, log_path(root, thread_id)
+
+
+def service_call(home: Path | None, body: Callable[[Any], Any]) -> Any:
+    """``await body(service)`` on a service over the home (no model)."""
+    import anyio
+
+    from kun.session import open_service
+    from kun.store.paths import resolve_home
+
+    async def go() -> Any:
+        async with open_service(resolve_home(home)) as service:
+            return await body(service)
+
+    return anyio.run(go)

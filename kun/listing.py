@@ -1,0 +1,158 @@
+"""The thread list behind ``kun threads``, ``/threads``, ``kun resume`` and
+``kun -c``: one summary per thread, newest activity first.
+
+Each log is replayed in full (tolerantly: lines kun cannot read are skipped,
+as ``kun replay`` does); a thread index that avoids this is a separate
+piece of work. A log that cannot be replayed at all is listed with its
+error when asked (``kun threads`` names it), else left out.
+
+``--json`` prints :func:`to_json` of the list: an array of objects with
+the fields of :class:`ThreadSummary`; times are epoch milliseconds,
+``usage`` is the thread's usage totals, and ``cost_usd`` is ``null`` when
+no call of the thread had a known price.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+import msgspec
+
+from kun.contracts.usage import UsageTotals
+from kun.errors import KunError
+from kun.store.errors import InvalidThreadId
+from kun.store.paths import LOG_NAME, threads_root, validate_thread_id
+
+__all__ = [
+    "ThreadSummary",
+    "format_cost",
+    "format_when",
+    "list_threads",
+    "thread_ids",
+    "to_json",
+]
+
+
+class ThreadSummary(msgspec.Struct, frozen=True, kw_only=True):
+    thread_id: str
+    title: str = ""
+    title_source: str | None = None
+    workspace: str = ""
+    provider: str | None = None
+    model: str | None = None
+    status: str = "unreadable"
+    turns: int = 0
+    created_at: int | None = None
+    updated_at: int = 0
+    usage: UsageTotals = UsageTotals()
+    cost_usd: float | None = None
+    hidden: bool = False
+    error: str | None = None
+
+
+def thread_ids(home: Path) -> list[str]:
+    """Every thread under ``home`` that has a log, sorted."""
+    root = threads_root(home)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if _valid(p.name) and (p / LOG_NAME).is_file())
+
+
+def _valid(name: str) -> bool:
+    try:
+        validate_thread_id(name)
+    except InvalidThreadId:
+        return False
+    return True
+
+
+def list_threads(
+    home: Path,
+    *,
+    workspace: Path | None = None,
+    limit: int | None = None,
+    include_hidden: bool = False,
+    include_unreadable: bool = False,
+) -> list[ThreadSummary]:
+    """The threads under ``home``, newest activity first (of ``workspace``
+    only, when given; side threads only with ``include_hidden``)."""
+    where = str(workspace.resolve()) if workspace is not None else None
+    found: list[ThreadSummary] = []
+    for thread_id in thread_ids(home):
+        summary = summarize(home, thread_id)
+        if summary.error is not None:
+            if include_unreadable and where is None:
+                found.append(summary)
+            continue
+        if summary.hidden and not include_hidden:
+            continue
+        if where is not None and summary.workspace != where:
+            continue
+        found.append(summary)
+    found.sort(key=lambda s: (s.updated_at, s.thread_id), reverse=True)
+    return found[:limit] if limit is not None else found
+
+
+def summarize(home: Path, thread_id: str) -> ThreadSummary:
+    """One thread's summary, or its error."""
+    from kun.domain.titles import title_holder
+    from kun.store.replay import replay_log
+
+    path = threads_root(home) / thread_id / LOG_NAME
+    try:
+        state = replay_log(path, mode="tolerant")
+    except (KunError, OSError, ValueError) as exc:
+        return ThreadSummary(thread_id=thread_id, updated_at=_mtime_ms(path), error=str(exc))
+    settings = state.settings
+    usage = state.usage
+    return ThreadSummary(
+        thread_id=thread_id,
+        title=settings.title,
+        title_source=title_holder(settings),
+        workspace=settings.workspace,
+        provider=settings.provider,
+        model=settings.model,
+        status=state.status,
+        turns=len(state.visible_turns),
+        created_at=state.created_at,
+        updated_at=state.updated_at or state.created_at or 0,
+        usage=usage,
+        cost_usd=None if usage.calls and usage.unpriced_calls == usage.calls else usage.cost_usd,
+        hidden=settings.hidden,
+    )
+
+
+def _mtime_ms(path: Path) -> int:
+    try:
+        return int(path.stat().st_mtime * 1000)
+    except OSError:
+        return 0
+
+
+def to_json(summaries: list[ThreadSummary]) -> bytes:
+    return msgspec.json.encode(summaries)
+
+
+def format_cost(usage: UsageTotals) -> str:
+    """``unknown`` when no call had a price (never ``$0.0000``); a ``+``
+    when some had none, so a partial sum never reads as the whole."""
+    if usage.calls and usage.unpriced_calls == usage.calls:
+        return "unknown"
+    return f"${usage.cost_usd:.4f}" + ("+" if usage.unpriced_calls else "")
+
+
+def format_when(ms: int | None) -> str:
+    """Epoch milliseconds as local time, to the minute."""
+    if not ms:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def format_workspace(workspace: str) -> str:
+    """``~`` for the home directory, as people write it."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (workspace == home or workspace.startswith(home + os.sep)):
+        return "~" + workspace[len(home) :]
+    return workspace or "-"

@@ -1,0 +1,249 @@
+"""The commands that list and reshape threads: ``kun threads``, ``usage``,
+``rewind``, ``fork`` and ``reconcile``, registered by :mod:`kun.cli`.
+
+``--json`` prints one JSON document on stdout (notes stay on stderr), in a
+shape that only grows:
+
+* ``threads``: an array of thread summaries (:mod:`kun.listing`);
+* ``usage``: ``{"threads": [{"thread_id", "usage", "cost_usd", "skipped_lines"}]}``
+  (``cost_usd`` is ``null`` when no call had a price);
+* ``fork``: ``{"thread_id", "source_thread_id", "source_seq"}``;
+* ``reconcile``: ``{"reconciled": [ids], "skipped": {id: reason}}``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from kun.cliopts import home_option, log_of, service_call
+
+__all__ = ["fork", "reconcile", "rewind", "threads", "usage"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_FAILURE = 1
+TITLE_WIDTH = 40
+
+
+def _json_option(what: str) -> Callable[[F], F]:
+    def decorate(func: F) -> F:
+        return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")(func)
+
+    return decorate
+
+
+def _echo_json(value: Any) -> None:
+    import msgspec
+
+    click.echo(msgspec.json.encode(value).decode())
+
+
+@click.command()
+@click.option("--here", is_flag=True, help="Only the threads of this folder (their workspace).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most N threads.")
+@click.option("--all", "show_all", is_flag=True, help="Include hidden side threads.")
+@_json_option("the list")
+@home_option
+def threads(
+    here: bool, limit: int | None, show_all: bool, as_json: bool, home: Path | None
+) -> None:
+    """List threads, newest activity first: title, workspace, model, status,
+    turns, last activity (local time), tokens and cost."""
+    from kun.listing import list_threads, to_json
+    from kun.store.paths import resolve_home
+
+    root = resolve_home(home)
+    found = list_threads(
+        root,
+        workspace=Path.cwd() if here else None,
+        limit=limit,
+        include_hidden=show_all,
+        include_unreadable=True,
+    )
+    if as_json:
+        click.echo(to_json(found).decode())
+    elif not found:
+        where = f" for {Path.cwd().resolve()}" if here else ""
+        click.echo(f"no threads under {root}{where}")
+    else:
+        click.echo("\n".join(_table(_rows(found))))
+
+
+def _rows(found: list[Any]) -> Iterator[tuple[str, ...]]:
+    from kun.listing import format_cost, format_when, format_workspace
+
+    yield ("THREAD", "TITLE", "WORKSPACE", "MODEL", "STATUS", "TURNS", "LAST ACTIVITY", "TOKENS",
+           "COST")  # fmt: skip
+    for s in found:
+        if s.error is not None:
+            yield (s.thread_id, f"(unreadable: {s.error})", "", "", "", "", "", "", "")
+            continue
+        usage = s.usage
+        yield (
+            s.thread_id,
+            _cut(s.title, TITLE_WIDTH),
+            format_workspace(s.workspace),
+            "/".join(p for p in (s.provider, s.model) if p) or "-",
+            s.status,
+            str(s.turns),
+            format_when(s.updated_at),
+            f"{usage.prompt_tokens + usage.completion_tokens:,}",
+            format_cost(usage),
+        )
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _table(rows: Iterator[tuple[str, ...]]) -> list[str]:
+    table = list(rows)
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table
+    ]
+
+
+@click.command()
+@click.argument("threads", nargs=-1, required=True)
+@_json_option("the totals")
+@home_option
+def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
+    """Usage and cost of THREAD, or of two threads side by side with deltas.
+
+    Sums the usage events only, skipping (and counting) lines it cannot read.
+    """
+    from kun.domain.usage_report import render_usage
+    from kun.store.usage_totals import skipped_lines, usage_of_log
+
+    if len(threads) > 2:
+        raise click.UsageError("give one thread, or two to compare")
+    totals, labels, shown = [], [], []
+    for name, thread in zip("AB", threads, strict=False):
+        thread_id, path = log_of(home, thread)
+        total, report = usage_of_log(path)
+        totals.append(total)
+        labels.append(f"{name}: {thread_id}" if len(threads) == 2 else thread_id)
+        priced = not (total.calls and total.unpriced_calls == total.calls)
+        shown.append(
+            {
+                "thread_id": thread_id,
+                "usage": total,
+                "cost_usd": total.cost_usd if priced else None,
+                "skipped_lines": skipped_lines(report),
+            }
+        )
+        for note in _usage_notes(report):
+            click.echo(f"note: {thread_id}: {note}", err=True)
+    if as_json:
+        _echo_json({"threads": shown})
+    else:
+        click.echo("\n".join(render_usage(labels, totals)))
+
+
+def _usage_notes(report: Any) -> Iterator[str]:
+    unreadable = report.skipped_bad + report.unknown + (report.torn_tail is not None)
+    if unreadable:
+        yield f"skipped {unreadable} unreadable lines"
+    if report.repeated_seqs:
+        yield (
+            f"skipped {report.repeated_seqs} lines that repeat an earlier seq "
+            "(each event is counted once)"
+        )
+    if report.seq_gaps:
+        yield (
+            f"{report.missing_seqs} events are missing (the seqs jump {report.seq_gaps} "
+            f"times, first from seq {report.first_gap[0]} to {report.first_gap[1]}); "
+            "the totals may be short"
+        )
+
+
+@click.command()
+@click.argument("thread")
+@click.option(
+    "--before-turn",
+    "before_turn",
+    default=None,
+    help="The first turn to hide: its number as kun replay shows it, or its id.",
+)
+@click.option("--undo", is_flag=True, help="Bring back what the latest rewind hid.")
+@home_option
+def rewind(thread: str, before_turn: str | None, undo: bool, home: Path | None) -> None:
+    """Hide turn --before-turn of THREAD and every later turn, or --undo the
+    latest rewind (nothing is deleted; the log records both)."""
+    from kun.threadops import rewind_before, undo_latest_rewind
+
+    if undo == (before_turn is not None):
+        raise click.UsageError("give --before-turn N (or a turn id), or --undo")
+    thread_id, _ = log_of(home, thread)
+    if undo:
+        done = service_call(home, lambda s: undo_latest_rewind(s, thread_id))
+        hidden = len(done.hidden_turn_ids)
+        click.echo(f"brought back {hidden} turn(s) of {thread_id} (the rewind at seq {done.seq})")
+        return
+    assert before_turn is not None
+    ref = before_turn
+    result = service_call(home, lambda s: rewind_before(s, thread_id, ref))
+    click.echo(
+        f"rewound {thread_id} before turn {result.number} ({result.turn.turn_id}), "
+        f"hiding {result.hidden} turn(s) (seq {result.seq}); "
+        f"kun rewind {thread_id} --undo brings them back"
+    )
+
+
+@click.command()
+@click.argument("thread")
+@click.option(
+    "--at-turn",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Keep turns 1..N (numbered as kun replay shows them).",
+)
+@click.option(
+    "--at-seq", type=click.IntRange(min=1), default=None, help="Fork point (default: now)."
+)
+@_json_option("the new thread")
+@home_option
+def fork(
+    thread: str, at_turn: int | None, at_seq: int | None, as_json: bool, home: Path | None
+) -> None:
+    """Start a new thread whose history is THREAD's (all of it, its turns
+    1..--at-turn, or its log up to --at-seq); prints the new thread's id."""
+    from kun.threadops import fork_at
+
+    if at_turn is not None and at_seq is not None:
+        raise click.UsageError("give --at-turn or --at-seq, not both")
+    thread_id, _ = log_of(home, thread)
+    new, seq = service_call(home, lambda s: fork_at(s, thread_id, at_seq=at_seq, at_turn=at_turn))
+    if as_json:
+        _echo_json({"thread_id": new, "source_thread_id": thread_id, "source_seq": seq})
+    else:
+        click.echo(new)
+
+
+@click.command()
+@_json_option("what was settled and skipped")
+@home_option
+def reconcile(as_json: bool, home: Path | None) -> None:
+    """Settle turns left running by a process that died (code 'orphaned').
+
+    A thread that cannot be read or settled is skipped and named on stderr,
+    the others are settled, and the exit status is 1.
+    """
+    from kun.runtime.reconcile import reconcile_orphaned_turns
+
+    skipped: dict[str, str] = {}
+    touched = service_call(home, lambda s: reconcile_orphaned_turns(s, skipped=skipped))
+    if as_json:
+        _echo_json({"reconciled": touched, "skipped": skipped})
+    else:
+        click.echo("\n".join(touched) if touched else "nothing to reconcile")
+    for thread_id, reason in skipped.items():
+        click.echo(f"note: not reconciled {thread_id}: {reason}", err=True)
+    if skipped:
+        sys.exit(EXIT_FAILURE)

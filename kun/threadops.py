@@ -1,0 +1,60 @@
+"""Rewind, undo and fork as the CLI and the session both offer them, so
+``kun rewind`` and ``/rewind`` name turns, and ``kun fork --at-turn`` and
+``/fork`` cut, the same way (:mod:`kun.domain.turnref`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kun.domain.state import Rewind, ThreadState, TurnState
+from kun.domain.turnref import find_turn, fork_seq, latest_rewind
+from kun.runtime.service import TurnService
+
+__all__ = ["Rewound", "fork_at", "rewind_before", "thread_state", "undo_latest_rewind"]
+
+
+@dataclass(frozen=True)
+class Rewound:
+    number: int
+    turn: TurnState
+    seq: int
+    hidden: int
+
+
+async def thread_state(service: TurnService, thread_id: str) -> ThreadState:
+    if service.recorder.is_open(thread_id):
+        return service.state(thread_id)
+    return await service.recorder.open(thread_id)
+
+
+async def rewind_before(service: TurnService, thread_id: str, ref: str) -> Rewound:
+    """Hide the turn ``ref`` names (number, id or id prefix) and every later one."""
+    number, turn = find_turn(await thread_state(service, thread_id), ref)
+    seq = await service.rewind_thread(thread_id, turn.turn_id)
+    rewind = next(r for r in service.state(thread_id).rewinds if r.seq == seq)
+    return Rewound(number, turn, seq, len(rewind.hidden_turn_ids))
+
+
+async def undo_latest_rewind(service: TurnService, thread_id: str) -> Rewind:
+    """Bring back what the most recent rewind still in force hid."""
+    rewind = latest_rewind(await thread_state(service, thread_id))
+    await service.undo_rewind(thread_id, rewind.seq)
+    return rewind
+
+
+async def fork_at(
+    service: TurnService,
+    thread_id: str,
+    *,
+    at_seq: int | None = None,
+    at_turn: int | None = None,
+) -> tuple[str, int]:
+    """A fork of ``thread_id`` keeping its turns 1..``at_turn`` (or its log
+    up to ``at_seq``; default: all of it); the new id and the seq it was
+    taken at."""
+    state = await thread_state(service, thread_id)
+    if at_turn is not None:
+        at_seq = fork_seq(state, at_turn)
+    new = await service.fork_thread(thread_id, at_seq)
+    origin = service.state(new).forked_from
+    return new, origin.seq if origin is not None else state.last_seq
