@@ -216,7 +216,7 @@ def demo(fast: bool, home: Path | None) -> None:
     run_demo(root, fast=fast)
 
 
-_POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
+_POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 
 
 @cli.command()
@@ -237,7 +237,12 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
     default=Path("."),
     help="Folder the tools work in (new threads; default: here).",
 )
-@click.option("--approval", type=click.Choice(_POLICIES), default=None, help="Approval policy.")
+@click.option(
+    "--approval",
+    type=click.Choice(_POLICIES),
+    default=None,
+    help="Approval policy. full-auto runs every command without asking: dangerous, opt-in.",
+)
 @click.option(
     "--config",
     type=click.Path(dir_okay=False, path_type=Path),

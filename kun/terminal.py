@@ -11,24 +11,34 @@ Approvals and questions are asked through a :class:`Prompter`; without one
 they are denied and cancelled, so an unattended run never hangs. At a
 prompt, Ctrl-C and Esc interrupt the turn and Ctrl-D denies (or cancels the
 question) and interrupts: each is one line, at once.
+
+An approval shows the diff a file write would make, then takes ``y`` (yes),
+``a`` (always for this thread: the tool, or for ``bash`` the command's
+prefix, recorded as ``thread_updated``; :mod:`kun.tools.allow`), ``n`` or
+Enter (no), or any other text: no, with that text as the reason the model
+reads. A file write's result shows the diff it made, unless it is the one
+just approved. A sink with a ``diff`` method (:class:`DiffSink`) draws diffs
+itself; any other gets them a line at a time, coloured by tone.
 """
 
 from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Literal, Protocol, TextIO
+from typing import Literal, Protocol, TextIO, runtime_checkable
 
 import anyio
 import click
 
 from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ErrorItem, ToolCall, ToolResult
+from kun.contracts.threads import AllowRule
 from kun.domain.transcript import format_usage
 from kun.runtime.errors import AnswerConflict, TurnNotRunning
 from kun.runtime.service import TurnService
+from kun.tools.allow import describe, rule_for
 
-__all__ = ["LiveView", "PlainSink", "Prompter", "Reply", "Sink", "Tone"]
+__all__ = ["DiffSink", "LiveView", "PlainSink", "Prompter", "Reply", "Sink", "Tone"]
 
 Tone = Literal["plain", "dim", "tool", "warn", "error", "good"]
 """What a line means, for a sink to colour."""
@@ -69,6 +79,13 @@ class Sink(Protocol):
     def waiting(self, on: bool) -> None: ...
 
     async def animate(self) -> None: ...
+
+
+@runtime_checkable
+class DiffSink(Protocol):
+    """A sink that draws a unified diff its own way (highlighted)."""
+
+    def diff(self, text: str) -> None: ...
 
 
 class PlainSink:
@@ -145,6 +162,7 @@ class LiveView:
         self.sink = sink
         self.prompter = prompter
         self._thinking: set[str] = set()
+        self._diffs: dict[str, str] = {}
 
     def note(self, text: str, tone: Tone = "dim") -> None:
         """A line from outside the event stream (a retry, an interrupt)."""
@@ -208,17 +226,37 @@ class LiveView:
             self.sink.line(f"   error: {_cut(first, 100)}{more}", "error")
         else:
             self.sink.line(f"   ok: {_cut(first, 100)}{more}")
+        if result.diff and self._diffs.pop(result.call_id, None) != result.diff:
+            self._diff(result.diff)
+
+    def _diff(self, diff: str) -> None:
+        if isinstance(self.sink, DiffSink):
+            self.sink.diff(diff)
+            return
+        for row in diff.split("\n"):
+            self.sink.line(f"   {row}", _diff_tone(row))
 
     async def _approve(self, event: ev.ApprovalRequested) -> None:
         self.sink.line(f"approval needed: {event.summary}", "warn")
+        diff = event.diff if isinstance(event.diff, str) else ""
+        if diff:
+            self._diff(diff)
+            if event.call_id is not None:
+                self._diffs[event.call_id] = diff
         if self.prompter is None:
             self.sink.line("   denied: no terminal to ask on")
             await self._answer_approval(event.approval_id, "denied", "no terminal to ask on")
             return
-        reply = await self.prompter.prompt("   allow? [y/N] ")
+        rule = self._rule(event)
+        always = (
+            f"a always for this thread: {describe(rule)}"
+            if rule
+            else "no always: not a simple command"
+        )
+        self.sink.line(f"   y yes · {always} · n no · or type why not", "dim")
+        reply = await self.prompter.prompt("   allow? [y/a/N] ")
         if reply.kind == "text":
-            approved = reply.text.strip().lower() in ("y", "yes")
-            await self._answer_approval(event.approval_id, "approved" if approved else "denied")
+            await self._decide(event, reply.text.strip(), rule)
         elif reply.kind == "eof":
             self.sink.line("denied; interrupting the turn", "warn")
             await self._answer_approval(event.approval_id, "denied", "denied with Ctrl-D")
@@ -226,6 +264,37 @@ class LiveView:
         else:
             self.sink.line("interrupting the turn", "warn")
             await self.interrupt(event.turn_id)
+
+    def _rule(self, event: ev.ApprovalRequested) -> AllowRule | None:
+        """The rule "always" would add: from the call's arguments as the
+        thread recorded them."""
+        state = self.service.state(self.thread_id)
+        turn = next((t for t in state.turns if t.turn_id == event.turn_id), None)
+        items = turn.items if turn is not None else ()
+        call = next(
+            (i for i in items if isinstance(i, ToolCall) and i.call_id == event.call_id), None
+        )
+        return None if call is None else rule_for(call.name, bytes(call.arguments))
+
+    async def _decide(self, event: ev.ApprovalRequested, text: str, rule: AllowRule | None) -> None:
+        """``y``, ``a``, ``n`` or Enter, or a reason to deny."""
+        answer = text.lower()
+        if answer in ("a", "always") and rule is not None:
+            settings = self.service.state(self.thread_id).settings
+            if rule not in settings.allow_rules:
+                await self.service.update_thread(
+                    self.thread_id, always_allow=(*settings.allow_rules, rule)
+                )
+            self.sink.line(f"   always allowed on this thread: {describe(rule)}", "good")
+            await self._answer_approval(
+                event.approval_id, "approved", f"always for this thread: {describe(rule)}"
+            )
+        elif answer in ("y", "yes", "a", "always"):
+            await self._answer_approval(event.approval_id, "approved")
+        elif answer in ("", "n", "no"):
+            await self._answer_approval(event.approval_id, "denied")
+        else:
+            await self._answer_approval(event.approval_id, "denied", text)
 
     async def _ask(self, event: ev.UserInputRequested) -> None:
         self.sink.line(f"question: {event.question}", "warn")
@@ -268,6 +337,16 @@ class LiveView:
         self.sink.line(f"turn {status}{took}", tone)
         if turn is not None and turn.usage.calls:
             self.sink.line(f"usage: {format_usage(turn.usage)}")
+
+
+def _diff_tone(row: str) -> Tone:
+    if row.startswith(("+++", "---")):
+        return "plain"
+    if row.startswith("+"):
+        return "good"
+    if row.startswith("-"):
+        return "error"
+    return "tool" if row.startswith("@@") else "dim"
 
 
 def _cut(text: str, width: int) -> str:

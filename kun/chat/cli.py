@@ -19,7 +19,7 @@ __all__ = ["POLICIES", "chat", "resume", "session_options", "start_session"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-POLICIES = ["never", "on-request", "untrusted", "always", "auto"]
+POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 
 
 def session_options(func: F) -> F:

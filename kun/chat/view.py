@@ -9,7 +9,8 @@ behind the prompt. Lines (tool calls, results,
 warnings) are printed as they come, after whatever text came before them.
 
 The "waiting for the model" status is not written into the scrollback: the
-prompt's toolbar shows it (:attr:`ChatSink.status`).
+prompt's toolbar shows it (:attr:`ChatSink.status`). A file write's diff
+is drawn highlighted (:meth:`ChatSink.diff`).
 """
 
 from __future__ import annotations
@@ -98,6 +99,20 @@ class ChatSink:
         from rich.text import Text
 
         self._rich().print(Text(text, style=_RICH_STYLES[tone]), soft_wrap=True)
+        sys.stdout.flush()
+
+    def diff(self, text: str) -> None:
+        """A unified diff, highlighted as one (a note in parentheses dim)."""
+        self._flush_pending()
+        from rich.padding import Padding
+        from rich.syntax import Syntax
+        from rich.text import Text
+
+        if text.startswith("("):
+            body: Any = Text(text, style="dim")
+        else:
+            body = Syntax(text, "diff", theme="monokai", background_color="default")
+        self._rich().print(Padding(body, (0, 0, 0, 3), expand=False))
         sys.stdout.flush()
 
     def waiting(self, on: bool) -> None:

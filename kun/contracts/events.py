@@ -19,7 +19,14 @@ from msgspec import UNSET, UnsetType
 
 from kun.contracts.context import TurnContext
 from kun.contracts.items import Item, Severity
-from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings, TitleSource, Todo
+from kun.contracts.threads import (
+    AllowRule,
+    ApprovalPolicy,
+    Goal,
+    ThreadSettings,
+    TitleSource,
+    Todo,
+)
 from kun.contracts.usage import UsageSnapshot
 
 PipelineStageName = Literal[
@@ -68,6 +75,7 @@ class ThreadUpdated(EventBase, tag="thread_updated", frozen=True, kw_only=True):
     goal: Goal | UnsetType | None = UNSET
     todos: tuple[Todo, ...] | UnsetType = UNSET
     hidden: bool | UnsetType = UNSET
+    always_allow: tuple[AllowRule, ...] | UnsetType = UNSET
 
 
 class ThreadForked(EventBase, tag="thread_forked", frozen=True, kw_only=True):
@@ -193,12 +201,16 @@ class ToolStormSuppressed(EventBase, tag="tool_storm_suppressed", frozen=True, k
 
 
 class ApprovalRequested(EventBase, tag="approval_requested", frozen=True, kw_only=True):
-    """Creates a pending ``approval`` item whose id is ``approval_id``."""
+    """Creates a pending ``approval`` item whose id is ``approval_id``.
+    ``diff`` is what a file write would change, as a (capped) unified diff
+    computed when the approval was asked, so a replay shows what the user
+    saw; unset for other tools (so their lines are written as before)."""
 
     approval_id: str
     call_id: str | None = None
     tool_name: str = ""
     summary: str = ""
+    diff: str | UnsetType = UNSET
 
 
 class ApprovalResolved(EventBase, tag="approval_resolved", frozen=True, kw_only=True):

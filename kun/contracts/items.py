@@ -83,7 +83,8 @@ class ToolCall(ItemBase, tag="tool_call", frozen=True, kw_only=True):
 class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
     """A call's output. ``attachments`` are files the tool produced for the
     model to see (a screenshot, an image it read), sent as images to models
-    that take them."""
+    that take them. ``diff`` is what a file tool changed, as a capped unified
+    diff: for people (the live view, replay), never sent to the model."""
 
     call_id: str
     name: str = ""
@@ -91,13 +92,17 @@ class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
     is_error: bool = False
     code: str | None = None
     attachments: tuple[Attachment, ...] = ()
+    diff: str = ""
 
 
 class Approval(ItemBase, tag="approval", frozen=True, kw_only=True):
+    """A request to run a tool call; ``diff`` is what a file write would change."""
+
     call_id: str | None = None
     tool_name: str = ""
     summary: str = ""
     reason: str | None = None
+    diff: str = ""
 
 
 class UserInput(ItemBase, tag="user_input", frozen=True, kw_only=True):

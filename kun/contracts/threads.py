@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-ApprovalPolicy = Literal["never", "on-request", "untrusted", "always", "auto"]
+ApprovalPolicy = Literal["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 GoalStatus = Literal["active", "paused", "blocked", "complete"]
 TodoStatus = Literal["pending", "in_progress", "completed"]
 TitleSource = Literal["prompt", "model", "user"]
@@ -30,11 +31,30 @@ class Todo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     status: TodoStatus = "pending"
 
 
+class AllowRule(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A call the user said to always allow on this thread: every call of
+    ``tool`` or, when ``prefix`` is given (``bash``), every simple command whose
+    first words are ``prefix`` (:mod:`kun.tools.allow` decides what matches)."""
+
+    tool: str
+    prefix: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``write_file``, or ``bash `git status …```."""
+        if not self.prefix:
+            return self.tool
+        return f"{self.tool} `{shlex.join(self.prefix)} …`"
+
+
 class ThreadSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The settings a thread is created with; ``thread_updated`` changes them.
 
     ``hidden`` marks side threads (delegated sub-agents) that are not listed by
     default; ``parent_thread_id`` names the thread that spawned one.
+    ``always_allow`` lists the calls the user approved "always for this
+    thread": they run without asking where the policy would ask (never where
+    it denies). Unset until the first one, so a thread without any is
+    written as before; read it through :attr:`allow_rules`.
     ``title_source`` says who wrote the title (:mod:`kun.domain.titles`); it
     is unset until a title has one, so a thread that never got one is
     written as before.
@@ -51,3 +71,10 @@ class ThreadSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     todos: tuple[Todo, ...] = ()
     hidden: bool = False
     parent_thread_id: str | None = None
+    always_allow: tuple[AllowRule, ...] | UnsetType = UNSET
+
+    @property
+    def allow_rules(self) -> tuple[AllowRule, ...]:
+        """``always_allow``, empty when unset."""
+        rules = self.always_allow
+        return () if isinstance(rules, UnsetType) else rules

@@ -7,6 +7,7 @@ small; it shares the projector's private fold state (declared below).
 from __future__ import annotations
 
 import msgspec
+from msgspec import UnsetType
 
 from kun.contracts import events as ev
 from kun.contracts.items import (
@@ -173,6 +174,7 @@ class ItemHandlers:
                 call_id=e.call_id,
                 tool_name=e.tool_name,
                 summary=e.summary,
+                diff="" if isinstance(e.diff, UnsetType) else e.diff,
             )
         )
         self._approvals[e.approval_id] = fold.base.turn_id

@@ -46,6 +46,7 @@ _SETTING_FIELDS = (
     "goal",
     "todos",
     "hidden",
+    "always_allow",
 )
 
 

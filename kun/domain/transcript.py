@@ -2,7 +2,10 @@
 
 Pure: takes a ``ThreadState`` and returns lines. Long tool arguments and
 results are cut to a few lines so a transcript stays skimmable; reasoning is
-folded to a one-line summary unless asked for.
+folded to a one-line summary unless asked for. A file write shows the diff
+its result recorded (or, if it never ran, the one its approval showed), and
+the header lists the thread's "always" rules; an approval answered "always"
+says so, so where each rule came from is in the transcript too.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from kun.contracts.usage import UsageTotals
 from kun.domain.state import ThreadState, TurnState
 
 RESULT_LINES = 6
+DIFF_LINES = 80
 LINE_WIDTH = 160
 ARGUMENT_WIDTH = 200
 
@@ -57,6 +61,8 @@ def _header(state: ThreadState) -> list[str]:
         f"thread {state.thread_id} · {s.title!r} · {state.status} · {turns}",
         f"workspace {s.workspace or '-'} · {model} · approval {s.approval_policy}",
     ]
+    if s.allow_rules:
+        lines.append(f"always allowed: {', '.join(r.describe() for r in s.allow_rules)}")
     if state.forked_from is not None:
         origin = state.forked_from
         lines.append(f"forked from {origin.thread_id} at seq {origin.seq}")
@@ -159,12 +165,28 @@ def _tool_call(call: ToolCall, attached: list[Item]) -> list[str]:
         if isinstance(item, ToolResult) and item.is_error:
             mark = f"error{f' [{item.code}]' if item.code else ''}"
     lines = [f"  tool {call.name}({_cut(_one_line(arguments), ARGUMENT_WIDTH)}) -> {mark}"]
+    diff = ""
     for item in attached:
         if isinstance(item, Approval):
             lines.append(f"    approval: {_approval(item)}")
+            diff = diff or item.diff
         elif isinstance(item, ToolResult):
             lines.extend(_result(item, "    "))
+            diff = item.diff or diff
+    lines.extend(_diff(diff, "    "))
     return lines
+
+
+def _diff(diff: str, indent: str) -> list[str]:
+    """A file write's diff as recorded: the change made, or for a call that
+    did not run, the change its approval showed."""
+    if not diff:
+        return []
+    rows = diff.split("\n")
+    shown = [f"{indent}{_cut(row.expandtabs(4), LINE_WIDTH)}" for row in rows[:DIFF_LINES]]
+    if len(rows) > DIFF_LINES:
+        shown.append(f"{indent}... ({len(rows) - DIFF_LINES} more diff lines)")
+    return shown
 
 
 def _result(result: ToolResult, indent: str) -> list[str]:

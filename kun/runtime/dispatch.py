@@ -7,6 +7,11 @@ the batch is aborted every result that was already computed is still
 persisted. Errors are wrapped in three layers: recoverable dispatch errors
 (unknown tool, bad arguments, denied) and a crashing tool become ``is_error``
 results the model can act on (the tool host does this); only abort travels up.
+
+Where the policy asks, a call covered by the thread's allow rules (the
+user's "always", :mod:`kun.tools.allow`) runs without asking. An approval
+records a one-line summary of the call and, for a file write, the diff it
+would make (:mod:`kun.tools.preview`), both scrubbed of known secrets.
 """
 
 from __future__ import annotations
@@ -14,14 +19,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import anyio
+from msgspec import UNSET
 
 from kun.contracts import events as ev
 from kun.contracts.items import ToolCall, ToolResult
 from kun.contracts.threads import Todo
 from kun.ids import new_id
 from kun.runtime.context import TurnRun, draft
+from kun.tools.allow import allows
 from kun.tools.approval import decide
 from kun.tools.base import ToolContext, ToolOutput
+from kun.tools.preview import proposed_diff, summary
 
 __all__ = ["PARALLEL_READ_CAP", "READ_ONLY_BUILTINS", "dispatch", "plan_batches"]
 
@@ -78,9 +86,10 @@ async def _run_batch(run: TurnRun, batch: list[ToolCall]) -> None:
 
 async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
     effect = run.tools.effect(call.name)
+    call_args = bytes(call.arguments)
     repeats = run.storm.admit(
         call.name,
-        bytes(call.arguments),
+        call_args,
         read_only=effect == "read",
         changes_files=effect in ("write", "exec"),
     )
@@ -101,6 +110,8 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
             code="tool_storm_suppressed",
         )
     verdict = decide(run.policy, effect) if effect is not None else "allow"
+    if verdict == "ask" and allows(run.state().settings.allow_rules, call.name, call_args):
+        verdict = "allow"
     if verdict == "deny":
         return ToolOutput(
             output=f"The approval policy {run.policy!r} does not allow {call.name} "
@@ -111,9 +122,9 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
     if verdict == "ask":
         approved, reason = await _ask_approval(run, call)
         if not approved:
-            why = f" ({reason})" if reason else ""
+            why = f" Their reason: {reason}." if reason else ""
             return ToolOutput(
-                output=f"The user denied {call.name}{why}. Do not retry the same call.",
+                output=f"The user denied {call.name}.{why} Do not retry the same call.",
                 is_error=True,
                 code="denied_by_user",
             )
@@ -136,7 +147,8 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
 
 async def _ask_approval(run: TurnRun, call: ToolCall) -> tuple[bool, str | None]:
     approval_id = new_id("apr")
-    summary = f"{call.name} {_short(bytes(call.arguments).decode('utf-8', 'replace'))}"
+    arguments = bytes(call.arguments)
+    diff = await anyio.to_thread.run_sync(proposed_diff, run.workspace, call.name, arguments)
     await run.write(
         draft(
             ev.ApprovalRequested,
@@ -144,7 +156,8 @@ async def _ask_approval(run: TurnRun, call: ToolCall) -> tuple[bool, str | None]
             approval_id=approval_id,
             call_id=call.call_id,
             tool_name=call.name,
-            summary=summary,
+            summary=run.tools.redact(summary(call.name, arguments)),
+            diff=run.tools.redact(diff) or UNSET,
         )
     )
     status, reason = await run.approvals.wait(approval_id, run.thread_id, run.turn_id)
@@ -186,6 +199,7 @@ async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
         is_error=output.is_error,
         code=output.code,
         attachments=output.attachments,
+        diff=output.diff,
     )
     await run.write(
         draft(
@@ -197,7 +211,3 @@ async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
         ),
         draft(ev.ItemCompleted, run.turn_id, item=result),
     )
-
-
-def _short(text: str, width: int = 200) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."

@@ -10,6 +10,7 @@ policy         read    write   exec    interact  state
 ``untrusted``  allow   ask     ask     allow     ask
 ``always``     ask     ask     ask     allow     ask
 ``auto``       allow   ask     ask     allow     allow
+``full-auto``  allow   allow   allow   allow     allow
 =============  ======  ======  ======  ========  ======
 
 * ``never`` — never ask. Reading, the thread's own state (todos) and
@@ -23,6 +24,15 @@ policy         read    write   exec    interact  state
   effect asks: file writes, commands, todo changes.
 * ``always`` — every call asks, reads included.
 * ``auto`` — reading and todos run; file writes and commands ask.
+* ``full-auto`` — everything runs without asking, commands included.
+  **Dangerous**: the model can run any command as the user (file tools stay
+  confined to the workspace; ``bash`` does not). Opt-in only, never a
+  default: for an unattended run (CI, a script, a container) that must run
+  commands.
+
+Where a policy asks, a call the user approved "always for this thread"
+(the thread's ``always_allow``, :mod:`kun.tools.allow`) runs without asking;
+where it denies, an allow rule changes nothing, so ``never`` stays read-only.
 
 Effects (:data:`~kun.tools.base.ToolEffect`): ``read`` read_file, list_dir,
 glob, grep; ``write`` write_file, edit_file; ``exec`` bash; ``interact``
@@ -58,6 +68,9 @@ _TABLE: dict[ApprovalPolicy, dict[ToolEffect, Decision]] = {
     },
     "auto": {
         "read": "allow", "write": "ask", "exec": "ask", "interact": "allow", "state": "allow",
+    },
+    "full-auto": {
+        "read": "allow", "write": "allow", "exec": "allow", "interact": "allow", "state": "allow",
     },
 }  # fmt: skip
 

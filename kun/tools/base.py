@@ -47,12 +47,14 @@ class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
     ``code`` classifies an error (``unknown_tool``, ``invalid_arguments``,
     ``tool_execution_failed``, ``outside_workspace``, ``timeout``, ...; see
     :mod:`kun.tools.errors`); ``attachments`` are files the tool produced for
-    the model to see (an image it read)."""
+    the model to see (an image it read); ``diff`` what a file tool changed,
+    for people only (:mod:`kun.tools.preview`)."""
 
     output: str
     is_error: bool = False
     code: str | None = None
     attachments: tuple[Attachment, ...] = ()
+    diff: str = ""
 
 
 def _no_todos() -> tuple[Todo, ...]:

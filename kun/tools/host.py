@@ -87,8 +87,15 @@ class ToolHost:
         output = await self._execute(name, arguments, ctx)
         if self._redact is None:
             return output
-        scrubbed = self._redact(output.output)
-        return output if scrubbed == output.output else replace(output, output=scrubbed)
+        scrubbed, diff = self._redact(output.output), self.redact(output.diff)
+        if scrubbed == output.output and diff == output.diff:
+            return output
+        return replace(output, output=scrubbed, diff=diff)
+
+    def redact(self, text: str) -> str:
+        """``text`` without the secrets this host scrubs from results (a
+        diff shown at an approval is recorded too)."""
+        return text if self._redact is None or not text else self._redact(text)
 
     async def _execute(self, name: str, arguments: bytes, ctx: ToolContext) -> ToolOutput:
         tool = self._tools.get(name)

@@ -17,6 +17,7 @@ TABLE: dict[ApprovalPolicy, tuple[str, ...]] = {
     "untrusted":  ("allow", "ask",   "ask",  "allow", "ask"),
     "always":     ("ask",   "ask",   "ask",  "allow", "ask"),
     "auto":       ("allow", "ask",   "ask",  "allow", "allow"),
+    "full-auto":  ("allow", "allow", "allow", "allow", "allow"),
 }  # fmt: skip
 
 CASES = [
@@ -27,7 +28,7 @@ CASES = [
 
 
 def test_the_table_covers_every_policy_and_effect() -> None:
-    assert len(CASES) == len(get_args(ApprovalPolicy)) * len(get_args(ToolEffect)) == 25
+    assert len(CASES) == len(get_args(ApprovalPolicy)) * len(get_args(ToolEffect)) == 30
 
 
 @pytest.mark.parametrize(("policy", "effect", "expected"), CASES)

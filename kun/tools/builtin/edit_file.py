@@ -10,17 +10,20 @@ context instead of guessing. A file with CRLF line endings matches an
 The file is read and rewritten through descriptors beneath the workspace
 root, and the rewrite is atomic, like ``write_file``'s (:mod:`kun.tools.atomic`);
 only a regular file is edited. The write is not abandoned on cancellation.
+The result carries the change as a diff (:mod:`kun.tools.preview`), for
+people: the model reads only the one-line report.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from kun.tools.atomic import replace_file
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.builtin._common import looks_binary, off_loop, plural
 from kun.tools.errors import InvalidArguments, ToolError
+from kun.tools.preview import change_diff
 from kun.tools.workspace import OpenFile, Workspace
 
 NAME = "edit_file"
@@ -82,6 +85,26 @@ def _edit(workspace: Workspace, path: str, old: str, new: str, *, replace_all: b
 def _edit_open(file: OpenFile, old: str, new: str, *, replace_all: bool) -> ToolOutput:
     shown = file.shown
     text = _read_text(file.fd, shown)
+    done = replace_text(text, old, new, shown, replace_all=replace_all)
+    replace_file(file.dir_fd, file.name, done.text.encode("utf-8"))
+    where = f"first at line {done.line}" if done.occurrences > 1 else f"at line {done.line}"
+    return ToolOutput(
+        output=f"Edited {shown}: replaced {plural(done.occurrences, 'occurrence')} ({where}).",
+        diff=change_diff(shown, text.encode("utf-8"), done.text.encode("utf-8")),
+    )
+
+
+class Replacement(NamedTuple):
+    text: str
+    occurrences: int
+    line: int
+
+
+def replace_text(text: str, old: str, new: str, shown: str, *, replace_all: bool) -> Replacement:
+    """``text`` with ``old`` replaced by ``new`` as the tool would (also
+    used to preview the edit at an approval): the new text, how many
+    occurrences and the line of the first; ``edit_no_match`` or
+    ``edit_ambiguous`` when it would fail."""
     count = text.count(old)
     if count == 0 and "\r\n" in text and "\n" in old and "\r\n" not in old:
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
@@ -100,9 +123,7 @@ def _edit_open(file: OpenFile, old: str, new: str, *, replace_all: bool) -> Tool
         )
     line = text[: text.index(old)].count("\n") + 1
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    replace_file(file.dir_fd, file.name, updated.encode("utf-8"))
-    where = f"first at line {line}" if count > 1 else f"at line {line}"
-    return ToolOutput(output=f"Edited {shown}: replaced {plural(count, 'occurrence')} ({where}).")
+    return Replacement(updated, count, line)
 
 
 def _read_text(fd: int, shown: str) -> str:

@@ -11,7 +11,9 @@ workspace root (:meth:`~kun.tools.workspace.Workspace.locate`), so a symlink
 swapped in after the check cannot redirect the write out of the workspace.
 
 The write runs in a worker thread that is *not* abandoned on cancellation:
-an abort waits for the (bounded) write to finish.
+an abort waits for the (bounded) write to finish. The result carries the
+change as a diff (:mod:`kun.tools.preview`), for people: the model reads only
+the one-line report.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from typing import Any
 from kun.tools.atomic import replace_file
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.builtin._common import off_loop, plural
+from kun.tools.preview import change_diff, read_capped
 from kun.tools.workspace import Workspace, file_kind, not_a_file
 
 NAME = "write_file"
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 SPEC = make_spec(
     NAME,
@@ -62,6 +66,22 @@ def _write(workspace: Workspace, path: str, content: str) -> ToolOutput:
             mode = None
         if mode is not None and not stat.S_ISREG(mode):
             raise not_a_file(where.shown, file_kind(mode), NAME)
+        before = None if mode is None else _read_before(where.dir_fd, where.name)
         existed = replace_file(where.dir_fd, where.name, data)
     what = "replaced its content" if existed else "created it"
-    return ToolOutput(output=f"Wrote {plural(len(data), 'byte')} to {where.shown} ({what}).")
+    return ToolOutput(
+        output=f"Wrote {plural(len(data), 'byte')} to {where.shown} ({what}).",
+        diff=change_diff(where.shown, before if existed else None, data),
+    )
+
+
+def _read_before(dir_fd: int, name: str) -> bytes | None:
+    """What the file held (capped; enough to diff), ``None`` if it went away."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        return read_capped(fd)
+    finally:
+        os.close(fd)
