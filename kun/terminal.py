@@ -290,6 +290,8 @@ class LiveView:
                 event.approval_id, "approved", f"always for this thread: {describe(rule)}"
             )
         elif answer in ("y", "yes", "a", "always"):
+            if answer.startswith("a"):
+                self.sink.line("   approved this once: this call cannot be always allowed", "dim")
             await self._answer_approval(event.approval_id, "approved")
         elif answer in ("", "n", "no"):
             await self._answer_approval(event.approval_id, "denied")

@@ -80,6 +80,7 @@ def test_always_then_the_same_prefix_runs_and_other_commands_still_ask(tmp_path:
         _call("bash", "c2", command="echo two"),
         _call("bash", "c3", command="echo three; touch chained"),
         _call("bash", "c4", command="true"),
+        _call("bash", "c5", command="env true"),
         answer("all done"),
     ]
     with serve(script) as provider:
@@ -100,12 +101,16 @@ def test_always_then_the_same_prefix_runs_and_other_commands_still_ask(tmp_path:
         child.expect("approval needed: bash: true")
         child.expect(r"allow\? ")
         child.send("y" + ENTER)
+        child.expect("approval needed: bash: env true")
+        child.expect(r"allow\? ")
+        child.send("a" + ENTER)
+        child.expect("approved this once")
         child.expect("all done")
         child.expect("turn completed")
         child.send("\x04")
         code, text = finish(child)
     assert code == 0, text
-    assert text.count("approval needed") == 3, text
+    assert text.count("approval needed") == 4, text
     assert not (workspace / "chained").exists()
     thread = only_thread(home)
     state = assert_settled(home, thread)
