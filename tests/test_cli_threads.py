@@ -186,7 +186,7 @@ def test_usage_and_reconcile_json(tmp_path: Path) -> None:
 
 
 def test_local_time_is_local(tokyo: None) -> None:
-    from kun.listing import format_when
+    from kun.app.listing import format_when
 
     assert format_when(START) == datetime.fromtimestamp(START / 1000).strftime("%Y-%m-%d %H:%M")
     assert format_when(START) == "2026-01-01 09:00"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import kun.colors
+import kun.cli.colors
 from kun.chat.view import ChatSink
 from tests.terminal_support import answer, finish, serve, spawn, write_config
 
@@ -17,7 +17,7 @@ GREEN = "\x1b[32m"
 
 @pytest.fixture(autouse=True)
 def _fresh_flag(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kun.colors, "_disabled", False)
+    monkeypatch.setattr(kun.cli.colors, "_disabled", False)
     monkeypatch.delenv("NO_COLOR", raising=False)
 
 
@@ -57,5 +57,5 @@ def test_the_session_honours_no_color_and_the_flag(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("NO_COLOR", "1")
     assert not ChatSink().color
     monkeypatch.delenv("NO_COLOR")
-    kun.colors.disable_color()
+    kun.cli.colors.disable_color()
     assert not ChatSink().color

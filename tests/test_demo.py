@@ -10,9 +10,8 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-import kun.demo
-from kun import demo_tour
-from kun.cli import cli
+import kun.cli.demo
+from kun.cli import cli, demo_tour
 from kun.contracts import events as ev
 from tests.terminal_support import events_of, finish, spawn, state_of
 
@@ -76,7 +75,7 @@ def test_the_paced_provider_streams_word_by_word_over_time(
 ) -> None:
     """The pace is the provider's: the follow-up's words reach the log
     spread over (words - 1) gaps, not as one buffered burst."""
-    monkeypatch.setattr(kun.demo, "PACE", (0.0, 0.01))
+    monkeypatch.setattr(kun.cli.demo, "PACE", (0.0, 0.01))
 
     class Out:
         def write(self, text: str) -> int:
@@ -84,13 +83,13 @@ def test_the_paced_provider_streams_word_by_word_over_time(
 
         def flush(self) -> None: ...
 
-    run = anyio.run(lambda: kun.demo.run_demo(tmp_path, Out(), paced=True))  # type: ignore[arg-type]
+    run = anyio.run(lambda: kun.cli.demo.run_demo(tmp_path, Out(), paced=True))  # type: ignore[arg-type]
     deltas = [
         e
         for e in events_of(tmp_path, run.thread_id)
         if isinstance(e, ev.AssistantTextDelta) and e.turn_id == run.turn_ids[-1]
     ]
-    words = len(kun.demo.FOLLOW_UP_ANSWER.split())
+    words = len(kun.cli.demo.FOLLOW_UP_ANSWER.split())
     assert len(deltas) >= 5
     assert deltas[-1].at - deltas[0].at >= 0.01 * 1000 * (words - 1) * 0.75
 
@@ -103,11 +102,13 @@ def test_the_demo_paces_only_on_a_terminal_and_not_when_fast(
 ) -> None:
     seen: dict[str, bool] = {}
 
-    async def fake_run(home: Path, out: object, *, color: bool, paced: bool) -> kun.demo.DemoRun:
+    async def fake_run(
+        home: Path, out: object, *, color: bool, paced: bool
+    ) -> kun.cli.demo.DemoRun:
         seen["paced"] = paced
         raise SystemExit(0)
 
-    monkeypatch.setattr(kun.demo, "run_demo", fake_run)
+    monkeypatch.setattr(kun.cli.demo, "run_demo", fake_run)
     monkeypatch.setattr("sys.stdout.isatty", lambda: tty, raising=False)
     with pytest.raises(SystemExit):
         demo_tour.demo(tmp_path, fast=fast)

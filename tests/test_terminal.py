@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from kun.cli.terminal import LiveView, PlainSink
 from kun.model.scripted import text_reply, tool_reply
-from kun.terminal import LiveView, PlainSink
 from tests.runtime.support import harness
 
 pytestmark = pytest.mark.anyio

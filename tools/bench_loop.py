@@ -11,7 +11,7 @@ the tool declares, validates and ignores; it returns ``"ok"``): distinct
 arguments keep kun's tool-storm breaker, which does not run the third
 identical call in a row, out of the way, so every call really runs.
 
-* kun: the real loop (:func:`kun.session.open_service`, ``create_thread``,
+* kun: the real loop (:func:`kun.app.session.open_service`, ``create_thread``,
   ``start_turn``, ``wait_turn``) with the :class:`ScriptedModelClient`, a
   :class:`ToolHost` holding only the no-op tool (effect ``read``, policy
   ``on-request``, so nothing asks) and the durable log on disk: a
@@ -114,10 +114,10 @@ def _result(framework: str, steps: int, wall: float, timer: _Timer, **extra: Any
 def _kun_parts() -> dict[str, Any]:
     """kun's classes, imported on demand: the pydantic-ai worker runs in an
     interpreter without kun."""
+    from kun.app.session import open_service
     from kun.contracts.threads import ThreadSettings
     from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
     from kun.runtime.context import TurnLimits
-    from kun.session import open_service
     from kun.store import jsonl
     from kun.tools.base import ToolContext, ToolOutput, make_spec
     from kun.tools.host import ToolHost

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
-from kun.colors import no_color_option
-from kun.flags import runtime_flags, runtime_options
+from kun.cli.colors import no_color_option
+from kun.cli.flags import runtime_flags, runtime_options
 
 __all__ = ["POLICIES", "chat", "resume", "session_options", "start_session"]
 

@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, get_args
 
+from kun.app.listing import format_cost, format_when
+from kun.app.lookup import recent_threads
+from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.transcript import format_usage
 from kun.errors import KunError, UserMistake
-from kun.listing import format_cost, format_when
-from kun.lookup import recent_threads
-from kun.threadops import fork_at, rewind_before, undo_latest_rewind
 
 if TYPE_CHECKING:
     from kun.chat.session import ChatSession

@@ -18,7 +18,7 @@ Keys at the main prompt:
 * Up and Down walk the history, which is kept across sessions in
   ``$KUN_HOME/history``.
 
-At a question (:func:`kun.tty.cancel_keys`): Ctrl-C and Esc are
+At a question (:func:`kun.cli.tty.cancel_keys`): Ctrl-C and Esc are
 ``interrupt``, Ctrl-D is ``eof``, at once.
 """
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import anyio
 
-from kun.colors import color_allowed
-from kun.terminal import Reply
-from kun.tty import cancel_keys
+from kun.cli.colors import color_allowed
+from kun.cli.terminal import Reply
+from kun.cli.tty import cancel_keys
 
 __all__ = ["HISTORY_NAME", "ChatInput"]
 
@@ -106,7 +106,7 @@ def _current_text() -> str:
 
 class ChatInput:
     """The session's prompt (see the module docstring); also the session's
-    :class:`~kun.terminal.Prompter` for the turn's questions."""
+    :class:`~kun.cli.terminal.Prompter` for the turn's questions."""
 
     def __init__(self, home: Path) -> None:
         from prompt_toolkit import PromptSession

@@ -3,7 +3,7 @@
 One prompt is always up (:mod:`kun.chat.input`); what the user sends is a
 slash command (:mod:`kun.chat.commands`), a new turn, or, while a turn runs,
 steering for it (``steer_turn``: the model reads it at its next step). The
-turn is shown above the prompt as it happens (:class:`~kun.terminal.LiveView`
+turn is shown above the prompt as it happens (:class:`~kun.cli.terminal.LiveView`
 drawing through :class:`~kun.chat.view.ChatSink`). Esc or Ctrl-C interrupts
 the turn; Ctrl-D or ``/quit`` leaves (interrupting a running turn first).
 SIGTERM and SIGHUP interrupt the turn, record it ``aborted`` and end the
@@ -23,15 +23,15 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from kun.app.selection import SwitchableModel, changed_model, choose_model, parse_target
 from kun.chat.commands import run_command
 from kun.chat.input import ChatInput
 from kun.chat.view import ChatSink
+from kun.cli.terminal import LiveView, Tone
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.errors import KunError
 from kun.runtime.errors import SteeringFull, TurnNotRunning
 from kun.runtime.service import TurnService
-from kun.selection import SwitchableModel, changed_model, choose_model, parse_target
-from kun.terminal import LiveView, Tone
 
 __all__ = ["ChatSession", "SessionSetup"]
 
@@ -115,7 +115,7 @@ class ChatSession:
     # -- the loop ---------------------------------------------------------------
 
     async def run(self) -> None:
-        from kun.tty import watch
+        from kun.cli.tty import watch
 
         async with anyio.create_task_group() as tg:
             self._tg = tg

@@ -17,10 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kun.app.lookup import ThreadSummary, latest_thread, recent_threads, resolve_thread_id
+from kun.cli.flags import RuntimeFlags
 from kun.contracts.threads import ApprovalPolicy
 from kun.errors import UserMistake
-from kun.flags import RuntimeFlags
-from kun.lookup import ThreadSummary, latest_thread, recent_threads, resolve_thread_id
 
 if TYPE_CHECKING:
     from kun.chat.session import ChatSession
@@ -72,7 +72,7 @@ async def choose_thread(home: Path, workspace: Path, given: str | None) -> str:
         raise NoThreadChosen("no threads yet: start one with kun")
     for number, summary in enumerate(found, start=1):
         print(f"{number:>2}  {_row(summary)}")
-    from kun.tty import TtyPrompter, open_terminal
+    from kun.cli.tty import TtyPrompter, open_terminal
 
     terminal = open_terminal()
     if terminal is None:
@@ -101,16 +101,16 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
     """Run the session until the user leaves; the thread it ended on."""
     from prompt_toolkit.patch_stdout import patch_stdout
 
+    from kun.app.selection import SwitchableModel, changed_model, choose_model
+    from kun.app.session import open_service
+    from kun.app.settings import runtime_settings
     from kun.chat.input import ChatInput
     from kun.chat.session import ChatSession, SessionSetup
     from kun.chat.view import ChatSink
+    from kun.cli.lognotes import notes_from_log
+    from kun.cli.run import retry_budget
     from kun.config import load_config
-    from kun.lognotes import notes_from_log
     from kun.model.factory import build_router
-    from kun.run import retry_budget
-    from kun.selection import SwitchableModel, changed_model, choose_model
-    from kun.session import open_service
-    from kun.settings import runtime_settings
 
     config = load_config(options.config, home=options.home)
     runtime = runtime_settings(config, options.runtime)

@@ -19,8 +19,8 @@ import shutil
 import sys
 from typing import Any
 
-from kun.colors import color_allowed
-from kun.terminal import Tone
+from kun.cli.colors import color_allowed
+from kun.cli.terminal import Tone
 
 __all__ = ["ChatSink", "split_blocks"]
 
@@ -56,7 +56,7 @@ def split_blocks(text: str) -> tuple[str, str]:
 
 
 class ChatSink:
-    """A :class:`~kun.terminal.Sink` for the session (see the module
+    """A :class:`~kun.cli.terminal.Sink` for the session (see the module
     docstring). The rich console is made on first use, writing to whatever
     ``sys.stdout`` is then (the prompt's patched stdout)."""
 

@@ -114,7 +114,7 @@ class ToolSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[runtime]``: how turns run unless a flag says otherwise (``None``:
-    kun's default; :mod:`kun.settings` merges them with the flags and says
+    kun's default; :mod:`kun.app.settings` merges them with the flags and says
     where each value came from). ``approval_policy`` is the policy of new
     threads (a thread keeps its own); the limits fail a turn that reaches
     them (``turn_step_limit``, ``turn_wall_time_limit``,

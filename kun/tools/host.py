@@ -49,7 +49,7 @@ class ToolHost:
     """A fixed set of tools, their specs and validators.
 
     ``redact`` scrubs every result before it is returned to be recorded
-    (kun's known secrets, :func:`kun.session.tool_host`): whatever a tool
+    (kun's known secrets, :func:`kun.app.session.tool_host`): whatever a tool
     read or a command printed, the log, the screen and the provider never
     get a secret that kun knows of."""
 

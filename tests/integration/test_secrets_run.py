@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from kun.app.session import open_service, tool_host
 from kun.config import parse_config
 from kun.contracts import events as ev
 from kun.contracts.items import ToolResult
@@ -22,7 +23,6 @@ from kun.contracts.threads import ThreadSettings
 from kun.domain.reduce import replay
 from kun.model.factory import build_router
 from kun.model.scripted import tool_reply
-from kun.session import open_service, tool_host
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 from tests.integration.secret_forms import leaks

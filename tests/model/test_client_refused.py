@@ -10,7 +10,7 @@ import socket
 import httpx
 import pytest
 
-from kun.lognotes import notes_from_log
+from kun.cli.lognotes import notes_from_log
 from kun.model.client import HttpModelClient
 from kun.model.errors import ConnectionRefusedLocally, error_from_chunk
 from kun.model.refusal import is_local_host

@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from kun.app.session import open_service
 from kun.contracts import events as ev
 from kun.contracts.items import Approval, AssistantText, ToolCall, ToolResult, UserMessage
 from kun.contracts.model import CompletedChunk, ModelRequest, ModelStreamChunk, TextDeltaChunk
@@ -15,7 +16,6 @@ from kun.domain.reduce import replay
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime.errors import AnswerConflict, SteeringFull, ThreadBusy, TurnNotRunning
 from kun.runtime.reconcile import reconcile_orphaned_turns
-from kun.session import open_service
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.logbuilder import LogBuilder
 from tests.runtime.support import Harness, SlowTool, harness, host_with

@@ -55,6 +55,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from kun.app.session import open_service
 from kun.cli import cli
 from kun.contracts import events as ev
 from kun.contracts.items import (
@@ -83,7 +84,6 @@ from kun.model.client import HttpModelClient
 from kun.model.scripted import ScriptedModelClient, text_reply
 from kun.runtime.orphans import NOT_RUN_AFTER_CRASH, UNKNOWN_AFTER_CRASH
 from kun.runtime.reconcile import reconcile_orphaned_turns
-from kun.session import open_service
 from kun.store import ReadReport, encode_line, log_path, read_log
 from kun.testing.fake_provider import FakeProvider, FakeResponse, RecordedRequest
 from kun.testing.logbuilder import LogBuilder

@@ -10,8 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from kun.app.session import tool_host
 from kun.config import parse_config
-from kun.session import tool_host
 from kun.tools import ToolHost, ToolOutput
 from kun.tools.environment import ToolEnvironment
 from tests.integration.secret_forms import leaks
@@ -118,8 +118,8 @@ async def test_without_secrets_results_are_untouched(ws: Path) -> None:
 async def test_a_session_opened_with_a_config_keeps_its_key_from_the_tools(
     ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from kun.app.session import open_service
     from kun.model.scripted import ScriptedModelClient
-    from kun.session import open_service
 
     monkeypatch.setenv("WORK_LLM", KEY)
     monkeypatch.setenv("HOME", str(ws))

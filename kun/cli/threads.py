@@ -4,7 +4,7 @@
 ``--json`` prints one JSON document on stdout (notes stay on stderr), in a
 shape that only grows:
 
-* ``threads``: an array of thread summaries (:mod:`kun.listing`);
+* ``threads``: an array of thread summaries (:mod:`kun.app.listing`);
 * ``usage``: ``{"threads": [{"thread_id", "usage", "cost_usd", "skipped_lines"}]}``
   (``cost_usd`` is ``null`` when no call had a price);
 * ``fork``: ``{"thread_id", "source_thread_id", "source_seq"}``;
@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kun.cliopts import home_option, log_of, service_call
+from kun.cli.options import home_option, log_of, service_call
 
 __all__ = ["fork", "reconcile", "rewind", "threads", "usage"]
 
@@ -54,7 +54,7 @@ def threads(
 ) -> None:
     """List threads, newest activity first: title, workspace, model, status,
     turns, last activity (local time), tokens and cost."""
-    from kun.listing import list_threads, to_json
+    from kun.app.listing import list_threads, to_json
     from kun.store.paths import resolve_home
 
     root = resolve_home(home)
@@ -75,7 +75,7 @@ def threads(
 
 
 def _rows(found: list[Any]) -> Iterator[tuple[str, ...]]:
-    from kun.listing import format_cost, format_when, format_workspace
+    from kun.app.listing import format_cost, format_when, format_workspace
 
     yield ("THREAD", "TITLE", "WORKSPACE", "MODEL", "STATUS", "TURNS", "LAST ACTIVITY", "TOKENS",
            "COST")  # fmt: skip
@@ -176,7 +176,7 @@ def _usage_notes(report: Any) -> Iterator[str]:
 def rewind(thread: str, before_turn: str | None, undo: bool, home: Path | None) -> None:
     """Hide turn --before-turn of THREAD and every later turn, or --undo the
     latest rewind (nothing is deleted; the log records both)."""
-    from kun.threadops import rewind_before, undo_latest_rewind
+    from kun.app.threadops import rewind_before, undo_latest_rewind
 
     if undo == (before_turn is not None):
         raise click.UsageError("give --before-turn N (or a turn id), or --undo")
@@ -214,7 +214,7 @@ def fork(
 ) -> None:
     """Start a new thread whose history is THREAD's (all of it, its turns
     1..--at-turn, or its log up to --at-seq); prints the new thread's id."""
-    from kun.threadops import fork_at
+    from kun.app.threadops import fork_at
 
     if at_turn is not None and at_seq is not None:
         raise click.UsageError("give --at-turn or --at-seq, not both")

@@ -16,13 +16,13 @@ from typing import Any
 import click
 
 from kun.chat.cli import chat, resume, session_options, start_session
-from kun.cliopts import home_option
-from kun.cliopts import log_of as _log_of
-from kun.colors import no_color_option
-from kun.config_command import config_command
+from kun.cli.colors import no_color_option
+from kun.cli.config_command import config_command
+from kun.cli.flags import runtime_flags, runtime_options
+from kun.cli.options import home_option
+from kun.cli.options import log_of as _log_of
+from kun.cli.threads import fork, reconcile, rewind, threads, usage
 from kun.errors import KunError
-from kun.flags import runtime_flags, runtime_options
-from kun.threadcmds import fork, reconcile, rewind, threads, usage
 
 EXIT_FAILURE = 1
 
@@ -209,7 +209,7 @@ def demo(fast: bool, home: Path | None) -> None:
     comparison, a rewind (into a fresh temporary home unless --home)."""
     import tempfile
 
-    from kun.demo_tour import demo as run_demo
+    from kun.cli.demo_tour import demo as run_demo
     from kun.store.paths import resolve_home
 
     root = resolve_home(home) if home is not None else Path(tempfile.mkdtemp(prefix="kun-demo-"))
@@ -270,9 +270,9 @@ def run(
     """
     import anyio
 
-    from kun.lookup import resolve_thread_id
-    from kun.run import RunOptions, run_prompt
-    from kun.runjson import prompt_argument
+    from kun.app.lookup import resolve_thread_id
+    from kun.cli.run import RunOptions, run_prompt
+    from kun.cli.runjson import prompt_argument
     from kun.store.paths import resolve_home
 
     if thread_id is not None:

@@ -4,7 +4,7 @@ It prints TOML with the source of each value in a comment after it: a flag
 (``--max-steps``), an environment variable (``$KUN_HOME``,
 ``$ANTHROPIC_API_KEY``), the file (its path), or ``default``. It resolves
 exactly as the commands that run turns do (:func:`kun.config.load_config`,
-:func:`kun.settings.resolve_runtime`), so what it prints is what a turn
+:func:`kun.app.settings.resolve_runtime`), so what it prints is what a turn
 gets. A secret is never printed: an API key shows as the name of its
 variable and whether that is set; a proxy's password is masked; headers
 show by name.
@@ -19,8 +19,8 @@ from typing import Any, get_args
 
 import click
 
+from kun.cli.flags import runtime_flags, runtime_options
 from kun.contracts.threads import ApprovalPolicy
-from kun.flags import runtime_flags, runtime_options
 
 __all__ = ["config_command"]
 
@@ -63,8 +63,8 @@ def render_config(
 ) -> list[str]:
     import msgspec
 
+    from kun.app.settings import resolve_runtime
     from kun.config import find_config, load_config
-    from kun.settings import resolve_runtime
     from kun.store.paths import resolve_home
 
     env = os.environ if environ is None else environ

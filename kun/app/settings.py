@@ -1,7 +1,8 @@
 """The runtime settings in force, and where each came from.
 
-A flag (:mod:`kun.flags`) beats ``kun.toml``'s ``[runtime]`` table, which
-beats kun's default. The same resolution serves the commands that run
+A flag (:mod:`kun.cli.flags`, handed over as
+:class:`~kun.app.overrides.RuntimeFlags`) beats ``kun.toml``'s ``[runtime]``
+table, which beats kun's default. The same resolution serves the commands that run
 turns (:func:`runtime_settings`) and ``kun config``, which shows each
 value's source (:func:`resolve_runtime`), so what it prints is what a turn
 gets.
@@ -13,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kun.app.overrides import RuntimeFlags
+from kun.app.session import SYSTEM_PROMPT
 from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy
-from kun.flags import RuntimeFlags
 from kun.runtime.context import TurnLimits
-from kun.session import SYSTEM_PROMPT
 
 __all__ = ["RUNTIME_KEYS", "RuntimeSettings", "Sourced", "resolve_runtime", "runtime_settings"]
 

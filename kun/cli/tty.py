@@ -28,7 +28,7 @@ from typing import Any, TextIO
 import anyio
 from anyio.abc import TaskStatus
 
-from kun.terminal import Reply
+from kun.cli.terminal import Reply
 
 __all__ = [
     "HANDLED_SIGNALS",

@@ -29,6 +29,8 @@ from typing import TextIO
 
 import msgspec
 
+from kun.app.session import open_service
+from kun.cli.terminal import LiveView, PlainSink
 from kun.contracts.model import (
     CompletedChunk,
     ModelStreamChunk,
@@ -42,9 +44,7 @@ from kun.contracts.threads import ThreadSettings
 from kun.contracts.usage import UsageSnapshot
 from kun.model.client import HttpModelClient
 from kun.runtime.service import TurnService
-from kun.session import open_service
 from kun.store.paths import log_path
-from kun.terminal import LiveView, PlainSink
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
 MODEL = "gpt-4.1-mini"

@@ -19,8 +19,8 @@ from typing import TextIO
 
 import click
 
+from kun.cli.demo import CATALOG, MODEL, DemoRun
 from kun.contracts import events as ev
-from kun.demo import CATALOG, MODEL, DemoRun
 from kun.model.catalog import catalogue_source
 from kun.store.codec import decode_line
 
@@ -95,8 +95,8 @@ def demo(home: Path, *, fast: bool) -> None:
     the tour. A turn that does not complete is a failure (exit 1)."""
     import anyio
 
-    from kun.colors import use_color
-    from kun.demo import run_demo
+    from kun.cli.colors import use_color
+    from kun.cli.demo import run_demo
 
     out = sys.stdout
     tty = out.isatty()

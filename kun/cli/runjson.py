@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import BinaryIO, TextIO
 
+from kun.cli.terminal import LiveView, Prompter, Tone
 from kun.contracts import events as ev
 from kun.errors import UserMistake
 from kun.runtime.service import TurnService
 from kun.store.codec import encode_line
-from kun.terminal import LiveView, Prompter, Tone
 
 __all__ = ["JsonView", "QuietSink", "prompt_argument"]
 

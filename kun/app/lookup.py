@@ -8,7 +8,7 @@ candidates. Everywhere the CLI takes a thread id goes through
 :func:`resolve_thread_id`.
 
 :func:`recent_threads` is the short, newest-first list behind ``kun -c``,
-``kun resume`` and ``/threads`` (:mod:`kun.listing`, which ``kun threads``
+``kun resume`` and ``/threads`` (:mod:`kun.app.listing`, which ``kun threads``
 uses too): a thread kun cannot read is skipped here, ``kun threads``
 reports it.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kun.app.listing import ThreadSummary, list_threads, thread_ids
 from kun.errors import UserMistake
-from kun.listing import ThreadSummary, list_threads, thread_ids
 from kun.store.errors import ThreadNotFound
 from kun.store.paths import validate_thread_id
 

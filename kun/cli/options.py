@@ -26,7 +26,7 @@ def home_option(func: F) -> F:
 def log_of(home: Path | None, thread: str) -> tuple[str, Path]:
     """A thread id (or an unambiguous prefix of one) under the home, or a
     path to an ``events.jsonl`` file."""
-    from kun.lookup import resolve_thread_id
+    from kun.app.lookup import resolve_thread_id
     from kun.store.paths import log_path, resolve_home
 
     candidate = Path(thread)
@@ -41,7 +41,7 @@ def service_call(home: Path | None, body: Callable[[Any], Any]) -> Any:
     """``await body(service)`` on a service over the home (no model)."""
     import anyio
 
-    from kun.session import open_service
+    from kun.app.session import open_service
     from kun.store.paths import resolve_home
 
     async def go() -> Any:

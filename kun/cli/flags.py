@@ -13,32 +13,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import click
+
+from kun.app.overrides import RuntimeFlags
 
 __all__ = ["RuntimeFlags", "runtime_flags", "runtime_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _META = "kun.runtime_flags"
-
-
-@dataclass(frozen=True)
-class RuntimeFlags:
-    """What the command line said; ``None``: it said nothing (the file or
-    kun's default applies, :func:`kun.settings.runtime_settings`)."""
-
-    approval_policy: str | None = None
-    reasoning_effort: str | None = None
-    max_steps: int | None = None
-    max_wall_seconds: float | None = None
-    max_cost_usd: float | None = None
-    system_prompt: str | None = None
-
-    def given(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(self))
 
 
 def _keep(ctx: click.Context, param: click.Parameter, value: Any) -> None:

@@ -1,8 +1,8 @@
 """``kun run``: one turn from the terminal, live.
 
 The turn runs on the thread's model unless the user names another
-(:mod:`kun.selection`); approvals are asked on the controlling terminal
-(:mod:`kun.tty`); SIGINT, SIGTERM and SIGHUP interrupt the turn, which the
+(:mod:`kun.app.selection`); approvals are asked on the controlling terminal
+(:mod:`kun.cli.tty`); SIGINT, SIGTERM and SIGHUP interrupt the turn, which the
 log records as aborted, and the view stops at once, even mid-prompt.
 """
 
@@ -15,21 +15,21 @@ from pathlib import Path
 
 import anyio
 
-from kun.colors import use_color
+from kun.app.selection import SwitchableModel, changed_model, choose_model
+from kun.app.session import open_service
+from kun.app.settings import runtime_settings
+from kun.cli.colors import use_color
+from kun.cli.flags import RuntimeFlags
+from kun.cli.lognotes import notes_from_log
+from kun.cli.runjson import JsonView
+from kun.cli.terminal import LiveView, PlainSink
+from kun.cli.tty import TtyPrompter, open_terminal, watch
 from kun.config import Config, load_config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import TurnState
-from kun.flags import RuntimeFlags
-from kun.lognotes import notes_from_log
 from kun.model.factory import build_router
-from kun.runjson import JsonView
 from kun.runtime.service import TurnService
 from kun.runtime.turn_input import check_prompt
-from kun.selection import SwitchableModel, changed_model, choose_model
-from kun.session import open_service
-from kun.settings import runtime_settings
-from kun.terminal import LiveView, PlainSink
-from kun.tty import TtyPrompter, open_terminal, watch
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def _view(
     service: TurnService, thread_id: str, prompter: TtyPrompter | None, *, as_json: bool
 ) -> LiveView:
     """The human view on stdout, or with ``--json`` the events there
-    (:mod:`kun.runjson`)."""
+    (:mod:`kun.cli.runjson`)."""
     if as_json:
         return JsonView(service, thread_id, sys.stdout.buffer, sys.stderr, prompter)
     spinner = sys.stdout.isatty()
