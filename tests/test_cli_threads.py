@@ -190,3 +190,22 @@ def test_local_time_is_local(tokyo: None) -> None:
 
     assert format_when(START) == datetime.fromtimestamp(START / 1000).strftime("%Y-%m-%d %H:%M")
     assert format_when(START) == "2026-01-01 09:00"
+
+
+@pytest.mark.parametrize(
+    ("calls", "unpriced", "cost", "shown"),
+    [
+        (0, 0, 0.0, "unknown"),
+        (2, 2, 0.0, "unknown"),
+        (2, 1, 0.5, "$0.5000+"),
+        (1, 0, 0.0, "$0.0000"),
+    ],
+)
+def test_a_cost_nobody_reported_reads_unknown(
+    calls: int, unpriced: int, cost: float, shown: str
+) -> None:
+    from kun.app.listing import format_cost
+    from kun.contracts.usage import UsageTotals
+
+    usage = UsageTotals(calls=calls, unpriced_calls=unpriced, cost_usd=cost)
+    assert format_cost(usage) == shown

@@ -136,9 +136,10 @@ def to_json(summaries: list[ThreadSummary]) -> bytes:
 
 
 def format_cost(usage: UsageTotals) -> str:
-    """``unknown`` when no call had a price (never ``$0.0000``); a ``+``
-    when some had none, so a partial sum never reads as the whole."""
-    if usage.calls and usage.unpriced_calls == usage.calls:
+    """``unknown`` when no call had a price, or no usage was reported at all
+    (a provider that sends none; never ``$0.0000``); a ``+`` when some had
+    none, so a partial sum never reads as the whole."""
+    if usage.unpriced_calls == usage.calls:
         return "unknown"
     return f"${usage.cost_usd:.4f}" + ("+" if usage.unpriced_calls else "")
 

@@ -148,10 +148,8 @@ async def _threads(session: ChatSession, rest: str) -> None:
         mark = "*" if summary.thread_id == session.thread_id else " "
         when = format_when(summary.updated_at)
         cost = format_cost(summary.usage)
-        session.say(
-            f"{mark} {summary.thread_id}  {when}  {summary.turns:>3} turns  {cost:>9}  "
-            f"{summary.title}"
-        )
+        turns = f"{summary.turns:>3} turn" + ("" if summary.turns == 1 else "s")
+        session.say(f"{mark} {summary.thread_id}  {when}  {turns:<9}  {cost:>9}  {summary.title}")
     session.say("kun resume ID (a prefix will do) continues one", "dim")
 
 
