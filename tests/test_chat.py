@@ -212,7 +212,7 @@ def test_slash_commands(tmp_path: Path) -> None:
             ("/title Fix the bug", "title: Fix the bug"),
             ("/approval never", "approval never"),
             ("/approval sometimes", "no approval policy"),
-            ("/usage", "no model calls"),
+            ("/usage", "no usage reported"),
             ("/threads", "Fix the bug"),
             ("/rewind 5", "cannot hide 5"),
             ("/rewind", "hid the last turn"),

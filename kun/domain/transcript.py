@@ -213,7 +213,7 @@ def _cut(text: str, width: int) -> str:
 
 def format_usage(usage: UsageTotals) -> str:
     if usage.calls == 0:
-        return "no model calls"
+        return "no usage reported"
     if usage.unpriced_calls == usage.calls:
         cost = "cost unknown"
     else:
