@@ -15,13 +15,23 @@ session change it between turns without rebuilding the service.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from kun.contracts.model import ModelRequest, ModelStreamChunk
 from kun.contracts.threads import ThreadSettings
 from kun.model.port import ModelClient
 
-__all__ = ["Router", "SwitchableModel", "changed_model", "choose_model", "parse_target"]
+if TYPE_CHECKING:
+    from kun.runtime.service import TurnService
+
+__all__ = [
+    "Router",
+    "SwitchableModel",
+    "changed_model",
+    "choose_model",
+    "continue_thread",
+    "parse_target",
+]
 
 
 class Router(Protocol):
@@ -95,3 +105,28 @@ class SwitchableModel:
 
 def _satisfies_the_port(model: SwitchableModel) -> ModelClient:
     return model
+
+
+async def continue_thread(
+    service: TurnService,
+    router: Router,
+    model: SwitchableModel,
+    thread_id: str,
+    *,
+    provider: str | None,
+    model_name: str | None,
+    approval: str | None,
+) -> None:
+    """Open ``thread_id`` to run more turns, with ``model`` set to the
+    thread's own model unless the user named another; a named model or
+    approval policy that differs from the thread's is recorded as
+    ``thread_updated``."""
+    state = await service.recorder.open(thread_id)
+    model.client = choose_model(
+        router, provider=provider, model=model_name, settings=state.settings
+    )
+    changes = changed_model(state.settings, model)
+    if changes and (provider or model_name):
+        await service.update_thread(thread_id, **changes)
+    if approval is not None:
+        await service.update_thread(thread_id, approval_policy=approval)

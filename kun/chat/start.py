@@ -101,7 +101,7 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
     """Run the session until the user leaves; the thread it ended on."""
     from prompt_toolkit.patch_stdout import patch_stdout
 
-    from kun.app.selection import SwitchableModel, changed_model, choose_model
+    from kun.app.selection import SwitchableModel, choose_model, continue_thread
     from kun.app.session import open_service
     from kun.app.settings import runtime_settings
     from kun.chat.input import ChatInput
@@ -128,16 +128,15 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
         ) as service,
     ):
         if thread_id is not None:
-            state = await service.recorder.open(thread_id)
-            named = options.provider or options.model
-            model.client = choose_model(
-                router, provider=options.provider, model=options.model, settings=state.settings
+            await continue_thread(
+                service,
+                router,
+                model,
+                thread_id,
+                provider=options.provider,
+                model_name=options.model,
+                approval=options.approval,
             )
-            changes = changed_model(state.settings, model)
-            if named and changes:
-                await service.update_thread(thread_id, **changes)
-            if options.approval is not None:
-                await service.update_thread(thread_id, approval_policy=options.approval)
         setup = SessionSetup(
             home=options.home,
             workspace=options.workspace,

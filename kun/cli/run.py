@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 
-from kun.app.selection import SwitchableModel, changed_model, choose_model
+from kun.app.selection import SwitchableModel, choose_model, continue_thread
 from kun.app.session import open_service
 from kun.app.settings import runtime_settings
 from kun.cli.colors import use_color
@@ -78,15 +78,15 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
     ):
         if options.thread_id is not None:
             thread_id = options.thread_id
-            state = await service.recorder.open(thread_id)
-            model.client = choose_model(
-                router, provider=options.provider, model=options.model, settings=state.settings
+            await continue_thread(
+                service,
+                router,
+                model,
+                thread_id,
+                provider=options.provider,
+                model_name=options.model,
+                approval=options.approval,
             )
-            changes = changed_model(state.settings, model)
-            if changes and (options.provider or options.model):
-                await service.update_thread(thread_id, **changes)
-            if options.approval is not None:
-                await service.update_thread(thread_id, approval_policy=options.approval)
         else:
             settings = ThreadSettings(
                 workspace=str(options.workspace.resolve()),
