@@ -81,7 +81,7 @@ class Guarded:
         call that is being aborted still cleans up."""
         with anyio.CancelScope(shield=True):
             if kill:
-                kill_group(self.process.pid)
+                await stop_group(self.process)
             with suppress(OSError):
                 os.write(self.guard_fd, b"release\n")
             with suppress(OSError):
@@ -91,9 +91,27 @@ class Guarded:
                 await self.process.wait()
 
 
-def kill_group(pgid: int) -> None:
+STOP_GRACE_S = 0.3
+"""How long a command's group has, after ``SIGTERM``, before ``SIGKILL``
+when kun stops it (a timeout or an abort): enough for a shell's exit traps,
+well inside the second an interrupt may take."""
+
+
+async def stop_group(process: Process) -> None:
+    """Stop the group ``process`` leads: ``SIGTERM``, then ``SIGKILL`` once
+    the leader has exited or :data:`STOP_GRACE_S` has passed. The grace is
+    for the same reason as the guard's: a login shell killed outright in the
+    middle of its profile can leave a lock behind (pyenv's rehash lock) that
+    stalls every later login shell for a minute."""
+    signal_group(process.pid, signal.SIGTERM)
+    with anyio.move_on_after(STOP_GRACE_S):
+        await process.wait()
+    signal_group(process.pid, signal.SIGKILL)
+
+
+def signal_group(pgid: int, signum: int) -> None:
     with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, signum)
 
 
 async def spawn_guarded(

@@ -100,6 +100,22 @@ async def test_timeout_kills_the_process_group(ws: Path) -> None:
     await wait_until_gone(child)
 
 
+async def test_a_stopped_command_gets_sigterm_first_so_its_exit_traps_run(ws: Path) -> None:
+    command = "trap 'echo cleaned > trapped; exit 143' TERM; echo started; sleep 30 & wait"
+    with anyio.fail_after(5):
+        result = await call("bash", ws, command=command, timeout_s=0.5)
+    assert result.code == "timeout"
+    assert (ws / "trapped").read_text() == "cleaned\n"
+
+
+async def test_a_command_that_ignores_sigterm_is_killed_all_the_same(ws: Path) -> None:
+    command = "trap '' TERM; sleep 30 & echo $! > pid; echo started; wait"
+    with anyio.fail_after(5):
+        result = await call("bash", ws, command=command, timeout_s=0.5)
+    assert result.code == "timeout"
+    await wait_until_gone(int(await wait_for_file(ws / "pid")))
+
+
 async def test_cancellation_kills_the_process_group_then_propagates(ws: Path) -> None:
     pidfile = ws / "pid"
     cancelled = False
