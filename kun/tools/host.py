@@ -132,11 +132,13 @@ class ToolHost:
         )
 
     def _check(self, name: str, args: dict[str, Any]) -> ToolOutput | None:
-        errors = sorted(
-            self._validators[name].iter_errors(args), key=lambda e: [str(p) for p in e.path]
-        )
-        if not errors:
+        """``None`` for valid arguments, else the report the model reads.
+        ``is_valid`` first: it stops at the first failure and builds no error
+        objects, so the common (valid) call never pays for the report."""
+        validator = self._validators[name]
+        if validator.is_valid(args):
             return None
+        errors = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.path])
         schema = self._schemas[name]
         lines = [f"Invalid arguments for {name}; the call did not run:"]
         lines.extend(f"- {_describe(e, schema)}" for e in errors[:_MAX_REPORTED_ERRORS])
