@@ -1,10 +1,11 @@
 """The thread list behind ``kun threads``, ``/threads``, ``kun resume`` and
 ``kun -c``: one summary per thread, newest activity first.
 
-Each log is replayed in full (tolerantly: lines kun cannot read are skipped,
-as ``kun replay`` does); a thread index that avoids this is a separate
-piece of work. A log that cannot be replayed at all is listed with its
-error when asked (``kun threads`` names it), else left out.
+Summaries come from the per-home thread index (:mod:`kun.app.thread_index`),
+which replays only the logs that changed since it last saw them (tolerantly:
+lines kun cannot read are skipped, as ``kun replay`` does). A log that
+cannot be replayed at all is listed with its error when asked (``kun
+threads`` names it), else left out.
 
 ``--json`` prints :func:`to_json` of the list: an array of objects with
 the fields of :class:`ThreadSummary`; times are epoch milliseconds,
@@ -78,10 +79,11 @@ def list_threads(
 ) -> list[ThreadSummary]:
     """The threads under ``home``, newest activity first (of ``workspace``
     only, when given; side threads only with ``include_hidden``)."""
+    from kun.app.thread_index import indexed_summaries
+
     where = str(workspace.resolve()) if workspace is not None else None
     found: list[ThreadSummary] = []
-    for thread_id in thread_ids(home):
-        summary = summarize(home, thread_id)
+    for summary in indexed_summaries(home, summarize):
         if summary.error is not None:
             if include_unreadable and where is None:
                 found.append(summary)
