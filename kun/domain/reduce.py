@@ -16,7 +16,9 @@ import msgspec
 from kun.contracts import events as ev
 from kun.contracts.items import (
     Approval,
+    AssistantReasoning,
     AssistantText,
+    ToolCall,
     UserInput,
     WarningItem,
 )
@@ -31,8 +33,7 @@ from kun.domain.state import (
     TurnError,
     TurnState,
 )
-from kun.domain.turn_fold import TurnFold
-from kun.domain.usage import add_usage
+from kun.domain.turn_fold import TurnFold, UsageSum
 
 _replace = msgspec.structs.replace
 _SETTING_FIELDS = (
@@ -68,7 +69,7 @@ class Projector(ItemHandlers):
         self._created_at = state.created_at
         self._updated_at = state.updated_at
         self._settings = state.settings
-        self._usage_total = state.usage
+        self._usage_total = UsageSum(state.usage)
         self._warnings = list(state.warnings)
         self._forked_from = state.forked_from
         self._rewinds = list(state.rewinds)
@@ -90,9 +91,10 @@ class Projector(ItemHandlers):
     def apply_all(self, events: Iterable[ev.Event]) -> None:
         handlers = _HANDLERS
         turns = self._turns
-        text_delta = ev.AssistantTextDelta
-        item_completed = ev.ItemCompleted
-        item_created = ev.ItemCreated
+        streamed = _STREAMED_TEXT
+        call_delta = ev.ToolCallDelta
+        item_events = _ITEM_EVENTS
+        stage = ev.PipelineStage
         last_seq = self._last_seq
         last: ev.Event | None = None
         thread_id = self._thread_id
@@ -102,37 +104,42 @@ class Projector(ItemHandlers):
                 if seq <= last_seq:
                     raise ProjectionError(seq, f"seq {seq} is not after the last seq {last_seq}")
                 if event.thread_id != thread_id:
-                    if thread_id:
-                        raise ProjectionError(
-                            seq, f"event of thread {event.thread_id!r} in thread {thread_id!r}"
-                        )
-                    thread_id = self._thread_id = event.thread_id
+                    thread_id = self._adopt_thread(event, thread_id)
                 cls = type(event)
-                # The two hot paths, most of a log, inlined: a fragment for an
-                # open text item that already has fragments (its turn's cached
-                # snapshot is already invalid: freeze() empties ``pending``), and
-                # a new item in an open turn. Anything else takes the handler.
-                if cls is text_delta:
-                    fold = turns.get(event.turn_id)  # type: ignore[arg-type]
-                    if fold is not None and fold.open:
+                # Most of a log, inlined for an open turn: a fragment for an
+                # item that already has fragments of its type (the turn's
+                # cached snapshot is already invalid: freeze() empties
+                # ``pending``), an item placed whole, a pipeline stage.
+                # Anything else, or anything these refuse, takes the handler.
+                fold = turns.get(event.turn_id)  # type: ignore[arg-type]
+                if fold is not None and fold.open:
+                    if cls in streamed:
                         frags = fold.pending.get(event.item_id)  # type: ignore[union-attr]
-                        if frags is not None and frags.kind is AssistantText:
+                        if frags is not None and frags.kind is streamed[cls]:
                             frags.parts.append(event.text)  # type: ignore[union-attr]
                             last_seq = seq
                             last = event
                             continue
-                elif cls is item_completed or cls is item_created:
-                    fold = turns.get(event.turn_id)  # type: ignore[arg-type]
-                    if fold is not None and fold.open:
-                        item = event.item  # type: ignore[union-attr]
-                        index = fold.index
-                        if item.id not in index:
-                            index[item.id] = len(fold.items)
-                            fold.items.append(item)
-                            fold.frozen = None
+                    elif cls is call_delta:
+                        frags = fold.pending.get(event.item_id)  # type: ignore[union-attr]
+                        if frags is not None and frags.kind is ToolCall:
+                            frags.parts.append(event.arguments)  # type: ignore[union-attr]
+                            if event.name:  # type: ignore[union-attr]
+                                frags.names.append(event.name)  # type: ignore[union-attr]
                             last_seq = seq
                             last = event
                             continue
+                    elif cls in item_events:
+                        if fold.place(event.item):  # type: ignore[union-attr]
+                            last_seq = seq
+                            last = event
+                            continue
+                    elif cls is stage:
+                        fold.last_stage = event.stage  # type: ignore[union-attr]
+                        fold.frozen = None
+                        last_seq = seq
+                        last = event
+                        continue
                 handlers[cls](self, event)
                 last_seq = seq
                 last = event
@@ -143,6 +150,16 @@ class Projector(ItemHandlers):
                 self._dirty = True
             elif not last_seq:
                 self._thread_id = ""
+
+    def _adopt_thread(self, event: ev.Event, thread_id: str) -> str:
+        """The thread id of a fold that had none yet; an event of another
+        thread is refused."""
+        if thread_id:
+            raise ProjectionError(
+                event.seq, f"event of thread {event.thread_id!r} in thread {thread_id!r}"
+            )
+        self._thread_id = event.thread_id
+        return event.thread_id
 
     @property
     def last_seq(self) -> int:
@@ -159,7 +176,7 @@ class Projector(ItemHandlers):
                 updated_at=self._updated_at,
                 settings=self._settings,
                 turns=tuple(fold.freeze() for fold in self._turns.values()),
-                usage=self._usage_total,
+                usage=self._usage_total.totals(),
                 pending_approvals=tuple(self._approvals),
                 pending_user_inputs=tuple(self._inputs),
                 warnings=tuple(self._warnings),
@@ -246,22 +263,26 @@ class Projector(ItemHandlers):
     def _turn_steered(self, e: ev.TurnSteered) -> None:
         fold = self._open_turn(e)
         if fold is not None:
-            fold.update(steered=fold.base.steered + 1)
+            fold.steered += 1
+            fold.frozen = None
 
     def _pipeline_stage(self, e: ev.PipelineStage) -> None:
         fold = self._open_turn(e)
         if fold is not None:
-            fold.update(last_stage=e.stage)
+            fold.last_stage = e.stage
+            fold.frozen = None
 
     def _delegated_runtime(self, e: ev.DelegatedRuntime) -> None:
         fold = self._open_turn(e)
         if fold is not None:
-            fold.update(delegated=e.mode)
+            fold.delegated = e.mode
+            fold.frozen = None
 
     def _tool_storm_suppressed(self, e: ev.ToolStormSuppressed) -> None:
         fold = self._open_turn(e)
         if fold is not None:
-            fold.update(storms_suppressed=fold.base.storms_suppressed + 1)
+            fold.storms_suppressed += 1
+            fold.frozen = None
 
     def _turn_completed(self, e: ev.TurnCompleted) -> None:
         fold = self._open_turn(e)
@@ -310,8 +331,9 @@ class Projector(ItemHandlers):
     def _usage(self, e: ev.Usage) -> None:
         if e.turn_id is not None:
             fold = self._turn(e)
-            fold.update(usage=add_usage(fold.base.usage, e.usage))
-        self._usage_total = add_usage(self._usage_total, e.usage)
+            fold.usage.add(e.usage)
+            fold.frozen = None
+        self._usage_total.add(e.usage)
 
     def _warning(self, e: ev.WarningEvent) -> None:
         fold = self._turns.get(e.turn_id) if e.turn_id is not None else None
@@ -352,6 +374,13 @@ _HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
     ev.Usage: Projector._usage,
     ev.WarningEvent: Projector._warning,
 }
+
+
+_STREAMED_TEXT: dict[type, type] = {
+    ev.AssistantTextDelta: AssistantText,
+    ev.AssistantReasoningDelta: AssistantReasoning,
+}
+_ITEM_EVENTS = frozenset({ev.ItemCreated, ev.ItemUpdated, ev.ItemCompleted})
 
 
 def replay(events: Iterable[ev.Event]) -> ThreadState:

@@ -2,7 +2,9 @@
 
 Private to the reducer. Deltas are kept as fragment lists and joined only when
 a snapshot is taken or the item is replaced, so a long streamed answer costs
-linear time. A frozen ``TurnState`` is cached until the turn changes again.
+linear time. Counters the log bumps often (usage, steers, the pipeline stage)
+are plain attributes, written into the ``TurnState`` only by ``freeze``; a
+frozen ``TurnState`` is cached until the turn changes again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from kun.contracts.items import (
     UserInput,
     UserMessage,
 )
+from kun.contracts.usage import UsageSnapshot, UsageTotals
 from kun.domain.state import TurnState
+from kun.domain.usage import COST_DIGITS
 
 _replace = msgspec.structs.replace
 
@@ -39,11 +43,91 @@ class Fragments:
         self.names: list[str] = []
 
 
+class UsageSum:
+    """A running ``UsageTotals`` that adds a call in place, with exactly the
+    arithmetic of :func:`kun.domain.usage.add_usage` (costs rounded after each
+    addition, in log order), so a fold gives the same totals as ``add_usage``
+    without building a struct per usage event."""
+
+    __slots__ = (
+        "cache_hit_tokens",
+        "cache_miss_tokens",
+        "cache_write_tokens",
+        "calls",
+        "completion_tokens",
+        "cost_usd",
+        "prompt_tokens",
+        "reasoning_tokens",
+        "unpriced_calls",
+    )
+
+    def __init__(self, totals: UsageTotals) -> None:
+        self.calls = totals.calls
+        self.prompt_tokens = totals.prompt_tokens
+        self.completion_tokens = totals.completion_tokens
+        self.reasoning_tokens = totals.reasoning_tokens
+        self.cache_hit_tokens = totals.cache_hit_tokens
+        self.cache_miss_tokens = totals.cache_miss_tokens
+        self.cache_write_tokens = totals.cache_write_tokens
+        self.cost_usd = totals.cost_usd
+        self.unpriced_calls = totals.unpriced_calls
+
+    def add(self, call: UsageSnapshot) -> None:
+        self.calls += 1
+        self.prompt_tokens += call.prompt_tokens
+        self.completion_tokens += call.completion_tokens
+        self.reasoning_tokens += call.reasoning_tokens
+        self.cache_hit_tokens += call.cache_hit_tokens
+        self.cache_miss_tokens += call.cache_miss_tokens
+        self.cache_write_tokens += call.cache_write_tokens
+        cost = call.cost_usd
+        if cost is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd = round(self.cost_usd + cost, COST_DIGITS)
+
+    def totals(self) -> UsageTotals:
+        return UsageTotals(
+            calls=self.calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+            cache_hit_tokens=self.cache_hit_tokens,
+            cache_miss_tokens=self.cache_miss_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost_usd=self.cost_usd,
+            unpriced_calls=self.unpriced_calls,
+        )
+
+
 class TurnFold:
-    __slots__ = ("base", "frozen", "in_flight", "index", "items", "open", "pending")
+    """One turn being folded. ``steered``, ``storms_suppressed``,
+    ``last_stage``, ``delegated`` and ``usage`` are the source of truth for
+    those fields (``base`` keeps stale copies); whoever changes any attribute
+    sets ``frozen`` to None."""
+
+    __slots__ = (
+        "base",
+        "delegated",
+        "frozen",
+        "in_flight",
+        "index",
+        "items",
+        "last_stage",
+        "open",
+        "pending",
+        "steered",
+        "storms_suppressed",
+        "usage",
+    )
 
     def __init__(self, base: TurnState) -> None:
         self.base = base
+        self.steered = base.steered
+        self.storms_suppressed = base.storms_suppressed
+        self.last_stage = base.last_stage
+        self.delegated = base.delegated
+        self.usage = UsageSum(base.usage)
         self.open = not base.settled
         self.items: list[Item] = list(base.items)
         self.index: dict[str, int] = {item.id: i for i, item in enumerate(self.items)}
@@ -79,6 +163,30 @@ class TurnFold:
         else:
             self.items[i] = item
 
+    def place(self, item: Item) -> bool:
+        """Insert ``item``, or let it replace the open item of its id and type
+        (fragments streamed for that item are dropped). Changes nothing and
+        returns False when the reducer must decide: the item there is final or
+        of another type, or a tool call in flight is closing."""
+        item_id = item.id
+        i = self.index.get(item_id)
+        if i is None:
+            self.index[item_id] = len(self.items)
+            self.items.append(item)
+        else:
+            current = self.items[i]
+            if (
+                type(current) is not type(item)
+                or current.status not in OPEN_STATUSES
+                or (item_id in self.in_flight and item.status not in OPEN_STATUSES)
+            ):
+                return False
+            if self.pending:
+                self.pending.pop(item_id, None)
+            self.items[i] = item
+        self.frozen = None
+        return True
+
     def fragments(self, item_id: str, kind: type[Item]) -> Fragments:
         """The fragments of the open item ``item_id`` (of type ``kind``)."""
         self.frozen = None
@@ -104,7 +212,14 @@ class TurnFold:
             for item_id in list(self.pending):
                 self._materialize(item_id, self.index[item_id])
             self.frozen = _replace(
-                self.base, items=tuple(self.items), tools_in_flight=tuple(self.in_flight)
+                self.base,
+                items=tuple(self.items),
+                tools_in_flight=tuple(self.in_flight),
+                usage=self.usage.totals(),
+                steered=self.steered,
+                storms_suppressed=self.storms_suppressed,
+                last_stage=self.last_stage,
+                delegated=self.delegated,
             )
         return self.frozen
 

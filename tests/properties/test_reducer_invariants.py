@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kun.contracts import events as ev
 from kun.contracts.items import OPEN_STATUSES, ToolCall, ToolResult
 from kun.domain.errors import ProjectionError
-from kun.domain.reduce import fold, reduce, replay
+from kun.domain.reduce import Projector, fold, reduce, replay
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.usage import sum_usage
 from tests.properties.strategies import thread_logs
@@ -35,6 +35,20 @@ def test_prefix_consistency_at_every_split(events: list[ev.Event], data: st.Data
         assert fold(replay(events[:split]), events[split:]) == whole
     one_by_one = functools.reduce(reduce, events, ThreadState(thread_id=""))
     assert one_by_one == whole
+
+
+@given(thread_logs(max_steps=20))
+def test_one_fold_snapshotted_at_every_split_equals_replay_of_each_prefix(
+    events: list[ev.Event],
+) -> None:
+    """The fold keeps counters, fragments and items mutable and caches frozen
+    turns: a snapshot taken anywhere must neither leak later events into it
+    nor go stale afterwards."""
+    projector = Projector()
+    assert projector.snapshot() == replay([])
+    for split, event in enumerate(events, 1):
+        projector.apply(event)
+        assert projector.snapshot() == replay(events[:split])
 
 
 @given(thread_logs(), st.data())
