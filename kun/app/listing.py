@@ -15,8 +15,9 @@ no call of the thread had a known price.
 
 from __future__ import annotations
 
+import functools
 import os
-from datetime import datetime
+import time
 from pathlib import Path
 
 import msgspec
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-class ThreadSummary(msgspec.Struct, frozen=True, kw_only=True):
+class ThreadSummary(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     thread_id: str
     title: str = ""
     title_source: str | None = None
@@ -150,12 +151,18 @@ def format_when(ms: int | None) -> str:
     """Epoch milliseconds as local time, to the minute."""
     if not ms:
         return "-"
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ms / 1000))
+
+
+@functools.cache
+def _user_home() -> str:
+    """Looked up once: a listing formats thousands of rows."""
+    return os.path.expanduser("~")
 
 
 def format_workspace(workspace: str) -> str:
     """``~`` for the home directory, as people write it."""
-    home = os.path.expanduser("~")
+    home = _user_home()
     if home not in ("", "/") and (workspace == home or workspace.startswith(home + os.sep)):
         return "~" + workspace[len(home) :]
     return workspace or "-"

@@ -77,12 +77,14 @@ def indexed_summaries(
     anything differed."""
     old = _load(home)
     fresh: dict[str, Entry] = {}
+    rebuilt = False
     for thread_id, key in _logs(home):
         entry = old.get(thread_id)
         if entry is None or entry.key != key:
             entry = Entry(key=key, summary=summarize(home, thread_id))
+            rebuilt = True
         fresh[thread_id] = entry
-    if fresh != old:
+    if rebuilt or len(fresh) != len(old):
         _save(home, fresh)
     return [entry.summary for entry in fresh.values()]
 
@@ -98,7 +100,7 @@ def _logs(home: Path) -> Iterator[tuple[str, LogKey]]:
             if not _valid(child.name):
                 continue
             try:
-                st = os.stat(os.path.join(child.path, LOG_NAME))
+                st = os.stat(f"{child.path}/{LOG_NAME}")
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):

@@ -103,10 +103,8 @@ def _cut(text: str, width: int) -> str:
 
 def _table(rows: Iterator[tuple[str, ...]]) -> list[str]:
     table = list(rows)
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table
-    ]
+    widths = [max(map(len, column)) for column in zip(*table, strict=True)]
+    return ["  ".join(map(str.ljust, row, widths)).rstrip() for row in table]
 
 
 @click.command()
