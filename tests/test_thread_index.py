@@ -5,6 +5,7 @@ lost, corrupt or foreign index costs a rebuild, never a wrong listing."""
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 
 import msgspec
@@ -163,3 +164,36 @@ def test_whatever_happens_between_listings_the_index_agrees_with_replay(
             elif action == "corrupt" and index_path(home).exists():
                 index_path(home).write_bytes(index_path(home).read_bytes()[: n * 50])
             assert _listed(home) == _replayed(home)
+
+
+def test_listers_racing_each_other_and_a_writer_never_tear_the_index(tmp_path: Path) -> None:
+    """Each lister replaces the index whole; whoever wins, the next listing
+    re-verifies every entry against its log."""
+    builders = [_builder(f"t_{n}") for n in range(4)]
+    for b in builders:
+        _write(tmp_path, b)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def lister() -> None:
+        try:
+            while not stop.is_set():
+                assert len(_listed(tmp_path)) == len(builders)
+                msgspec.json.decode(index_path(tmp_path).read_bytes())
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=lister) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for n in range(20):
+        b = builders[n % len(builders)]
+        start = len(b.events)
+        _turn(b, n)
+        _write(tmp_path, b, start=start)
+    stop.set()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert _listed(tmp_path) == _replayed(tmp_path)
+    assert [s.turns for s in sorted(_listed(tmp_path), key=lambda s: s.thread_id)] == [6] * 4
