@@ -1,8 +1,9 @@
 """Benchmark ``kun threads`` against baselines measured in the same run.
 
-    python tools/bench_threads.py [--counts 10,1000,10000] [--runs 5] [--dir DIR]
+    python tools/bench_threads.py [--counts 10,1000,10000] [--runs 5] [--big 200000]
 
-For each count of threads (small logs written with kun's LogBuilder), prints
+For each count of threads (small logs written with kun's LogBuilder; the
+largest home also holds one thread of ``--big`` events), prints
 the wall time of a ``kun threads`` process:
 
 - cold: the thread index deleted first, so every log is replayed (what every
@@ -60,6 +61,22 @@ def populate(home: Path, count: int) -> int:
     return total
 
 
+def add_big(home: Path, events: int) -> int:
+    """One thread of about ``events`` events (streamed text), the size a
+    listing must not depend on once the index is warm; returns its bytes."""
+    b = LogBuilder("thr_big", start_at=1_767_225_600_000)
+    b.create(workspace="/work/big", title="a long one", provider="p", model="m")
+    while len(b.events) < events:
+        b.start_turn("go on")
+        b.assistant_text(["tok "] * 1000)
+        b.complete()
+    path = home / "threads" / "thr_big" / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    data = b"".join(_encode(e) + b"\n" for e in b.events)
+    path.write_bytes(data)
+    return len(data)
+
+
 def _time(cmd: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
@@ -80,6 +97,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--counts", default="10,1000,10000", help="thread counts, comma separated")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--big", type=int, default=200_000, help="events of one extra thread in the largest home"
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: tmp)")
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
@@ -105,6 +125,9 @@ def main() -> int:
         for count in counts:
             home = root / f"home{count}"
             size = populate(home, count)
+            big = count == max(counts) and args.big > 0
+            if big:
+                size += add_big(home, args.big)
             cmd = [kun_bin, "threads", "--home", str(home)]
             cold_runs = max(1, min(args.runs, 3 if count >= 5000 else args.runs))
             cold = _median(cmd, env, cold_runs, before=index_path(home))
@@ -115,7 +138,8 @@ def main() -> int:
             missed |= not ok
             verdict = "" if count < 10_000 else f"  [{'ok' if ok else 'MISSED'}: < 200 ms]"
             print(
-                f"{count:>6,} threads ({size / 1e6:.1f} MB): "
+                f"{count:>6,} threads{f' + one of {args.big:,} events' if big else ''} "
+                f"({size / 1e6:.1f} MB): "
                 f"cold {cold * 1e3:,.0f} ms ({cold / base:.1f}x import, "
                 f"{cold / start:.1f}x start-up); warm {warm * 1e3:,.0f} ms "
                 f"({warm / base:.1f}x import, {warm / start:.2f}x start-up); "
