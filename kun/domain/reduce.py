@@ -124,13 +124,21 @@ class Projector(ItemHandlers):
                         frags = fold.pending.get(event.item_id)  # type: ignore[union-attr]
                         if frags is not None and frags.kind is ToolCall:
                             frags.parts.append(event.arguments)  # type: ignore[union-attr]
-                            if event.name:  # type: ignore[union-attr]
-                                frags.names.append(event.name)  # type: ignore[union-attr]
+                            frags.names.append(event.name)  # type: ignore[union-attr]
                             last_seq = seq
                             last = event
                             continue
                     elif cls in item_events:
-                        if fold.place(event.item):  # type: ignore[union-attr]
+                        item = event.item  # type: ignore[union-attr]
+                        index = fold.index
+                        if item.id not in index:
+                            index[item.id] = len(fold.items)
+                            fold.items.append(item)
+                            fold.frozen = None
+                            last_seq = seq
+                            last = event
+                            continue
+                        if fold.place(item):
                             last_seq = seq
                             last = event
                             continue
