@@ -1,9 +1,16 @@
 """``bash``: run a shell command in the workspace.
 
-The command runs as ``bash -lc COMMAND`` with the workspace as its working
+The command runs as ``bash -c COMMAND`` with the workspace as its working
 directory, no stdin, stderr merged into stdout (so the two interleave as on a
 terminal), pagers disabled, in a new session so that everything it starts
 forms one process group.
+
+Not a login shell: the command inherits kun's environment (itself started
+from the user's shell, so ``PATH`` and the rest are already set) less the
+secrets :mod:`kun.tools.environment` withholds. A login shell would re-run
+the user's profile for every call: slower, able to export secrets kun never
+saw, and, when a call is stopped in the middle of it, able to leave locks
+behind (pyenv's rehash lock stalls every later login shell for a minute).
 
 Contract:
 
@@ -50,7 +57,7 @@ _READ_SIZE = 65536
 
 SPEC = make_spec(
     "bash",
-    "Run a bash command (bash -lc) in the workspace directory and return its combined "
+    "Run a bash command (bash -c) in the workspace directory and return its combined "
     f"stdout and stderr and its exit code. Default timeout {DEFAULT_TIMEOUT_S} s, at most "
     f"{MAX_TIMEOUT_S} s; the command is killed when it runs out. Output over "
     f"{OUTPUT_CAP // 1024} KB keeps only its start and end: redirect long output to a file "
@@ -119,7 +126,7 @@ class Bash:
         with _output_pipe() as (read_fd, write_fd):
             try:
                 guarded = await spawn_guarded(
-                    ["bash", "-lc", command],
+                    ["bash", "-c", command],
                     cwd=ctx.workspace,
                     env=_environment(self._environment),
                     stdout=write_fd,
