@@ -49,7 +49,11 @@ class TurnHooks(Protocol):
 
 
 class Writer(Protocol):
-    async def __call__(self, *events: ev.Event) -> list[ev.Event]: ...
+    """Records events for the turn. ``durable=False``: the batch may become
+    durable later, with the next durable write (the tool ledger's group
+    commit, :mod:`kun.runtime.dispatch`)."""
+
+    async def __call__(self, *events: ev.Event, durable: bool = True) -> list[ev.Event]: ...
 
 
 def draft(cls: type[Any], turn_id: str | None = None, **fields: Any) -> Any:

@@ -12,6 +12,22 @@ Where the policy asks, a call covered by the thread's allow rules (the
 user's "always", :mod:`kun.tools.allow`) runs without asking. An approval
 records a one-line summary of the call and, for a file write, the diff it
 would make (:mod:`kun.tools.preview`), both scrubbed of known secrets.
+
+The tool ledger, at one fsync per tool step. A call may have run only if its
+``tool_call_started`` is durable, so reconciliation settles it
+``unknown_after_crash`` rather than running it again; that append is the one
+fsync. Everything else in the step is appended with ``durable=False`` and
+made durable by it or by the next durable write: the step's closing batch
+(the call's ``item_created``) is flushed by the ``tool_call_started``,
+``approval_requested`` or storm record that comes before any tool runs; a
+result (``tool_call_finished`` + ``item_completed``) by the next call's
+``tool_call_started``, an approval, the next step's closing batch or the
+turn's settling, and at the latest when the turn ends (the TurnService syncs
+the log then). The log is a file synced as a whole, so what becomes durable
+is always a prefix: a machine crash can lose a result the provider was
+already sent, and then the call reads ``unknown_after_crash`` (it ran; its
+effects may or may not be there), never re-run and never a result without
+its start.
 """
 
 from __future__ import annotations
@@ -190,7 +206,8 @@ def _todo_setter(run: TurnRun) -> Callable[[tuple[Todo, ...]], Awaitable[None]]:
 
 
 async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
-    """The call's end and its result, appended together."""
+    """The call's end and its result, appended together and group committed
+    (see the module docstring)."""
     result = ToolResult(
         id=new_id("res"),
         call_id=call.call_id,
@@ -210,4 +227,5 @@ async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
             status="failed" if output.is_error else "completed",
         ),
         draft(ev.ItemCompleted, run.turn_id, item=result),
+        durable=False,
     )

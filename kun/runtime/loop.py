@@ -237,7 +237,9 @@ async def model_step(run: TurnRun, step: int) -> Outcome:
         draft(ev.PipelineStage, run.turn_id, stage="post_send", step=step),
         draft(ev.PipelineStage, run.turn_id, stage="response_received", step=step),
     ]
-    await run.write(*closing)
+    # With calls, the batch rides on the durable write dispatch makes before
+    # any tool can run (see kun.runtime.dispatch); without, the turn ends.
+    await run.write(*closing, durable=not calls)
     if answer.error is not None:
         return Outcome("failed", code=answer.error.code, message=answer.error.message)
     if calls:

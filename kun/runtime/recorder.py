@@ -254,9 +254,13 @@ class EventRecorder:
 
     # -- writing ---------------------------------------------------------------
 
-    async def record(self, thread_id: str, *events: Event) -> list[Event]:
+    async def record(self, thread_id: str, *events: Event, durable: bool = True) -> list[Event]:
         """Number, validate, persist and publish ``events`` (drafts: their
         ``seq``, ``at`` and ``thread_id`` are replaced).
+
+        ``durable=False`` lets the store return before the batch is durable
+        (see :meth:`kun.store.port.EventStore.append`): the caller must make
+        a durable write before anything depends on it.
 
         A thread not open here must start with ``ThreadCreated``
         (``ThreadNotOpen`` otherwise; ``ThreadExists`` if it already has
@@ -280,7 +284,7 @@ class EventRecorder:
                 if self._threads.get(thread_id) is not thread:
                     continue
                 try:
-                    return await self._record(thread, events)
+                    return await self._record(thread, events, durable)
                 finally:
                     if thread.last_seq == 0 and self._threads.get(thread_id) is thread:
                         del self._threads[thread_id]
@@ -308,7 +312,9 @@ class EventRecorder:
             self._threads[thread_id] = thread
         return thread
 
-    async def _record(self, thread: _Thread, drafts: Sequence[Event]) -> list[Event]:
+    async def _record(
+        self, thread: _Thread, drafts: Sequence[Event], durable: bool = True
+    ) -> list[Event]:
         thread.raise_deferred()
         now = self.clock()
         streams = thread.streams
@@ -316,7 +322,7 @@ class EventRecorder:
             return await self._buffer(thread, drafts, now)
         await self._write_pending(thread)
         batch = merge_run(drafts, self._max_bytes) if len(drafts) > 1 else list(drafts)
-        written = await self._write(thread, batch, now)
+        written = await self._write(thread, batch, now, durable)
         for event in written:
             if type(event) is TurnStarted or len(streams) >= _MAX_STREAMS:
                 streams.clear()
@@ -349,7 +355,7 @@ class EventRecorder:
             await self._write(thread, [buffer.merged()])
 
     async def _write(
-        self, thread: _Thread, drafts: list[Event], at: int | None = None
+        self, thread: _Thread, drafts: list[Event], at: int | None = None, durable: bool = True
     ) -> list[Event]:
         """Number ``drafts`` (``at`` too, unless ``None``: merged deltas keep
         theirs), validate on the projector, append, publish."""
@@ -373,7 +379,10 @@ class EventRecorder:
                 self._rebuild(thread)
             raise
         try:
-            await self.store.append(thread_id, events, expected_seq=last)
+            if durable:
+                await self.store.append(thread_id, events, expected_seq=last)
+            else:
+                await self.store.append(thread_id, events, expected_seq=last, durable=False)
         except BaseException:
             thread.stale = True
             self._rebuild(thread)

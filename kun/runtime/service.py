@@ -93,9 +93,11 @@ class TurnService:
             lock = self._locks[thread_id] = anyio.Lock(fast_acquire=True)
         return lock
 
-    async def write(self, thread_id: str, *events: ev.Event) -> list[ev.Event]:
+    async def write(
+        self, thread_id: str, *events: ev.Event, durable: bool = True
+    ) -> list[ev.Event]:
         async with self._lock(thread_id):
-            return await self.recorder.record(thread_id, *events)
+            return await self.recorder.record(thread_id, *events, durable=durable)
 
     async def _open(self, thread_id: str) -> ThreadState:
         if not self.recorder.is_open(thread_id):
@@ -230,7 +232,7 @@ class TurnService:
                 model=self.model,
                 tools=self.tools,
                 limits=self.limits,
-                write=lambda *events: self.write(thread_id, *events),
+                write=lambda *events, durable=True: self.write(thread_id, *events, durable=durable),
                 state=lambda: self.recorder.state(thread_id),
                 approvals=self.approvals,
                 questions=self.questions,
@@ -270,6 +272,7 @@ class TurnService:
             _log.exception("settling turn %s of thread %s failed", run.turn_id, run.thread_id)
         finally:
             with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+                await self._sync_turn(run)
                 await self._call_hooks("bookkeeping", run, status)
             run.steering.seal()
             if self._runs.get(run.thread_id) is run:
@@ -277,6 +280,16 @@ class TurnService:
             run.done.set()
             with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
                 await self._call_hooks("turn_ended", run, status)
+
+    async def _sync_turn(self, run: TurnRun) -> None:
+        """Make the whole turn durable before it counts as ended: a tool
+        result is group committed (:mod:`kun.runtime.dispatch`), and a turn
+        whose settling failed or was interrupted may have no durable write
+        after it. Free when the settling write already synced."""
+        try:
+            await self.recorder.store.sync(run.thread_id)
+        except Exception:
+            _log.exception("syncing turn %s of thread %s failed", run.turn_id, run.thread_id)
 
     async def _call_hooks(self, name: str, run: TurnRun, status: str) -> None:
         for hook in self.hooks:

@@ -24,14 +24,19 @@ Durability. Deltas and pipeline stages (:data:`GROUP_COMMIT_KINDS`) are group
 committed: written at once, fsynced when 64 are unsynced or 5 ms have passed
 since the first unsynced one (checked on each append), before any durable
 append returns, and on ``sync``/``aclose``. Every other batch is fsynced
-before ``append`` returns. A process crash loses nothing written; a machine
-crash can lose the deltas not yet fsynced: the last 5 ms or 63 of them while
-they stream, or the trailing ones when no later append, ``sync`` or
-``aclose`` comes (the loop ends every stream with a durable item event). The
-fsync
-(``fdatasync`` where the OS has it) runs inline on the event loop, not in a
-worker thread: it blocks the loop for one fsync (~0.2 ms on an SSD), which is
-cheaper than a thread hop and keeps "persist, then publish" a plain sequence.
+before ``append`` returns, unless appended with ``durable=False``: such a
+batch is written at once and counted unsynced, but does not start an fsync
+itself (not even by the 64 / 5 ms rule): the caller promises a durable append
+or ``sync`` before anything depends on it (the tool ledger: a step's closing
+batch rides on its first ``tool_call_started``, a tool's result on the next
+durable event, see :mod:`kun.runtime.dispatch`). A process crash loses
+nothing written; a machine crash can lose the deltas not yet fsynced: the
+last 5 ms or 63 of them while they stream, or the trailing ones when no later
+append, ``sync`` or ``aclose`` comes (the loop follows every stream with a
+durable write). The fsync (``fdatasync`` where the OS has it) runs
+inline on the event loop, not in a worker thread: it blocks the loop for one
+fsync (~0.2 ms on an SSD), which is cheaper than a thread hop and keeps
+"persist, then publish" a plain sequence.
 """
 
 from __future__ import annotations
@@ -102,7 +107,9 @@ class JsonlEventStore:
         self._writers: dict[str, _Writer] = {}
         self._closed = False
 
-    async def append(self, thread_id: str, events: Sequence[Event], *, expected_seq: int) -> int:
+    async def append(
+        self, thread_id: str, events: Sequence[Event], *, expected_seq: int, durable: bool = True
+    ) -> int:
         """See :meth:`kun.store.port.EventStore.append`.
 
         The critical section (check, encode, write, fsync) never awaits, so
@@ -115,10 +122,10 @@ class JsonlEventStore:
         while True:
             writer = self._writers.get(thread_id) or self._open(thread_id)
             if not writer.lock.locked():
-                return self._append(writer, events, expected_seq)
+                return self._append(writer, events, expected_seq, durable)
             async with writer.lock:
                 if writer.fd >= 0:
-                    return self._append(writer, events, expected_seq)
+                    return self._append(writer, events, expected_seq, durable)
 
     async def claim(self, thread_id: str) -> int:
         writer = self._writers.get(thread_id) or self._open(thread_id)
@@ -238,9 +245,11 @@ class JsonlEventStore:
         self._writers[thread_id] = writer
         return writer
 
-    def _append(self, writer: _Writer, events: Sequence[Event], expected_seq: int) -> int:
+    def _append(
+        self, writer: _Writer, events: Sequence[Event], expected_seq: int, durable: bool
+    ) -> int:
         try:
-            return writer.append(events, expected_seq)
+            return writer.append(events, expected_seq, durable)
         except OSError as exc:
             self._discard(writer)
             raise LogWriteFailed(writer.path, str(exc)) from exc
@@ -279,7 +288,9 @@ class _Writer:
         self.unsynced = 0
         self.first_unsynced = 0.0
 
-    def append(self, events: Sequence[Event], expected_seq: int) -> int:
+    def append(self, events: Sequence[Event], expected_seq: int, durable: bool = True) -> int:
+        """Write ``events``; fsync now when one of them must be durable and
+        ``durable`` is true (see the module docstring)."""
         if expected_seq != self.last_seq:
             raise SeqConflict(self.thread_id, expected_seq, self.last_seq)
         if not events:
@@ -288,13 +299,13 @@ class _Writer:
         thread_id = self.thread_id
         seq = expected_seq
         offset = 0
-        durable = False
+        must_sync = False
         for event in events:
             seq += 1
             if event.seq != seq or event.thread_id != thread_id:
                 raise _misnumbered(thread_id, event, seq - expected_seq - 1, seq)
-            if not durable and type(event) not in _GROUP_COMMIT_TYPES:
-                durable = True
+            if not must_sync and type(event) not in _GROUP_COMMIT_TYPES:
+                must_sync = True
             _encode_into(event, buffer, offset)
             buffer.append(10)
             offset = len(buffer)
@@ -302,7 +313,7 @@ class _Writer:
         if written != offset:
             _write_all(self.fd, memoryview(buffer)[written:])
         self.last_seq = seq
-        if durable:
+        if must_sync and durable:
             _fsync(self.fd)
             self.unsynced = 0
         else:
@@ -310,6 +321,8 @@ class _Writer:
             if not self.unsynced:
                 self.first_unsynced = now
             self.unsynced += len(events)
+            if must_sync:
+                return seq
             if (
                 self.unsynced >= GROUP_COMMIT_EVENTS
                 or now - self.first_unsynced >= GROUP_COMMIT_SECONDS

@@ -30,7 +30,9 @@ class MemoryEventStore:
         self._logs: dict[str, list[Event]] = {}
         self._closed = False
 
-    async def append(self, thread_id: str, events: Sequence[Event], *, expected_seq: int) -> int:
+    async def append(
+        self, thread_id: str, events: Sequence[Event], *, expected_seq: int, durable: bool = True
+    ) -> int:
         validate_thread_id(thread_id)
         await anyio.lowlevel.checkpoint()
         if self._closed:

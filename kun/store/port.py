@@ -95,7 +95,9 @@ class EventStore(Protocol):
     it is an async context manager that calls :meth:`aclose` on exit.
     """
 
-    async def append(self, thread_id: str, events: Sequence[Event], *, expected_seq: int) -> int:
+    async def append(
+        self, thread_id: str, events: Sequence[Event], *, expected_seq: int, durable: bool = True
+    ) -> int:
         """Append ``events`` after ``expected_seq``; return the new last seq.
 
         The events must already carry ``seq = expected_seq + 1, + 2, ...`` and
@@ -106,8 +108,11 @@ class EventStore(Protocol):
         thread, ``LogWriteFailed`` if the OS refused the write or the fsync
         (the events may or may not be in the log). When it returns, the
         events are visible to readers and, unless every event in the batch is
-        a delta or pipeline stage, durable. An empty batch checks
-        ``expected_seq`` and writes nothing.
+        a delta or pipeline stage or ``durable`` is false, durable. A batch
+        appended with ``durable=False`` is written at once and becomes durable
+        with the next durable append, ``sync`` or ``aclose`` (the caller
+        promises one comes before anything that depends on the batch). An
+        empty batch checks ``expected_seq`` and writes nothing.
 
         A batch is all-or-nothing for other appenders and for errors raised
         before writing. A crash in the middle of an append can leave whole

@@ -10,7 +10,8 @@ answered (``y`` typed ahead) or left pending. The parent tails the log and
 SIGKILLs the child when the round's plan says: a random time after spawn
 (mostly before the turn starts), a random time after the turn started, the
 k-th streamed text delta, a streamed tool-call fragment, the start of step 1
-or 2, a ``bash`` call that has started, a pending approval. One round is
+or 2, a ``bash`` call that has started, a pending approval, a step's tool
+calls created (not yet synced), a tool's result written (group committed). One round is
 left to finish on its own.
 
 After each kill, with the child dead (the kernel dropped its lock), the
@@ -281,9 +282,31 @@ def make_plans(rnd: random.Random) -> list[Plan]:
             delay=rnd.uniform(0.0, 0.3),
         )
 
+    def call_created() -> Plan:
+        """The step's closing batch (the calls' ``item_created``) is
+        appended without an fsync of its own; the first tool_call_started
+        makes it durable. Killed in between."""
+        return Plan(
+            "call_created",
+            _long,
+            trigger=lambda e: e["kind"] == "item_created" and e["item"]["type"] == "tool_call",
+            nth=rnd.randint(1, 3),
+        )
+
+    def result_written() -> Plan:
+        """A result is group committed: durable with the next durable write.
+        Killed right after one."""
+        return Plan(
+            "result_written",
+            _long,
+            trigger=_kind("tool_call_finished"),
+            nth=rnd.randint(1, 3),
+            delay=rnd.uniform(0.0, 0.01),
+        )
+
     makers = [startup] * 2 + [timed] * 7 + [mid_stream] * 3 + [mid_call_arguments] * 2
     makers += [between_steps] * 2 + [mid_tool] * 3 + [write_then_approval] * 2
-    makers += [approved_mid_tool] * 2
+    makers += [approved_mid_tool] * 2 + [call_created] * 2 + [result_written] * 2
     plans = [make() for make in makers]
     rnd.shuffle(plans)
     complete = Plan("complete", lambda s: [s.read(), s.answer()], kill=False)
