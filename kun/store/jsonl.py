@@ -137,13 +137,14 @@ class JsonlEventStore:
         *,
         after: int = 0,
         until: int | None = None,
+        limit: int | None = None,
         mode: ReadMode = "strict",
         report: ReadReport | None = None,
     ) -> Iterator[Event]:
         path = log_path(self.home, thread_id)
         if not path.is_file():
             raise ThreadNotFound(thread_id)
-        return read_log(path, after=after, until=until, mode=mode, report=report)
+        return read_log(path, after=after, until=until, limit=limit, mode=mode, report=report)
 
     async def last_seq(self, thread_id: str) -> int:
         writer = self._writers.get(thread_id)

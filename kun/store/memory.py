@@ -64,14 +64,18 @@ class MemoryEventStore:
         *,
         after: int = 0,
         until: int | None = None,
+        limit: int | None = None,
         mode: ReadMode = "strict",
         report: ReadReport | None = None,
     ) -> Iterator[Event]:
         validate_thread_id(thread_id)
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must not be negative, got {limit}")
         log = self._logs.get(thread_id)
         if log is None:
             raise ThreadNotFound(thread_id)
-        return _read(log[:], after, until, ReadReport() if report is None else report)
+        report = ReadReport() if report is None else report
+        return _read(log[:], after, until, limit, report)
 
     async def last_seq(self, thread_id: str) -> int:
         validate_thread_id(thread_id)
@@ -103,7 +107,12 @@ class MemoryEventStore:
         await self.aclose()
 
 
-def _read(log: list[Event], after: int, until: int | None, report: ReadReport) -> Iterator[Event]:
+def _read(
+    log: list[Event], after: int, until: int | None, limit: int | None, report: ReadReport
+) -> Iterator[Event]:
+    left = -1 if limit is None else limit
+    if left == 0:
+        return
     for event in log:
         report.lines += 1
         report.last_seq = event.seq
@@ -113,3 +122,6 @@ def _read(log: list[Event], after: int, until: int | None, report: ReadReport) -
             return
         report.events += 1
         yield event
+        left -= 1
+        if left == 0:
+            return

@@ -136,12 +136,18 @@ class EventStore(Protocol):
         *,
         after: int = 0,
         until: int | None = None,
+        limit: int | None = None,
         mode: ReadMode = "strict",
         report: ReadReport | None = None,
     ) -> Iterator[Event]:
-        """Stream the thread's events with ``after < seq <= until`` in order.
+        """Stream the thread's events with ``after < seq <= until`` in order,
+        at most ``limit`` of them (a page: the next one starts after the last
+        seq returned).
 
-        Blocking IO, streaming: memory stays bounded whatever the log's size.
+        Blocking IO, streaming: memory stays bounded whatever the log's size,
+        and the events at or before ``after`` need not be decoded, so a page
+        near the end of a long log costs little more than a scan. A negative
+        ``limit`` raises ``ValueError``.
         Raises ``ThreadNotFound`` at once for a thread with no log; ``mode``
         decides what a bad or unknown line does (see :data:`ReadMode`).
         Events appended while the iterator runs may or may not be seen.

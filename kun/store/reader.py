@@ -29,6 +29,8 @@ from itertools import chain
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+import msgspec
+
 from kun.contracts.events import Event
 from kun.store.codec import (
     NotJson,
@@ -55,12 +57,18 @@ def read_log(
     *,
     after: int = 0,
     until: int | None = None,
+    limit: int | None = None,
     mode: ReadMode = "strict",
     report: ReadReport | None = None,
 ) -> Iterator[Event]:
-    """Stream the events of the log at ``path`` with ``after < seq <= until``.
+    """Stream the events of the log at ``path`` with ``after < seq <= until``,
+    at most ``limit`` of them.
 
-    Reading stops once ``until`` is reached. Bad lines, unknown kinds, gaps
+    Reading stops once ``until`` is reached or ``limit`` events are handed
+    out. Whole chunks and sub-blocks whose last line's seq is at or before
+    ``after`` are skipped without decoding their events (that seq is read
+    alone): damage before the window is neither raised nor counted, and
+    ``report.lines`` counts only what was decoded. Bad lines, unknown kinds, gaps
     and repeats in the seqs and a torn last line are handled per ``mode``
     (see ``ReadMode``); what was skipped, missing or torn is recorded in
     ``report``. The file is opened when
@@ -68,7 +76,12 @@ def read_log(
     """
     if mode not in ("strict", "tolerant", "skip_bad"):
         raise ValueError(f"unknown read mode {mode!r}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must not be negative, got {limit}")
+    if limit == 0:
+        return iter(())
     reader = _LogReader(path, after, until, mode, ReadReport() if report is None else report)
+    reader.left = limit
     return chain.from_iterable(reader.blocks())
 
 
@@ -91,8 +104,36 @@ class _Line(NamedTuple):
     reason: str
 
 
+class _SeqOnly(msgspec.Struct):
+    seq: int
+
+
+_SEQ_ONLY = msgspec.json.Decoder(_SeqOnly)
+
+
+def _last_seq(data: bytes, end: int) -> int | None:
+    """The seq of the line ending at ``data[end - 1]`` (a newline), decoded
+    alone; ``None`` when that line is not an object with an integer seq."""
+    start = data.rfind(b"\n", 0, end - 1) + 1
+    try:
+        return _SEQ_ONLY.decode(memoryview(data)[start : end - 1]).seq
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
 class _LogReader:
-    __slots__ = ("_fd", "_seq", "_skipped", "_tail", "after", "mode", "path", "report", "until")
+    __slots__ = (
+        "_fd",
+        "_seq",
+        "_skipped",
+        "_tail",
+        "after",
+        "left",
+        "mode",
+        "path",
+        "report",
+        "until",
+    )
 
     def __init__(
         self, path: Path, after: int, until: int | None, mode: ReadMode, report: ReadReport
@@ -106,13 +147,14 @@ class _LogReader:
         self._tail: tuple[int, bytes] = (0, b"")
         self._seq = 0
         self._skipped = 0
+        self.left: int | None = None
 
     def blocks(self) -> Iterator[list[Event]]:
         """The events of the log, a sub-block at a time (``chain`` flattens
         them in C, which is measurably cheaper per event than resuming a
         generator for each)."""
         report = self.report
-        windowed = bool(self.after) or self.until is not None
+        windowed = bool(self.after) or self.until is not None or self.left is not None
         stale = stale_types()
         deferred: _Line | None = None
         with open(self.path, "rb", buffering=0) as file:
@@ -121,11 +163,14 @@ class _LogReader:
                 if deferred is not None:
                     self._bad(deferred)
                     deferred = None
-                start = 0
+                start = 0 if self._seq >= self.after else self._skip(data, 0, cut)
                 while start < cut:
                     end = data.rfind(b"\n", start, start + SUB_BLOCK_SIZE) + 1
                     if end <= start:
                         end = data.find(b"\n", start) + 1
+                    if self._seq < self.after and self._skip(data, start, end) == end:
+                        start = end
+                        continue
                     events = decode_block(data, start, end, stale)
                     if events is not None and (
                         events[0].seq != self._seq + 1 or events[-1].seq != self._seq + len(events)
@@ -179,17 +224,36 @@ class _LogReader:
             carried = len(data) - cut
         self._tail = (position, b"".join(pieces))
 
+    def _skip(self, data: bytes, start: int, end: int) -> int:
+        """Where reading ``data[start:end]`` (complete lines) must begin:
+        ``end`` when its last line's seq is at or before ``after`` and after
+        the last seq read (the lines are passed over, undecoded), else
+        ``start``."""
+        seq = _last_seq(data, end)
+        if seq is None or not self._seq < seq <= self.after:
+            return start
+        self._seq = seq
+        self._skipped = 0
+        self.report.last_seq = seq
+        return end
+
     def _window(self, events: list[Event]) -> tuple[list[Event], bool]:
-        """Keep ``after < seq <= until``; true when reading should stop (at
-        ``until`` itself: the seqs after it cannot be at or below it, and a
-        prefix must not fail on damage past its end)."""
+        """Keep ``after < seq <= until`` and at most ``left`` events; true
+        when reading should stop (at ``until`` itself: the seqs after it
+        cannot be at or below it, and a prefix must not fail on damage past
+        its end; likewise once ``left`` runs out)."""
         after, until = self.after, self.until
         last = events[-1].seq
+        stop = False
         if events[0].seq <= after:
             events = [e for e in events if e.seq > after]
         if until is not None and last >= until:
-            return [e for e in events if e.seq <= until], True
-        return events, False
+            events, stop = [e for e in events if e.seq <= until], True
+        if self.left is not None:
+            if len(events) >= self.left:
+                events, stop = events[: self.left], True
+            self.left -= len(events)
+        return events, stop
 
     def _finish(self, deferred: _Line | None) -> None:
         """Judge what the end of the file holds: a torn tail, or a bad line."""

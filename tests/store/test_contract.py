@@ -100,6 +100,28 @@ async def test_after_and_until(store: EventStore) -> None:
     assert list(store.read(TID, after=10)) == []
 
 
+async def test_limit_pages_through_the_log(store: EventStore) -> None:
+    await store.append(TID, warnings(1, 10), expected_seq=0)
+    pages: list[list[int]] = []
+    after = 0
+    while page := [e.seq for e in store.read(TID, after=after, limit=4)]:
+        pages.append(page)
+        after = page[-1]
+    assert pages == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]
+    assert [e.seq for e in store.read(TID, after=2, until=4, limit=5)] == [3, 4]
+    assert [e.seq for e in store.read(TID, after=2, until=9, limit=2)] == [3, 4]
+    assert list(store.read(TID, limit=0)) == []
+    with pytest.raises(ValueError, match="limit"):
+        store.read(TID, limit=-1)
+
+
+async def test_a_limited_read_reports_only_what_it_handed_out(store: EventStore) -> None:
+    await store.append(TID, warnings(1, 10), expected_seq=0)
+    report = ReadReport()
+    assert len(list(store.read(TID, after=3, limit=2, report=report))) == 2
+    assert report.events == 2
+
+
 async def test_the_report_counts_what_was_read(store: EventStore) -> None:
     await store.append(TID, warnings(1, 5), expected_seq=0)
     report = ReadReport()

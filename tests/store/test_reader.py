@@ -249,3 +249,55 @@ def test_an_abandoned_iterator_closes_the_file(log: Path) -> None:
     never_started = read_log(log)
     del never_started
     gc.collect()
+
+
+@pytest.mark.parametrize(("chunk", "sub_block"), [(1 << 20, 1 << 16), (700, 300), (97, 41)])
+def test_pages_match_a_filter_of_the_whole_log(
+    log: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, sub_block: int
+) -> None:
+    monkeypatch.setattr(reader_module, "CHUNK_SIZE", chunk)
+    monkeypatch.setattr(reader_module, "SUB_BLOCK_SIZE", sub_block)
+    write(log, *warnings(1, 60))
+    for after in (0, 1, 17, 59, 60, 70):
+        for limit in (None, 1, 5, 100):
+            got = [e.seq for e in read_log(log, after=after, limit=limit)]
+            expected = list(range(after + 1, 61))[:limit]
+            assert got == expected, (after, limit)
+
+
+def test_lines_before_after_are_skipped_undecoded(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader_module, "CHUNK_SIZE", 400)
+    monkeypatch.setattr(reader_module, "SUB_BLOCK_SIZE", 200)
+    write(log, *warnings(1, 5), b"not json\n", *warnings(7, 200))
+    with pytest.raises(CorruptLog, match="line 6"):
+        seqs(log)
+    report = ReadReport()
+    assert [e.seq for e in read_log(log, after=190, report=report)] == list(range(191, 201))
+    assert report.lines < 30
+    assert (report.events, report.last_seq) == (10, 200)
+
+
+def test_a_page_stops_before_damage_past_its_end(log: Path) -> None:
+    write(log, *warnings(1, 5), b"not json\n", *warnings(7, 8))
+    assert [e.seq for e in read_log(log, after=1, limit=3)] == [2, 3, 4]
+    with pytest.raises(CorruptLog):
+        list(read_log(log, after=1, limit=6))
+
+
+def test_a_gap_at_the_start_of_a_page_is_still_found(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader_module, "SUB_BLOCK_SIZE", 200)
+    write(log, *warnings(1, 40), *warnings(42, 60))
+    with pytest.raises(CorruptLog, match="seq jumps from 40 to 42"):
+        list(read_log(log, after=35))
+
+
+def test_a_negative_limit_is_refused(log: Path) -> None:
+    write(log, *warnings(1, 3))
+    with pytest.raises(ValueError, match="limit"):
+        read_log(log, limit=-1)
+    assert seqs_window(log) == [1, 2, 3]
+    assert list(read_log(log, limit=0)) == []
