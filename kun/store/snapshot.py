@@ -1,0 +1,199 @@
+"""Snapshots: a disposable cache of a thread's projection beside its log.
+
+Opening a long thread means folding its whole log. A snapshot holds the
+projection up to some seq and the byte offset in the log just after that
+seq's line, so opening folds only the tail. It is a cache, never a source of
+truth: it is used only when it verifiably describes a prefix of this very
+log — its format, its thread, an offset inside the file, and the line ending
+at that offset being byte for byte the line it was taken after. That digest
+of one line is the cheap check: a log truncated or replaced below the offset
+is caught, a rewrite strictly inside the prefix is not (logs are append-only;
+a repair only cuts a torn tail, which lies past any snapshot's line). Anything
+else (missing, corrupt, truncated, foreign, another format, a tail that does
+not read cleanly) makes :func:`resume` return ``None`` and the caller replay
+the log in full, exactly as it would without a snapshot; the full replay then
+names any damage by line. Written atomically (temp file and ``os.replace``),
+never fsynced: losing one costs a full replay, nothing more.
+
+The projection is JSON inside a msgpack envelope: ``ToolCall.arguments`` is
+a ``msgspec.Raw`` holding JSON, which msgpack would embed verbatim and could
+not read back. The envelope is read and checked before the projection is
+decoded, so a snapshot of another thread or a stale one costs little.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from kun.contracts.events import Event
+from kun.contracts.items import ToolCall
+from kun.domain.errors import ProjectionError
+from kun.domain.reduce import Projector
+from kun.domain.state import ThreadState
+from kun.store.codec import LineError, decode_block, decode_line, stale_types
+from kun.store.paths import thread_dir
+
+__all__ = ["FORMAT", "SNAPSHOT_NAME", "resume", "snapshot_path", "write_snapshot"]
+
+SNAPSHOT_NAME = "snapshot.msgpack"
+FORMAT = 1
+_CHUNK = 1 << 20
+_BLOCK = 1 << 16
+_BACK = 1 << 12
+
+
+class _Envelope(msgspec.Struct, array_like=True):
+    format: int
+    thread_id: str
+    last_seq: int
+    offset: int
+    line_digest: bytes
+    state: bytes
+
+
+_ENVELOPE = msgspec.msgpack.Decoder(_Envelope)
+_STATE = msgspec.json.Decoder(ThreadState)
+
+
+class _Unusable(Exception):
+    """The snapshot or the tail cannot be trusted: replay in full."""
+
+
+def snapshot_path(home: Path, thread_id: str) -> Path:
+    """``<home>/threads/<thread_id>/snapshot.msgpack``."""
+    return thread_dir(home, thread_id) / SNAPSHOT_NAME
+
+
+def write_snapshot(path: Path, log: Path, state: ThreadState, offset: int | None = None) -> bool:
+    """Save ``state`` as the snapshot at ``path`` of the log at ``log``,
+    whose line for ``state.last_seq`` ends at byte ``offset`` (the end of
+    the file when ``None``). Checks that line first and writes nothing (false)
+    if it does not hold that seq of that thread, or if the file cannot be
+    written: a snapshot is an optimisation, never worth failing for."""
+    if state.last_seq <= 0 or not state.thread_id:
+        return False
+    try:
+        with open(log, "rb", buffering=0) as file:
+            fd = file.fileno()
+            end = os.fstat(fd).st_size if offset is None else offset
+            digest = _line_digest(fd, end, state.thread_id, state.last_seq)
+        envelope = _Envelope(
+            FORMAT, state.thread_id, state.last_seq, end, digest, msgspec.json.encode(state)
+        )
+        temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            temp.write_bytes(msgspec.msgpack.encode(envelope))
+            os.replace(temp, path)
+        finally:
+            temp.unlink(missing_ok=True)
+    except (OSError, _Unusable):
+        return False
+    return True
+
+
+def resume(path: Path, log: Path, thread_id: str) -> Projector | None:
+    """A fold of the whole log at ``log``, started from the snapshot at
+    ``path`` and fed only the events after it; ``None`` when the snapshot is
+    missing or cannot be trusted, or the tail does not read cleanly (replay
+    the log in full instead)."""
+    try:
+        data = path.read_bytes()
+        with open(log, "rb", buffering=0) as file:
+            fd = file.fileno()
+            envelope = _verified(data, fd, thread_id)
+            state = _STATE.decode(envelope.state)
+            if state.thread_id != thread_id or state.last_seq != envelope.last_seq:
+                return None
+            _detach_arguments(state)
+            projector = Projector(state)
+            projector.apply_all(_tail(fd, envelope.offset, envelope.last_seq))
+    except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
+        return None
+    return projector
+
+
+def _verified(data: bytes, fd: int, thread_id: str) -> _Envelope:
+    envelope = _ENVELOPE.decode(data)
+    if envelope.format != FORMAT or envelope.thread_id != thread_id:
+        raise _Unusable("another format or another thread")
+    if not 0 < envelope.offset <= os.fstat(fd).st_size:
+        raise _Unusable("the log ends before the snapshot's offset")
+    digest = _line_digest(fd, envelope.offset, thread_id, envelope.last_seq)
+    if digest != envelope.line_digest:
+        raise _Unusable("the log was rewritten below the snapshot's offset")
+    return envelope
+
+
+def _line_digest(fd: int, end: int, thread_id: str, seq: int) -> bytes:
+    """The digest of the line ending at byte ``end`` (its newline at
+    ``end - 1``), after checking that it holds event ``seq`` of the thread."""
+    if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+        raise _Unusable("no line ends at the offset")
+    pieces: list[bytes] = []
+    position = end - 1
+    while position > 0:
+        start = max(0, position - _BACK)
+        data = os.pread(fd, position - start, start)
+        cut = data.rfind(b"\n") + 1
+        pieces.append(data[cut:])
+        if cut:
+            break
+        position = start
+    line = b"".join(reversed(pieces))
+    try:
+        event = decode_line(line)
+    except LineError:
+        raise _Unusable("the line at the offset is not an event") from None
+    if event.seq != seq or event.thread_id != thread_id:
+        raise _Unusable("the line at the offset is another event")
+    return hashlib.blake2b(line, digest_size=16).digest()
+
+
+def _tail(fd: int, offset: int, last_seq: int) -> Iterator[Event]:
+    """The events after ``offset``, strictly: every line a current or
+    upcast event, seqs following ``last_seq`` one by one, the file ending
+    with a newline. Anything else is ``_Unusable`` (the full replay judges it)."""
+    stale = stale_types()
+    carry = b""
+    position = offset
+    while chunk := os.pread(fd, _CHUNK, position):
+        position += len(chunk)
+        data = carry + chunk if carry else chunk
+        cut = data.rfind(b"\n") + 1
+        carry = data[cut:]
+        start = 0
+        while start < cut:
+            end = data.rfind(b"\n", start, start + _BLOCK) + 1
+            if end <= start:
+                end = data.find(b"\n", start) + 1
+            events = decode_block(data, start, end, stale)
+            if events is None:
+                events = _slow(data[start : end - 1])
+            if events[0].seq != last_seq + 1 or events[-1].seq != last_seq + len(events):
+                raise _Unusable("the tail's seqs do not follow the snapshot")
+            last_seq = events[-1].seq
+            yield from events
+            start = end
+    if carry:
+        raise _Unusable("the log ends in a torn line")
+
+
+def _slow(block: bytes) -> list[Event]:
+    try:
+        return [decode_line(line) for line in block.split(b"\n")]
+    except LineError:
+        raise _Unusable("a bad line in the tail") from None
+
+
+def _detach_arguments(state: ThreadState) -> None:
+    """A decoded ``msgspec.Raw`` is a view keeping the whole snapshot alive:
+    copy tool-call arguments out (in place, the items are brand new)."""
+    for turn in state.turns:
+        for item in turn.items:
+            if type(item) is ToolCall:
+                msgspec.structs.force_setattr(item, "arguments", item.arguments.copy())
