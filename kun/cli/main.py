@@ -165,6 +165,12 @@ def _report_notes(report: Any) -> Iterator[str]:
     default=None,
     help="Replay only the events up to this seq.",
 )
+@click.option(
+    "--from-seq",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Print only what happened from this seq on: the turns it started or changed.",
+)
 @click.option("--strict", is_flag=True, help="Refuse events of unknown kinds.")
 @click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
 @click.option("--hidden", is_flag=True, help="Show turns hidden by a rewind.")
@@ -173,6 +179,7 @@ def replay(
     thread: str,
     as_json: bool,
     until_seq: int | None,
+    from_seq: int | None,
     strict: bool,
     reasoning: bool,
     hidden: bool,
@@ -180,19 +187,43 @@ def replay(
 ) -> None:
     """Rebuild THREAD from its log and print its transcript.
 
-    THREAD is a thread id, or the path of an events.jsonl file.
+    THREAD is a thread id, or the path of an events.jsonl file. --from-seq N
+    prints a page: a line naming the seqs, the turns that started or changed
+    from seq N on (numbered as in the whole transcript), the warnings since
+    and the thread's total.
     """
     import msgspec
 
     from kun.domain.transcript import render_transcript
 
     _, path = _log_of(home, thread)
+    if from_seq is not None:
+        if as_json:
+            raise click.UsageError("--from-seq prints a transcript; --json prints the whole thread")
+        _replay_since(path, from_seq, until_seq, strict=strict, hidden=hidden, reasoning=reasoning)
+        return
     state, report = _replay(path, until=until_seq, strict=strict)
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(state), indent=2))
     else:
         lines = render_transcript(state, show_hidden=hidden, show_reasoning=reasoning)
         click.echo("\n".join(lines))
+    for note in _report_notes(report):
+        click.echo(note, err=True)
+
+
+def _replay_since(
+    path: Path, since: int, until: int | None, *, strict: bool, hidden: bool, reasoning: bool
+) -> None:
+    from kun.domain.transcript import render_since
+    from kun.store.port import ReadReport
+    from kun.store.replay import replay_since
+
+    report = ReadReport()
+    before, state = replay_since(
+        path, since, until=until, mode="strict" if strict else "tolerant", report=report
+    )
+    click.echo("\n".join(render_since(before, state, show_hidden=hidden, show_reasoning=reasoning)))
     for note in _report_notes(report):
         click.echo(note, err=True)
 

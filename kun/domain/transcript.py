@@ -38,19 +38,46 @@ def render_transcript(
 ) -> list[str]:
     lines = _header(state)
     for number, turn in enumerate(state.turns, start=1):
-        if turn.hidden_by is not None and not show_hidden:
-            lines.append(f"-- turn {number} · hidden by the rewind at seq {turn.hidden_by} --")
-            continue
-        shown = _turn(number, turn, show_reasoning)
-        if turn.hidden_by is not None:
-            shown = _hidden(shown, turn.hidden_by)
-        lines.append("")
-        lines.extend(shown)
+        lines.extend(_numbered(number, turn, show_hidden, show_reasoning))
     for warning in state.warnings:
         lines.append(f"warning {warning.code}: {warning.message}")
     lines.append("")
     lines.append(f"total: {format_usage(state.usage)}")
     return lines
+
+
+def render_since(
+    before: ThreadState,
+    state: ThreadState,
+    *,
+    show_hidden: bool = False,
+    show_reasoning: bool = False,
+) -> list[str]:
+    """What happened after ``before`` (the same thread at an earlier seq):
+    one line naming the seqs, then every turn that started or changed since,
+    numbered and drawn as in the whole transcript (a turn a later rewind hid
+    shows as hidden), the warnings since and the thread's total. A page of
+    the transcript, for a log too long to read whole on a screen."""
+    known = {turn.turn_id: turn for turn in before.turns}
+    lines = [f"-- since seq {before.last_seq + 1} (to seq {state.last_seq}) --"]
+    for number, turn in enumerate(state.turns, start=1):
+        if known.get(turn.turn_id) != turn:
+            lines.extend(_numbered(number, turn, show_hidden, show_reasoning))
+    for warning in state.warnings:
+        if warning.seq > before.last_seq:
+            lines.append(f"warning {warning.code}: {warning.message}")
+    lines.append("")
+    lines.append(f"total: {format_usage(state.usage)}")
+    return lines
+
+
+def _numbered(number: int, turn: TurnState, show_hidden: bool, show_reasoning: bool) -> list[str]:
+    if turn.hidden_by is not None and not show_hidden:
+        return [f"-- turn {number} · hidden by the rewind at seq {turn.hidden_by} --"]
+    shown = _turn(number, turn, show_reasoning)
+    if turn.hidden_by is not None:
+        shown = _hidden(shown, turn.hidden_by)
+    return ["", *shown]
 
 
 def _header(state: ThreadState) -> list[str]:

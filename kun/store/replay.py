@@ -10,10 +10,12 @@ one error naming file and line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
 
+from kun.contracts.events import Event
 from kun.domain.errors import ProjectionError
 from kun.domain.reduce import Projector
 from kun.domain.state import ThreadState
@@ -21,7 +23,7 @@ from kun.store.errors import CorruptLog
 from kun.store.port import ReadMode, ReadReport
 from kun.store.reader import read_log
 
-__all__ = ["line_of_event", "replay_log"]
+__all__ = ["line_of_event", "replay_log", "replay_since"]
 
 
 class _Seq(msgspec.Struct):
@@ -42,13 +44,37 @@ def replay_log(
     ``mode``. Raises ``CorruptLog`` (naming the line) for anything the reader
     or the fold refuses."""
     projector = Projector()
+    _apply(projector, path, read_log(path, until=until, mode=mode, report=report))
+    return projector.snapshot()
+
+
+def replay_since(
+    path: Path,
+    since: int,
+    *,
+    until: int | None = None,
+    mode: ReadMode = "strict",
+    report: ReadReport | None = None,
+) -> tuple[ThreadState, ThreadState]:
+    """The projection just before seq ``since`` and the one at the end (or
+    ``until``), from one fold: what changed between them is what happened
+    from ``since`` on. Fails as :func:`replay_log` does."""
+    projector = Projector()
+    first = since - 1 if until is None else min(since - 1, until)
+    _apply(projector, path, read_log(path, until=max(first, 0), mode=mode, report=report))
+    before = projector.snapshot()
+    rest = read_log(path, after=projector.last_seq, until=until, mode=mode, report=report)
+    _apply(projector, path, rest)
+    return before, projector.snapshot()
+
+
+def _apply(projector: Projector, path: Path, events: Iterable[Event]) -> None:
     try:
-        projector.apply_all(read_log(path, until=until, mode=mode, report=report))
+        projector.apply_all(events)
     except ProjectionError as exc:
         last = projector.last_seq
         line = line_of_event(path, exc.seq, after_seq=last)
         raise CorruptLog(path, line, last, f"event seq {exc.seq}: {exc.reason}") from exc
-    return projector.snapshot()
 
 
 def line_of_event(path: Path, seq: int, *, after_seq: int) -> int:
