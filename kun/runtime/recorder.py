@@ -67,6 +67,7 @@ from kun.runtime.coalesce import (
 from kun.runtime.errors import RecorderNotRunning, ThreadExists, ThreadNotOpen
 from kun.store.errors import ThreadNotFound
 from kun.store.port import EventStore, ReadReport
+from kun.store.snapshot import SNAPSHOT_AFTER, snapshots_of
 
 __all__ = ["EventRecorder", "RecorderNotRunning", "ThreadExists", "ThreadNotOpen"]
 
@@ -148,8 +149,11 @@ class EventRecorder:
         clock: Callable[[], int] = now_ms,
         coalesce_ms: float = 30.0,
         coalesce_bytes: int = 4096,
+        snapshot_after: int = SNAPSHOT_AFTER,
     ) -> None:
         self.store = store
+        self._snapshots = snapshots_of(store)
+        self._snapshot_after = snapshot_after
         self.clock = clock
         self.bus = EventBus()
         self._window_ms = coalesce_ms
@@ -194,6 +198,19 @@ class EventRecorder:
             await tg.__aexit__(exc_type, exc, tb)
         if failure is not None and exc is None:
             raise failure
+        if failure is None and exc is None:
+            self._save_snapshots()
+
+    def _save_snapshots(self) -> None:
+        """At a clean exit, snapshot each open thread past the threshold, so
+        its next open folds only what follows (see :mod:`kun.store.snapshot`:
+        a snapshot that does not match the log is simply not written)."""
+        snapshots = self._snapshots
+        if snapshots is None:
+            return
+        for thread in self._threads.values():
+            if thread.last_seq >= self._snapshot_after and not thread.stale:
+                snapshots.save(thread.projector.snapshot())
 
     async def _flush_all(self) -> Exception | None:
         failure: Exception | None = None
@@ -396,6 +413,10 @@ class EventRecorder:
     # -- recovery --------------------------------------------------------------
 
     def _replay(self, thread_id: str) -> tuple[Projector, int]:
+        if self._snapshots is not None:
+            resumed = self._snapshots.resume(thread_id)
+            if resumed is not None:
+                return resumed, resumed.last_seq
         projector = Projector()
         report = ReadReport()
         try:

@@ -36,12 +36,25 @@ from kun.domain.errors import ProjectionError
 from kun.domain.reduce import Projector
 from kun.domain.state import ThreadState
 from kun.store.codec import LineError, decode_block, decode_line, stale_types
-from kun.store.paths import thread_dir
+from kun.store.jsonl import JsonlEventStore
+from kun.store.paths import log_path, thread_dir
 
-__all__ = ["FORMAT", "SNAPSHOT_NAME", "resume", "snapshot_path", "write_snapshot"]
+__all__ = [
+    "FORMAT",
+    "SNAPSHOT_AFTER",
+    "SNAPSHOT_NAME",
+    "Snapshots",
+    "resume",
+    "snapshot_path",
+    "snapshots_of",
+    "write_snapshot",
+]
 
 SNAPSHOT_NAME = "snapshot.msgpack"
 FORMAT = 1
+SNAPSHOT_AFTER = 10_000
+"""A thread is snapshotted at a clean close once its log holds this many
+events: below it a full replay takes milliseconds and a snapshot is clutter."""
 _CHUNK = 1 << 20
 _BLOCK = 1 << 16
 _BACK = 1 << 12
@@ -67,6 +80,43 @@ class _Unusable(Exception):
 def snapshot_path(home: Path, thread_id: str) -> Path:
     """``<home>/threads/<thread_id>/snapshot.msgpack``."""
     return thread_dir(home, thread_id) / SNAPSHOT_NAME
+
+
+class Snapshots:
+    """The snapshots of the threads of one JSONL home. Remembers the seq of
+    each snapshot it read or wrote, so saving one that is already on disk
+    costs nothing."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._seqs: dict[str, int] = {}
+
+    def resume(self, thread_id: str) -> Projector | None:
+        """See :func:`resume`."""
+        path = snapshot_path(self.home, thread_id)
+        resumed = _resume(path, log_path(self.home, thread_id), thread_id)
+        if resumed is None:
+            return None
+        projector, self._seqs[thread_id] = resumed
+        return projector
+
+    def save(self, state: ThreadState) -> bool:
+        """Snapshot ``state``, whose last event must end the thread's log
+        (see :func:`write_snapshot`)."""
+        thread_id = state.thread_id
+        if self._seqs.get(thread_id) == state.last_seq:
+            return True
+        path = snapshot_path(self.home, thread_id)
+        if not write_snapshot(path, log_path(self.home, thread_id), state):
+            return False
+        self._seqs[thread_id] = state.last_seq
+        return True
+
+
+def snapshots_of(store: object) -> Snapshots | None:
+    """The snapshots of ``store``'s threads, if it keeps logs in files (an
+    in-memory store replays fast and has nowhere to keep them)."""
+    return Snapshots(store.home) if isinstance(store, JsonlEventStore) else None
 
 
 def write_snapshot(path: Path, log: Path, state: ThreadState, offset: int | None = None) -> bool:
@@ -101,6 +151,11 @@ def resume(path: Path, log: Path, thread_id: str) -> Projector | None:
     ``path`` and fed only the events after it; ``None`` when the snapshot is
     missing or cannot be trusted, or the tail does not read cleanly (replay
     the log in full instead)."""
+    resumed = _resume(path, log, thread_id)
+    return None if resumed is None else resumed[0]
+
+
+def _resume(path: Path, log: Path, thread_id: str) -> tuple[Projector, int] | None:
     try:
         data = path.read_bytes()
         with open(log, "rb", buffering=0) as file:
@@ -114,7 +169,7 @@ def resume(path: Path, log: Path, thread_id: str) -> Projector | None:
             projector.apply_all(_tail(fd, envelope.offset, envelope.last_seq))
     except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
         return None
-    return projector
+    return projector, envelope.last_seq
 
 
 def _verified(data: bytes, fd: int, thread_id: str) -> _Envelope:
