@@ -15,10 +15,12 @@ the log in full, exactly as it would without a snapshot; the full replay then
 names any damage by line. Written atomically (temp file and ``os.replace``),
 never fsynced: losing one costs a full replay, nothing more.
 
-The projection is JSON inside a msgpack envelope: ``ToolCall.arguments`` is
-a ``msgspec.Raw`` holding JSON, which msgpack would embed verbatim and could
-not read back. The envelope is read and checked before the projection is
-decoded, so a snapshot of another thread or a stale one costs little.
+The file is a 4-byte big-endian length, a msgpack header of that length,
+then the projection as JSON: ``ToolCall.arguments`` is a ``msgspec.Raw``
+holding JSON, which msgpack would embed verbatim and could not read back. The
+header is checked before the projection is decoded (so a snapshot of another
+thread or a stale one costs little), and the projection is decoded in place,
+never copied out of the file's bytes.
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ __all__ = [
     "FORMAT",
     "SNAPSHOT_AFTER",
     "SNAPSHOT_NAME",
+    "SnapshotHeader",
     "Snapshots",
+    "pack",
     "resume",
     "snapshot_path",
     "snapshots_of",
+    "unpack",
     "write_snapshot",
 ]
 
@@ -60,16 +65,18 @@ _BLOCK = 1 << 16
 _BACK = 1 << 12
 
 
-class _Envelope(msgspec.Struct, array_like=True):
+class SnapshotHeader(msgspec.Struct, array_like=True):
+    """What a snapshot claims: ``last_seq`` of ``thread_id`` is the line of
+    the log that ends at byte ``offset`` and has ``line_digest``."""
+
     format: int
     thread_id: str
     last_seq: int
     offset: int
     line_digest: bytes
-    state: bytes
 
 
-_ENVELOPE = msgspec.msgpack.Decoder(_Envelope)
+_HEADER = msgspec.msgpack.Decoder(SnapshotHeader)
 _STATE = msgspec.json.Decoder(ThreadState)
 
 
@@ -132,12 +139,10 @@ def write_snapshot(path: Path, log: Path, state: ThreadState, offset: int | None
             fd = file.fileno()
             end = os.fstat(fd).st_size if offset is None else offset
             digest = _line_digest(fd, end, state.thread_id, state.last_seq)
-        envelope = _Envelope(
-            FORMAT, state.thread_id, state.last_seq, end, digest, msgspec.json.encode(state)
-        )
+        header = SnapshotHeader(FORMAT, state.thread_id, state.last_seq, end, digest)
         temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            temp.write_bytes(msgspec.msgpack.encode(envelope))
+            temp.write_bytes(pack(header, msgspec.json.encode(state)))
             os.replace(temp, path)
         finally:
             temp.unlink(missing_ok=True)
@@ -160,28 +165,43 @@ def _resume(path: Path, log: Path, thread_id: str) -> tuple[Projector, int] | No
         data = path.read_bytes()
         with open(log, "rb", buffering=0) as file:
             fd = file.fileno()
-            envelope = _verified(data, fd, thread_id)
-            state = _STATE.decode(envelope.state)
-            if state.thread_id != thread_id or state.last_seq != envelope.last_seq:
+            header, body = unpack(data)
+            _verify(header, fd, thread_id)
+            state = _STATE.decode(body)
+            del body, data
+            if state.thread_id != thread_id or state.last_seq != header.last_seq:
                 return None
             _detach_arguments(state)
             projector = Projector(state)
-            projector.apply_all(_tail(fd, envelope.offset, envelope.last_seq))
+            projector.apply_all(_tail(fd, header.offset, header.last_seq))
     except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
         return None
-    return projector, envelope.last_seq
+    return projector, header.last_seq
 
 
-def _verified(data: bytes, fd: int, thread_id: str) -> _Envelope:
-    envelope = _ENVELOPE.decode(data)
-    if envelope.format != FORMAT or envelope.thread_id != thread_id:
+def pack(header: SnapshotHeader, body: bytes) -> bytes:
+    """A snapshot file's bytes: the header's length, the header, the body."""
+    head = msgspec.msgpack.encode(header)
+    return len(head).to_bytes(4, "big") + head + body
+
+
+def unpack(data: bytes) -> tuple[SnapshotHeader, memoryview]:
+    """The header and a view of the body of a snapshot file's bytes; raises
+    ``msgspec.DecodeError`` if they are not a snapshot."""
+    size = int.from_bytes(data[:4], "big")
+    if len(data) < 4 + size:
+        raise msgspec.DecodeError("truncated snapshot header")
+    return _HEADER.decode(data[4 : 4 + size]), memoryview(data)[4 + size :]
+
+
+def _verify(header: SnapshotHeader, fd: int, thread_id: str) -> None:
+    if header.format != FORMAT or header.thread_id != thread_id:
         raise _Unusable("another format or another thread")
-    if not 0 < envelope.offset <= os.fstat(fd).st_size:
+    if not 0 < header.offset <= os.fstat(fd).st_size:
         raise _Unusable("the log ends before the snapshot's offset")
-    digest = _line_digest(fd, envelope.offset, thread_id, envelope.last_seq)
-    if digest != envelope.line_digest:
+    digest = _line_digest(fd, header.offset, thread_id, header.last_seq)
+    if digest != header.line_digest:
         raise _Unusable("the log was rewritten below the snapshot's offset")
-    return envelope
 
 
 def _line_digest(fd: int, end: int, thread_id: str, seq: int) -> bytes:

@@ -12,15 +12,15 @@ from kun.domain.reduce import replay
 from kun.runtime.recorder import EventRecorder
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import log_path
-from kun.store.snapshot import snapshot_path, write_snapshot
+from kun.store.snapshot import snapshot_path, unpack, write_snapshot
 from tests.runtime.test_recorder import TID, created, logged, turn, warning
 
 pytestmark = pytest.mark.anyio
 
 
 def _snapshot_seq(home: Path) -> int:
-    envelope = msgspec.msgpack.decode(snapshot_path(home, TID).read_bytes())
-    return int(envelope[2])
+    header, _ = unpack(snapshot_path(home, TID).read_bytes())
+    return header.last_seq
 
 
 async def test_a_clean_exit_snapshots_a_thread_past_the_threshold(tmp_path: Path) -> None:
