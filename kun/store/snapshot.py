@@ -15,12 +15,14 @@ the log in full, exactly as it would without a snapshot; the full replay then
 names any damage by line. Written atomically (temp file and ``os.replace``),
 never fsynced: losing one costs a full replay, nothing more.
 
-The file is a 4-byte big-endian length, a msgpack header of that length,
-then the projection as JSON: ``ToolCall.arguments`` is a ``msgspec.Raw``
-holding JSON, which msgpack would embed verbatim and could not read back. The
-header is checked before the projection is decoded (so a snapshot of another
-thread or a stale one costs little), and the projection is decoded in place,
-never copied out of the file's bytes.
+The file is a 4-byte big-endian length and a msgpack header of that length,
+then the projection as JSON frames (an 8-byte length, then the JSON): the
+thread without its turns, then each turn. JSON, because
+``ToolCall.arguments`` is a ``msgspec.Raw`` holding JSON, which msgpack would
+embed verbatim and could not read back. The header is checked before the
+projection is read (so a snapshot of another thread or a stale one costs
+little), and a frame at a time keeps the peak memory of opening near the
+projection's own size instead of adding the whole file's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -36,7 +39,7 @@ from kun.contracts.events import Event
 from kun.contracts.items import ToolCall
 from kun.domain.errors import ProjectionError
 from kun.domain.reduce import Projector
-from kun.domain.state import ThreadState
+from kun.domain.state import ThreadState, TurnState
 from kun.store.codec import LineError, decode_block, decode_line, stale_types
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import log_path, thread_dir
@@ -47,6 +50,7 @@ __all__ = [
     "SNAPSHOT_NAME",
     "SnapshotHeader",
     "Snapshots",
+    "encode_state",
     "pack",
     "resume",
     "snapshot_path",
@@ -56,7 +60,7 @@ __all__ = [
 ]
 
 SNAPSHOT_NAME = "snapshot.msgpack"
-FORMAT = 1
+FORMAT = 2
 SNAPSHOT_AFTER = 10_000
 """A thread is snapshotted at a clean close once its log holds this many
 events: below it a full replay takes milliseconds and a snapshot is clutter."""
@@ -67,17 +71,21 @@ _BACK = 1 << 12
 
 class SnapshotHeader(msgspec.Struct, array_like=True):
     """What a snapshot claims: ``last_seq`` of ``thread_id`` is the line of
-    the log that ends at byte ``offset`` and has ``line_digest``."""
+    the log that ends at byte ``offset`` and has ``line_digest``; ``turns``
+    frames follow the thread's."""
 
     format: int
     thread_id: str
     last_seq: int
     offset: int
     line_digest: bytes
+    turns: int
 
 
 _HEADER = msgspec.msgpack.Decoder(SnapshotHeader)
-_STATE = msgspec.json.Decoder(ThreadState)
+_SHELL = msgspec.json.Decoder(ThreadState)
+_TURN = msgspec.json.Decoder(TurnState)
+_encode = msgspec.json.Encoder().encode
 
 
 class _Unusable(Exception):
@@ -139,10 +147,14 @@ def write_snapshot(path: Path, log: Path, state: ThreadState, offset: int | None
             fd = file.fileno()
             end = os.fstat(fd).st_size if offset is None else offset
             digest = _line_digest(fd, end, state.thread_id, state.last_seq)
-        header = SnapshotHeader(FORMAT, state.thread_id, state.last_seq, end, digest)
+        header = SnapshotHeader(
+            FORMAT, state.thread_id, state.last_seq, end, digest, len(state.turns)
+        )
         temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
-            temp.write_bytes(pack(header, msgspec.json.encode(state)))
+            with open(temp, "wb") as out:
+                out.write(pack(header, b""))
+                out.writelines(encode_state(state))
             os.replace(temp, path)
         finally:
             temp.unlink(missing_ok=True)
@@ -162,21 +174,46 @@ def resume(path: Path, log: Path, thread_id: str) -> Projector | None:
 
 def _resume(path: Path, log: Path, thread_id: str) -> tuple[Projector, int] | None:
     try:
-        data = path.read_bytes()
-        with open(log, "rb", buffering=0) as file:
+        with open(path, "rb") as snap, open(log, "rb", buffering=0) as file:
             fd = file.fileno()
-            header, body = unpack(data)
+            size = int.from_bytes(_read(snap, 4), "big")
+            header = _HEADER.decode(_read(snap, size))
             _verify(header, fd, thread_id)
-            state = _STATE.decode(body)
-            del body, data
+            state = _read_state(snap, header.turns)
             if state.thread_id != thread_id or state.last_seq != header.last_seq:
                 return None
-            _detach_arguments(state)
             projector = Projector(state)
             projector.apply_all(_tail(fd, header.offset, header.last_seq))
     except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
         return None
     return projector, header.last_seq
+
+
+def encode_state(state: ThreadState) -> Iterator[bytes]:
+    """The frames of ``state``: the thread without its turns, then each turn."""
+    for part in (msgspec.structs.replace(state, turns=()), *state.turns):
+        data = _encode(part)
+        yield len(data).to_bytes(8, "big")
+        yield data
+
+
+def _read_state(snap: BinaryIO, turns: int) -> ThreadState:
+    shell = _SHELL.decode(_read(snap, int.from_bytes(_read(snap, 8), "big")))
+    parts: list[TurnState] = []
+    for _ in range(turns):
+        turn = _TURN.decode(_read(snap, int.from_bytes(_read(snap, 8), "big")))
+        _detach_arguments(turn)
+        parts.append(turn)
+    if snap.read(1):
+        raise _Unusable("more frames than the header says")
+    return msgspec.structs.replace(shell, turns=tuple(parts))
+
+
+def _read(snap: BinaryIO, size: int) -> bytes:
+    data = snap.read(size)
+    if len(data) != size:
+        raise _Unusable("the snapshot is truncated")
+    return data
 
 
 def pack(header: SnapshotHeader, body: bytes) -> bytes:
@@ -265,10 +302,9 @@ def _slow(block: bytes) -> list[Event]:
         raise _Unusable("a bad line in the tail") from None
 
 
-def _detach_arguments(state: ThreadState) -> None:
-    """A decoded ``msgspec.Raw`` is a view keeping the whole snapshot alive:
+def _detach_arguments(turn: TurnState) -> None:
+    """A decoded ``msgspec.Raw`` is a view keeping its whole frame alive:
     copy tool-call arguments out (in place, the items are brand new)."""
-    for turn in state.turns:
-        for item in turn.items:
-            if type(item) is ToolCall:
-                msgspec.structs.force_setattr(item, "arguments", item.arguments.copy())
+    for item in turn.items:
+        if type(item) is ToolCall:
+            msgspec.structs.force_setattr(item, "arguments", item.arguments.copy())

@@ -142,8 +142,8 @@ def test_a_snapshot_that_lies_about_its_state_is_ignored(tmp_path: Path) -> None
     _, log, path = _thread(tmp_path)
     assert snap.write_snapshot(path, log, replay(_events(log)))
     header, _ = snap.unpack(path.read_bytes())
-    lie = msgspec.json.encode(ThreadState(thread_id="t1", last_seq=1))
-    path.write_bytes(snap.pack(header, lie))
+    lie = b"".join(snap.encode_state(ThreadState(thread_id="t1", last_seq=1)))
+    path.write_bytes(snap.pack(msgspec.structs.replace(header, turns=0), lie))
     assert snap.resume(path, log, "t1") is None
 
 
@@ -215,3 +215,19 @@ def test_write_refuses_an_offset_that_is_not_the_states_last_line(tmp_path: Path
 
 def test_snapshot_path_sits_beside_the_log(tmp_path: Path) -> None:
     assert snap.snapshot_path(tmp_path, "t1") == tmp_path / "threads" / "t1" / "snapshot.msgpack"
+
+
+def test_a_snapshot_cut_at_a_frame_boundary_is_ignored(tmp_path: Path) -> None:
+    """A whole turn missing (or one too many) is caught by the header's count."""
+    _, log, path = _thread(tmp_path)
+    state = replay(_events(log))
+    assert snap.write_snapshot(path, log, state)
+    data = path.read_bytes()
+    last = b"".join(snap.encode_state(state))[-len(msgspec.json.encode(state.turns[-1])) - 8 :]
+    assert data.endswith(last)
+    path.write_bytes(data[: -len(last)])
+    assert snap.resume(path, log, "t1") is None
+    path.write_bytes(data + last)
+    assert snap.resume(path, log, "t1") is None
+    path.write_bytes(data)
+    assert snap.resume(path, log, "t1") is not None
