@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -267,15 +266,20 @@ def bench_startup(root: Path, runs: int) -> tuple[float, float]:
 
 
 def peak_replay_memory(path: Path) -> float:
+    """Peak RSS (MB) of a fresh process replaying ``path``, read by that
+    process from its own ``VmHWM``: ``RUSAGE_CHILDREN`` would report the
+    largest child this benchmark ever waited for, and Linux carries
+    ``ru_maxrss`` across ``exec``."""
     code = (
         "import sys; from pathlib import Path; from kun.domain.reduce import Projector; "
         "from kun.store.reader import read_log; p = Projector(); "
-        "p.apply_all(read_log(Path(sys.argv[1]))); print(p.snapshot().last_seq)"
+        "p.apply_all(read_log(Path(sys.argv[1]))); p.snapshot(); "
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))"
     )
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([sys.executable, "-c", code, str(path)], check=True, stdout=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(before, after) / 1024
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], check=True, capture_output=True, text=True
+    )
+    return int(out.stdout.strip()) / 1024
 
 
 def _check(ok: bool) -> str:
