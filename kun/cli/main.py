@@ -194,7 +194,7 @@ def replay(
     """
     import msgspec
 
-    from kun.domain.transcript import render_transcript
+    from kun.domain.transcript import iter_transcript
 
     _, path = _log_of(home, thread)
     if from_seq is not None:
@@ -206,10 +206,29 @@ def replay(
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(state), indent=2))
     else:
-        lines = render_transcript(state, show_hidden=hidden, show_reasoning=reasoning)
-        click.echo("\n".join(lines))
+        _print_transcript(iter_transcript(state, show_hidden=hidden, show_reasoning=reasoning))
     for note in _report_notes(report):
         click.echo(note, err=True)
+
+
+TRANSCRIPT_FLUSH_AT = 1 << 16
+
+
+def _print_transcript(chunks: Iterator[list[str]]) -> None:
+    """Print the transcript as it is drawn: the header at once, then the
+    turns about ``TRANSCRIPT_FLUSH_AT`` characters at a time, the same bytes as one
+    ``echo`` of every line joined (drawing a long thread takes about as long
+    as folding it, so the first lines need not wait for the last)."""
+    pending: list[str] = []
+    size = 0
+    for number, chunk in enumerate(chunks):
+        pending.extend(chunk)
+        size += sum(len(line) + 1 for line in chunk)
+        if number == 0 or size >= TRANSCRIPT_FLUSH_AT:
+            click.echo("\n".join(pending))
+            pending, size = [], 0
+    if pending:
+        click.echo("\n".join(pending))
 
 
 def _replay_since(

@@ -10,6 +10,8 @@ says so, so where each rule came from is in the transcript too.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kun.contracts.items import (
     Approval,
     AssistantReasoning,
@@ -36,14 +38,25 @@ ARGUMENT_WIDTH = 200
 def render_transcript(
     state: ThreadState, *, show_hidden: bool = False, show_reasoning: bool = False
 ) -> list[str]:
-    lines = _header(state)
+    return [
+        line
+        for chunk in iter_transcript(state, show_hidden=show_hidden, show_reasoning=show_reasoning)
+        for line in chunk
+    ]
+
+
+def iter_transcript(
+    state: ThreadState, *, show_hidden: bool = False, show_reasoning: bool = False
+) -> Iterator[list[str]]:
+    """The transcript's lines in chunks: the header, then each turn, then
+    the warnings and total. Drawing a long thread takes about as long as
+    folding it, so a printer writes each chunk as it comes instead of
+    waiting for the last turn."""
+    yield _header(state)
     for number, turn in enumerate(state.turns, start=1):
-        lines.extend(_numbered(number, turn, show_hidden, show_reasoning))
-    for warning in state.warnings:
-        lines.append(f"warning {warning.code}: {warning.message}")
-    lines.append("")
-    lines.append(f"total: {format_usage(state.usage)}")
-    return lines
+        yield _numbered(number, turn, show_hidden, show_reasoning)
+    tail = [f"warning {warning.code}: {warning.message}" for warning in state.warnings]
+    yield [*tail, "", f"total: {format_usage(state.usage)}"]
 
 
 def render_since(

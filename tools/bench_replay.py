@@ -1,0 +1,109 @@
+"""Benchmark how soon ``kun replay`` of a long thread prints its first line.
+
+    python tools/bench_replay.py [--events 1000000] [--runs 3] [--dir DIR]
+
+Builds one thread of ``--events`` events with ``tools/bench_log.py``'s
+generator and runs ``kun replay THREAD`` in a fresh process per run (median
+of ``--runs``), timing the first byte on its stdout and its exit. Printed as
+ratios to the full replay measured in this run (issue 10, item 2):
+
+- time to first output vs the full replay: 1.00 while the transcript is
+  printed only after the whole log is folded, near 0 once turns stream;
+- the same for a one-turn thread: the floor (start-up), what a streaming
+  replay's first line could cost at best;
+- in process, the fold (``replay_log``) and the rendering
+  (``render_transcript``) of the long thread: where the wait goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_log import THREAD, generate
+
+from kun.domain.transcript import render_transcript
+from kun.store.paths import log_path
+from kun.store.replay import replay_log
+
+
+def _kun() -> str:
+    return shutil.which("kun", path=str(Path(sys.executable).parent)) or "kun"
+
+
+def _run(home: Path, thread: str) -> tuple[float, float]:
+    """Seconds to the first byte on stdout and to exit of ``kun replay``."""
+    argv = [_kun(), "replay", thread, "--home", str(home)]
+    start = time.perf_counter()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as child:
+        assert child.stdout is not None
+        first_byte = child.stdout.read(1)
+        first = time.perf_counter() - start
+        size = len(first_byte) + len(child.stdout.read())
+        code = child.wait()
+    total = time.perf_counter() - start
+    if code != 0 or size == 0:
+        raise SystemExit(f"kun replay {thread} failed (exit {code}, {size} bytes)")
+    return first, total
+
+
+def _measure(home: Path, thread: str, runs: int) -> tuple[float, float]:
+    _run(home, thread)
+    results = [_run(home, thread) for _ in range(runs)]
+    return statistics.median(f for f, _ in results), statistics.median(t for _, t in results)
+
+
+def _in_process(log: Path) -> tuple[float, float]:
+    """Seconds to fold the log and to render its transcript."""
+    start = time.perf_counter()
+    state = replay_log(log, mode="tolerant")
+    folded = time.perf_counter()
+    render_transcript(state)
+    return folded - start, time.perf_counter() - folded
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=None, help="where to write (default: tmp)")
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="kun-bench-replay-", dir=args.dir))
+    try:
+        log = log_path(home, THREAD)
+        log.parent.mkdir(parents=True)
+        count = generate(log, args.events)
+        print(f"log: {count:,} events, {log.stat().st_size / 1e6:,.0f} MB", flush=True)
+        small = log_path(home, "t_small")
+        small.parent.mkdir(parents=True)
+        small_count = generate(small, 10)
+        small.write_bytes(small.read_bytes().replace(THREAD.encode(), b"t_small"))
+        first, total = _measure(home, THREAD, args.runs)
+        small_first, small_total = _measure(home, "t_small", args.runs)
+        fold, render = _in_process(log)
+        print(f"{'kun replay':<44} {'time':>9} {'ratio to full replay':>21}")
+        rows = [
+            (f"full replay, {count:,} events", total),
+            (f"first output, {count:,} events", first),
+            (f"first output, {small_count}-event thread (floor)", small_first),
+            (f"full replay, {small_count}-event thread", small_total),
+            ("in process: fold (replay_log)", fold),
+            ("in process: render_transcript", render),
+        ]
+        for name, took in rows:
+            print(f"{name:<44} {took * 1e3:7,.0f} ms {took / total:21.3f}")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())
