@@ -188,6 +188,9 @@ class TurnService:
         *,
         disable_user_input: bool = False,
         attachments: Sequence[Attachment] = (),
+        model: ModelClient | None = None,
+        limits: TurnLimits | None = None,
+        reasoning_effort: str | None = None,
     ) -> str:
         """Record the turn and its user message, start it in the background,
         return its id at once. A turn the log still shows open is an orphan
@@ -195,10 +198,15 @@ class TurnService:
         is settled as ``orphaned`` first, so two turns are never open. The
         first turn of an untitled thread titles it from ``text``. A
         blank prompt or an attachment that cannot be sent is refused first,
-        and nothing is recorded (:mod:`kun.runtime.turn_input`)."""
+        and nothing is recorded (:mod:`kun.runtime.turn_input`).
+        ``model``, ``limits`` and ``reasoning_effort`` replace the service's
+        for this turn only (a server runs each thread on its own model)."""
         check_prompt(text, attachments)
+        model = model or self.model
+        limits = limits or self.limits
+        effort = reasoning_effort if reasoning_effort is not None else self.reasoning_effort
         state = await self._open(thread_id)
-        context = await self._turn_context(Path(state.settings.workspace or "."))
+        context = await self._turn_context(Path(state.settings.workspace or "."), effort)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "start another turn")
             orphans = orphan_events(self.recorder.state(thread_id), set())
@@ -216,8 +224,8 @@ class TurnService:
                 draft(
                     ev.TurnStarted,
                     turn_id,
-                    provider=self.model.provider,
-                    model=self.model.model,
+                    provider=model.provider,
+                    model=model.model,
                     disable_user_input=disable_user_input,
                     context=context if context is not None else UNSET,
                 ),
@@ -229,22 +237,22 @@ class TurnService:
                 workspace=Path(settings.workspace or "."),
                 policy=settings.approval_policy,
                 disable_user_input=disable_user_input,
-                model=self.model,
+                model=model,
                 tools=self.tools,
-                limits=self.limits,
+                limits=limits,
                 write=lambda *events, durable=True: self.write(thread_id, *events, durable=durable),
                 state=lambda: self.recorder.state(thread_id),
                 approvals=self.approvals,
                 questions=self.questions,
                 system_prompt=self.system_prompt,
                 context=context,
-                reasoning_effort=self.reasoning_effort,
+                reasoning_effort=effort,
             )
             self._runs[thread_id] = run
         self._tg.start_soon(self._drive, run)
         return turn_id
 
-    async def _turn_context(self, workspace: Path) -> TurnContext | None:
+    async def _turn_context(self, workspace: Path, effort: str | None) -> TurnContext | None:
         """The turn's context, read off the event loop (the file may sit on
         a slow disk); the date is the recorder's clock's, local."""
         if not self.project_context:
@@ -256,7 +264,7 @@ class TurnService:
                 workspace,
                 system_prompt=self.system_prompt,
                 today=today,
-                reasoning_effort=self.reasoning_effort,
+                reasoning_effort=effort,
             )
         )
 
