@@ -24,6 +24,10 @@ skipping them.
 
 Followers are held weakly: one the caller drops (stops iterating and lets
 go) leaves the bus on its own; :meth:`Follower.aclose` leaves at once.
+
+A tap (:meth:`EventBus.tap`) sees every thread's events as they are
+published, live only: a dashboard's firehose. It has no log to go back to,
+so what it does when its consumer lags is its own business.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ _YIELD_EVERY = 64
 a consumer replaying a long backlog does not starve the writer."""
 
 Backlog = Callable[[int], Iterator[Event]]
+Sink = Callable[[Event], None]
 
 
 class EventBus:
@@ -58,10 +63,14 @@ class EventBus:
             raise ValueError("a follower's buffer holds at least one event")
         self._buffer = buffer
         self._followers: dict[str, weakref.WeakSet[Follower]] = {}
+        self._taps: dict[object, Sink] = {}
 
     def publish(self, event: Event) -> None:
         """Hand ``event`` to its thread's followers. Call it only once the
         event is persisted, in seq order. Never blocks."""
+        if self._taps:
+            for sink in tuple(self._taps.values()):
+                sink(event)
         followers = self._followers.get(event.thread_id)
         if followers is None:
             return
@@ -77,6 +86,18 @@ class EventBus:
         The follower subscribes when iteration starts; it ends when the
         caller stops iterating (or calls :meth:`Follower.aclose`)."""
         return Follower(self, thread_id, after, backlog, self._buffer)
+
+    def tap(self, sink: Sink) -> Callable[[], None]:
+        """Call ``sink`` with every event of every thread as it is published
+        (no backlog), until the returned function is called. ``sink`` runs
+        inside :meth:`publish`: it must not block or raise."""
+        token = object()
+        self._taps[token] = sink
+
+        def untap() -> None:
+            self._taps.pop(token, None)
+
+        return untap
 
     def followers(self, thread_id: str) -> int:
         """How many followers ``thread_id`` has now."""
