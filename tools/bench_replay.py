@@ -13,6 +13,11 @@ ratios to the full replay measured in this run (issue 10, item 2):
   replay's first line could cost at best;
 - in process, the fold (``replay_log``) and the rendering
   (``render_transcript``) of the long thread: where the wait goes.
+
+Then each replay's rate (events per second of ``kun replay`` and of ``kun
+replay --json``, whole process, output discarded) as a ratio to a bare typed
+decode of every line in this process (target >= 0.8), and the peak RSS of
+``kun replay --json`` (the child's own ``VmHWM``; target < 200 MB).
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_log import THREAD, generate
+import msgspec
+from bench_log import THREAD, _lines, generate
 
+from kun.contracts.events import Event
 from kun.domain.transcript import render_transcript
 from kun.store.paths import log_path
 from kun.store.replay import replay_log
@@ -58,6 +65,48 @@ def _measure(home: Path, thread: str, runs: int) -> tuple[float, float]:
     _run(home, thread)
     results = [_run(home, thread) for _ in range(runs)]
     return statistics.median(f for f, _ in results), statistics.median(t for _, t in results)
+
+
+def _rate(home: Path, thread: str, flags: tuple[str, ...], count: int) -> float:
+    """Events per second of a whole ``kun replay`` process, its output discarded."""
+    argv = [_kun(), "replay", thread, "--home", str(home), *flags]
+    took = []
+    for _ in range(2):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        took.append(time.perf_counter() - start)
+    return count / min(took)
+
+
+def _raw_rate(log: Path) -> float:
+    """Events per second of a bare typed decode of every line (best of 2)."""
+    decode = msgspec.json.Decoder(Event).decode
+    took = []
+    for _ in range(2):
+        start = time.perf_counter()
+        count = sum(1 for line in _lines(log) if line and decode(line))
+        took.append(time.perf_counter() - start)
+    return count / min(took)
+
+
+_PEAK = (
+    "import atexit, sys\n"
+    "def peak():\n"
+    "    for l in open('/proc/self/status'):\n"
+    "        if l.startswith('VmHWM:'): sys.__stderr__.write('VmHWM ' + l.split()[1] + '\\n')\n"
+    "atexit.register(peak)\n"
+    "from kun.cli import main\n"
+    "sys.argv = ['kun', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+def _peak_mb(home: Path, thread: str, flags: tuple[str, ...]) -> float:
+    """Peak RSS (MB) of ``kun replay THREAD FLAGS``, read by the child itself."""
+    argv = [sys.executable, "-c", _PEAK, "replay", thread, "--home", str(home), *flags]
+    done = subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    line = next(x for x in done.stderr.decode().splitlines() if x.startswith("VmHWM "))
+    return int(line.split()[1]) / 1024
 
 
 def _in_process(log: Path) -> tuple[float, float]:
@@ -99,6 +148,14 @@ def main() -> int:
         ]
         for name, took in rows:
             print(f"{name:<44} {took * 1e3:7,.0f} ms {took / total:21.3f}")
+        raw = _raw_rate(log)
+        print(f"{'rate':<44} {'events/s':>9} {'ratio to raw decode':>21}")
+        for name, flags in (("kun replay", ()), ("kun replay --json", ("--json",))):
+            rate = _rate(home, THREAD, flags, count)
+            print(f"{name:<44} {rate:9,.0f} {rate / raw:21.2f}  (target >= 0.8)")
+        print(f"{'raw typed decode':<44} {raw:9,.0f} {1:21.2f}")
+        peak = _peak_mb(home, THREAD, ("--json",))
+        print(f"peak RSS of kun replay --json: {peak:,.0f} MB (target < 200 MB)")
     finally:
         shutil.rmtree(home, ignore_errors=True)
     return 0
