@@ -46,6 +46,16 @@ class ItemBase(
     status: ItemStatus = "completed"
 
 
+class BlobRef(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Content kept once in a side file beside the log, named by its SHA-256
+    (lowercase hex) and checked against it and ``size`` (bytes) when read:
+    a line stays small however big the content, and identical content is
+    stored once."""
+
+    sha256: str
+    size: int
+
+
 class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     name: str
     mime_type: str
@@ -84,7 +94,11 @@ class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
     """A call's output. ``attachments`` are files the tool produced for the
     model to see (a screenshot, an image it read), sent as images to models
     that take them. ``diff`` is what a file tool changed, as a capped unified
-    diff: for people (the live view, replay), never sent to the model."""
+    diff: for people (the live view, replay), never sent to the model.
+
+    An output too big for a log line lives in a side file: ``output_ref``
+    names it, ``output`` holds only its head (for people), and the request
+    projection sends the side file's whole content instead."""
 
     call_id: str
     name: str = ""
@@ -93,6 +107,7 @@ class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
     code: str | None = None
     attachments: tuple[Attachment, ...] = ()
     diff: str = ""
+    output_ref: BlobRef | None = None
 
 
 class Approval(ItemBase, tag="approval", frozen=True, kw_only=True):

@@ -59,6 +59,7 @@ from kun.contracts.events import (
     PipelineStage,
     ToolCallDelta,
 )
+from kun.store.blobs import FileBlobStore
 from kun.store.codec import ENCODER, encode_line
 from kun.store.errors import (
     InvalidSequence,
@@ -72,6 +73,7 @@ from kun.store.lock import lock_thread
 from kun.store.paths import (
     LOCK_NAME,
     LOG_NAME,
+    blobs_dir,
     log_path,
     resolve_home,
     thread_dir,
@@ -186,6 +188,9 @@ class JsonlEventStore:
             except OSError as exc:
                 self._discard(writer)
                 raise LogWriteFailed(writer.path, str(exc)) from exc
+
+    def blobs(self, thread_id: str) -> FileBlobStore:
+        return FileBlobStore(blobs_dir(self.home, thread_id), thread_id)
 
     async def aclose(self) -> None:
         self._closed = True

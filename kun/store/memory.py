@@ -16,6 +16,7 @@ from typing import Self
 import anyio
 
 from kun.contracts.events import Event
+from kun.store.blobs import MemoryBlobStore
 from kun.store.errors import InvalidSequence, SeqConflict, StoreClosed, ThreadNotFound
 from kun.store.paths import validate_thread_id
 from kun.store.port import ReadMode, ReadReport
@@ -28,6 +29,7 @@ class MemoryEventStore:
 
     def __init__(self) -> None:
         self._logs: dict[str, list[Event]] = {}
+        self._blobs: dict[str, MemoryBlobStore] = {}
         self._closed = False
 
     async def append(
@@ -91,6 +93,13 @@ class MemoryEventStore:
 
     async def sync(self, thread_id: str) -> None:
         validate_thread_id(thread_id)
+
+    def blobs(self, thread_id: str) -> MemoryBlobStore:
+        validate_thread_id(thread_id)
+        store = self._blobs.get(thread_id)
+        if store is None:
+            store = self._blobs[thread_id] = MemoryBlobStore(thread_id)
+        return store
 
     async def aclose(self) -> None:
         self._closed = True

@@ -1,8 +1,9 @@
 """Where threads live on disk, and which thread ids may get there.
 
 Layout: ``<home>/threads/<thread_id>/events.jsonl`` plus ``writer.lock`` beside
-it. A thread id becomes a directory name, so it is validated before it touches
-the filesystem: ``[A-Za-z0-9._-]``, 1 to 128 characters, no leading ``.`` and no
+it, and ``blobs/`` for the thread's side files (:mod:`kun.store.blobs`). A
+thread id becomes a directory name, so it is validated before it touches the
+filesystem: ``[A-Za-z0-9._-]``, 1 to 128 characters, no leading ``.`` and no
 ``..`` anywhere. That rules out path separators, control characters, hidden
 files and traversal on every platform kun runs on.
 """
@@ -16,9 +17,11 @@ from pathlib import Path
 from kun.store.errors import InvalidThreadId
 
 __all__ = [
+    "BLOBS_NAME",
     "LOCK_NAME",
     "LOG_NAME",
     "MAX_THREAD_ID_LENGTH",
+    "blobs_dir",
     "lock_path",
     "log_path",
     "resolve_home",
@@ -30,6 +33,7 @@ __all__ = [
 MAX_THREAD_ID_LENGTH = 128
 LOG_NAME = "events.jsonl"
 LOCK_NAME = "writer.lock"
+BLOBS_NAME = "blobs"
 
 _ALLOWED = re.compile(r"[A-Za-z0-9._-]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -86,3 +90,8 @@ def log_path(home: Path, thread_id: str) -> Path:
 
 def lock_path(home: Path, thread_id: str) -> Path:
     return thread_dir(home, thread_id) / LOCK_NAME
+
+
+def blobs_dir(home: Path, thread_id: str) -> Path:
+    """``<home>/threads/<thread_id>/blobs``: the thread's side files."""
+    return thread_dir(home, thread_id) / BLOBS_NAME

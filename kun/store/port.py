@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import TYPE_CHECKING, Literal, Protocol, Self
 
 import msgspec
 
 from kun.contracts.events import Event
+
+if TYPE_CHECKING:
+    from kun.store.blobs import BlobStore
 
 __all__ = ["EventStore", "ReadMode", "ReadReport", "TornTail"]
 
@@ -170,6 +173,13 @@ class EventStore(Protocol):
 
     async def sync(self, thread_id: str) -> None:
         """Make every event appended to the thread so far durable."""
+        ...
+
+    def blobs(self, thread_id: str) -> BlobStore:
+        """The thread's side files (:mod:`kun.store.blobs`): content too big
+        for a log line, stored once and named by its hash. A writer puts
+        the content before it appends the event naming it. Validates the
+        id; works whether or not the thread has a log yet."""
         ...
 
     async def aclose(self) -> None:
