@@ -1,0 +1,54 @@
+"""Server-Sent Events framing of kun's events (the WHATWG ``text/event-stream``
+format), as bytes ready for the socket.
+
+An event is three fields and a blank line::
+
+    id: 42
+    event: assistant_text_delta
+    data: {"kind":"assistant_text_delta","seq":42,...}
+
+``data`` is the event exactly as the log encodes it (one msgspec JSON value,
+``thread_id`` included). JSON never holds a raw CR or LF (they are escaped
+inside strings), so one ``data:`` line always carries the whole event and no
+escaping is needed; that is why this is a few lines rather than a dependency.
+A comment (a line starting with ``:``) is ignored by clients: heartbeats and
+the closing notes are comments.
+"""
+
+from __future__ import annotations
+
+from kun.contracts.events import EVENT_TYPES, Event, EventBase
+from kun.store.codec import ENCODER
+
+__all__ = ["HEARTBEAT", "comment", "event_frame", "kind_of", "retry_frame"]
+
+HEARTBEAT = b": heartbeat\n\n"
+
+_KINDS: dict[type[EventBase], bytes] = {
+    t: str(t.__struct_config__.tag).encode() for t in EVENT_TYPES
+}
+
+
+def kind_of(event: Event) -> bytes:
+    return _KINDS[type(event)]
+
+
+def event_frame(event: Event, *, with_id: bool = True) -> bytes:
+    """The event as one SSE message; ``id:`` is its seq unless ``with_id`` is
+    false (the firehose: seqs of different threads are not one sequence)."""
+    data = ENCODER.encode(event)
+    if with_id:
+        return b"id: %d\nevent: %s\ndata: %s\n\n" % (event.seq, _KINDS[type(event)], data)
+    return b"event: %s\ndata: %s\n\n" % (_KINDS[type(event)], data)
+
+
+def comment(text: str) -> bytes:
+    """A comment message; line breaks in ``text`` become spaces so it stays
+    one comment."""
+    flat = " ".join(text.splitlines())
+    return b": %s\n\n" % flat.encode()
+
+
+def retry_frame(milliseconds: int) -> bytes:
+    """Sets the client's reconnection delay; dispatches no event."""
+    return b"retry: %d\n\n" % milliseconds

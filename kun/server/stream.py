@@ -1,0 +1,192 @@
+"""The SSE routes: one thread's events (``GET /v1/threads/{id}/events``) and
+every thread's live events (``GET /v1/events``).
+
+A thread's stream is the bus's follower (:meth:`EventRecorder.subscribe
+<kun.runtime.recorder.EventRecorder.subscribe>`): the backlog from the log,
+then live, with no gap and no duplicate, so ``id:`` (the seq) is a resume
+point that loses nothing: ``Last-Event-ID`` (or ``?after=``; the header wins,
+since a browser reconnecting repeats the URL it started with) sends exactly
+the events after it, including those appended while the client was away.
+``?until=N`` ends the stream once seq N is sent; a request that is already
+past it gets ``204`` (which tells an ``EventSource`` to stop reconnecting).
+
+The firehose has no backlog and no ids: seqs are per thread, and a single
+``Last-Event-ID`` could not say where each thread was. Each event's data
+names its ``thread_id`` and ``seq``; a client that loses the connection (or is
+dropped for falling behind) catches a thread up with its own stream and
+``?after=``, then follows the firehose again.
+
+The app provides ``app.state.service`` (the :class:`TurnService`) and, for a
+clean shutdown, ``app.state.shutdown`` (an ``anyio.Event``; once set, every
+open stream ends with a closing comment and new ones get 503).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
+
+from kun.contracts.events import Event
+from kun.runtime.service import TurnService
+from kun.server.sse_frames import event_frame
+from kun.server.sse_response import EventStreamResponse, FellBehind, Put, StreamSettings
+from kun.store.errors import InvalidThreadId
+from kun.store.paths import validate_thread_id
+
+__all__ = ["StreamSettings", "stream_routes"]
+
+_SEQ = re.compile(r"[0-9]{1,18}")
+_THREAD_PARAMS = frozenset({"after", "until"})
+
+
+class BadRequest(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(message)
+
+
+def stream_routes(settings: StreamSettings | None = None) -> list[BaseRoute]:
+    """The two SSE routes, tuned by ``settings`` (heartbeat interval, queue
+    and lag limits; defaults: :class:`StreamSettings`)."""
+    tuned = settings or StreamSettings()
+
+    async def thread_events(request: Request) -> Response | ASGIApp:
+        return _thread_events(request, tuned)
+
+    async def firehose(request: Request) -> Response | ASGIApp:
+        return _firehose(request, tuned)
+
+    return [
+        Route("/v1/threads/{thread_id:path}/events", thread_events, methods=["GET"]),
+        Route("/v1/events", firehose, methods=["GET"]),
+    ]
+
+
+def _error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
+    error: dict[str, str] = {"code": code, "message": message}
+    if field is not None:
+        error["field"] = field
+    return JSONResponse({"error": error}, status_code=status)
+
+
+def _shutdown(request: Request) -> anyio.Event | None:
+    shutdown: anyio.Event | None = getattr(request.app.state, "shutdown", None)
+    return shutdown
+
+
+def _thread_events(request: Request, settings: StreamSettings) -> Response | ASGIApp:
+    service: TurnService = request.app.state.service
+    try:
+        thread_id = validate_thread_id(request.path_params["thread_id"])
+        after, until = _resume_point(request)
+    except InvalidThreadId as exc:
+        return _error(400, "invalid_id", str(exc), "thread_id")
+    except BadRequest as exc:
+        return _error(400, "invalid_parameter", exc.message, exc.field)
+    if not service.recorder.store.exists(thread_id):
+        return _error(404, "thread_not_found", f"no thread {thread_id!r}", "thread_id")
+    shutdown = _shutdown(request)
+    if shutdown is not None and shutdown.is_set():
+        return _error(503, "shutting_down", "the server is shutting down")
+    if until is not None and after >= until:
+        return Response(status_code=204)
+
+    async def source(put: Put) -> None:
+        follower = service.recorder.subscribe(thread_id, after=after)
+        try:
+            async for event in follower:
+                await put(event.seq, event_frame(event))
+                if until is not None and event.seq >= until:
+                    return
+        finally:
+            await follower.aclose()
+
+    def note(reason: str, last: int | None) -> str:
+        why = "the server is shutting down" if reason == "shutdown" else reason
+        return f"{why}; resume with Last-Event-ID: {last}"
+
+    return EventStreamResponse(source, settings, shutdown=shutdown, first_id=after, note=note)
+
+
+def _resume_point(request: Request) -> tuple[int, int | None]:
+    """``after`` (``Last-Event-ID``, else ``?after=``, else 0) and ``until``."""
+    query = request.query_params
+    unknown = sorted(set(query) - _THREAD_PARAMS)
+    if unknown:
+        raise BadRequest(unknown[0], f"unknown parameter {unknown[0]!r}")
+    header = request.headers.get("last-event-id", "").strip()
+    if header:
+        after = _seq("Last-Event-ID", header)
+    else:
+        after = _seq("after", query["after"]) if "after" in query else 0
+    until = _seq("until", query["until"]) if "until" in query else None
+    return after, until
+
+
+def _seq(field: str, text: str) -> int:
+    if _SEQ.fullmatch(text) is None:
+        raise BadRequest(field, f"{field} must be a seq (a non-negative integer), not {text!r}")
+    return int(text)
+
+
+def _firehose(request: Request, settings: StreamSettings) -> Response | ASGIApp:
+    service: TurnService = request.app.state.service
+    if request.query_params:
+        name = sorted(request.query_params)[0]
+        return _error(400, "invalid_parameter", f"unknown parameter {name!r}", name)
+    shutdown = _shutdown(request)
+    if shutdown is not None and shutdown.is_set():
+        return _error(503, "shutting_down", "the server is shutting down")
+    tap = service.recorder.bus.tap
+
+    async def source(put: Put) -> None:
+        await _follow_all(tap, settings.firehose_buffer, put)
+
+    def note(reason: str, last: int | None) -> str:
+        if reason == "shutdown":
+            return "the server is shutting down"
+        return f"{reason}; events may be missing: catch each thread up with ?after=<its last seq>"
+
+    return EventStreamResponse(source, settings, shutdown=shutdown, first_id=None, note=note)
+
+
+async def _follow_all(
+    tap: Callable[[Callable[[Event], None]], Callable[[], None]], capacity: int, put: Put
+) -> None:
+    """Every durable event of every thread from now on, until more than
+    ``capacity`` wait unsent (then :class:`FellBehind`: there is no log to
+    go back to across threads)."""
+    queue: deque[Event] = deque()
+    overflowed = False
+    wake = anyio.Event()
+
+    def sink(event: Event) -> None:
+        nonlocal overflowed
+        if event.seq <= 0 or overflowed:
+            return
+        if len(queue) >= capacity:
+            overflowed = True
+        else:
+            queue.append(event)
+        wake.set()
+
+    untap = tap(sink)
+    try:
+        while True:
+            while queue:
+                event = queue.popleft()
+                await put(None, event_frame(event, with_id=False))
+            if overflowed:
+                raise FellBehind
+            await wake.wait()
+            wake = anyio.Event()
+    finally:
+        untap()
