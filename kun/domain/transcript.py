@@ -234,6 +234,9 @@ def _result(result: ToolResult, indent: str) -> list[str]:
     shown = [f"{indent}| {_cut(row.expandtabs(4), LINE_WIDTH)}" for row in rows[:RESULT_LINES]]
     if len(rows) > RESULT_LINES:
         shown.append(f"{indent}| ... ({len(rows) - RESULT_LINES} more lines)")
+    ref = result.output_ref
+    if ref is not None:
+        shown.append(f"{indent}| [{-(-ref.size // 1024):,} KB in side file {ref.sha256[:12]}]")
     return shown
 
 

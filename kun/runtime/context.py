@@ -20,6 +20,7 @@ from kun.contracts.threads import ApprovalPolicy
 from kun.domain.state import ThreadState
 from kun.model.port import ModelClient
 from kun.runtime.gates import Gate
+from kun.runtime.sidefiles import SideFiles
 from kun.runtime.steering import SteeringQueue
 from kun.runtime.storm import StormBreaker
 from kun.tools.host import ToolHost
@@ -85,6 +86,7 @@ class TurnRun:
     started_at: float = field(default_factory=anyio.current_time)
     aborted: bool = False
     storm: StormBreaker = field(default_factory=StormBreaker)
+    side_files: SideFiles | None = None
 
     def __post_init__(self) -> None:
         self.steering = SteeringQueue(self.turn_id)

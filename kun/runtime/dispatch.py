@@ -207,12 +207,17 @@ def _todo_setter(run: TurnRun) -> Callable[[tuple[Todo, ...]], Awaitable[None]]:
 
 async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
     """The call's end and its result, appended together and group committed
-    (see the module docstring)."""
+    (see the module docstring). A big output is put in a side file first
+    (:mod:`kun.runtime.sidefiles`), so the result never names a missing one."""
+    text, ref = output.output, None
+    if run.side_files is not None:
+        text, ref = await run.side_files.spill(output.output)
     result = ToolResult(
         id=new_id("res"),
         call_id=call.call_id,
         name=call.name,
-        output=output.output,
+        output=text,
+        output_ref=ref,
         is_error=output.is_error,
         code=output.code,
         attachments=output.attachments,

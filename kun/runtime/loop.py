@@ -49,6 +49,7 @@ from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.runtime.context import TurnRun, draft
 from kun.runtime.dispatch import dispatch
 from kun.runtime.project import render_project_context
+from kun.store.blobs import BlobError
 
 TURN_STAGES = ("setup", "pre_start", "post_start")
 STEP_STAGES_BEFORE = (
@@ -89,6 +90,8 @@ async def run_turn(run: TurnRun) -> Outcome:
             await _stages(run, TURN_STAGES, 0)
             await drain_steering(run)
             outcome = await loop(run)
+        except BlobError as exc:
+            outcome = Outcome("failed", code="side_file_unreadable", message=str(exc))
         except Exception as exc:
             outcome = Outcome("failed", code="internal_error", message=_enriched(run, exc))
     if run.scope.cancelled_caught or run.aborted:
@@ -156,6 +159,8 @@ def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
     history: list[Item] = []
     for turn in state.visible_turns:
         history.extend(turn.items)
+    if run.side_files is not None:
+        history = run.side_files.resolve(history)
     notes = []
     if run.disable_user_input:
         notes.append(NO_DIALOG)

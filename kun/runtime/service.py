@@ -35,6 +35,7 @@ from kun.runtime.loop import run_turn, settle_events
 from kun.runtime.orphans import interrupt_results, orphan_events
 from kun.runtime.project import read_turn_context
 from kun.runtime.recorder import EventRecorder
+from kun.runtime.sidefiles import SideFiles, copy_side_files
 from kun.runtime.turn_input import check_prompt, check_steering
 from kun.tools.host import ToolHost
 
@@ -170,6 +171,9 @@ class TurnService:
         events = fork_events(
             store.read(source_id, until=limit), new_thread, limit, self.recorder.clock()
         )
+        await anyio.to_thread.run_sync(
+            copy_side_files, events, store.blobs(source_id), store.blobs(new_thread)
+        )
         await store.append(new_thread, events, expected_seq=0)
         await self.recorder.open(new_thread)
         return new_thread
@@ -246,6 +250,7 @@ class TurnService:
                 questions=self.questions,
                 system_prompt=self.system_prompt,
                 context=context,
+                side_files=SideFiles(self.recorder.store.blobs(thread_id)),
                 reasoning_effort=effort,
             )
             self._runs[thread_id] = run
