@@ -11,8 +11,8 @@ reads the side file until a request needs it.
 request is built from, checked against its hash, so the model is sent
 exactly what the tool returned, as before side files. It runs on the event
 loop when a step's request is built (a read and a hash, ~1 ms per MB) and
-remembers what it resolved for the rest of the turn, so a long turn reads
-each side file once. A side file that is missing or altered raises
+remembers what it resolved for the rest of the turn, so a turn reads each
+side file once however many steps and results name it. A side file that is missing or altered raises
 :class:`~kun.store.blobs.BlobError` naming it, and the turn fails with
 ``side_file_unreadable`` rather than send the model something else.
 """
@@ -52,6 +52,7 @@ class SideFiles:
         self.blobs = blobs
         self.threshold = SIDE_FILE_THRESHOLD if threshold is None else threshold
         self._resolved: dict[str, ToolResult] = {}
+        self._texts: dict[str, str] = {}
 
     async def spill(self, output: str) -> tuple[str, BlobRef | None]:
         """``output`` as the log should hold it: itself when small, else its
@@ -74,9 +75,13 @@ class SideFiles:
     def _whole(self, item: Item) -> Item:
         if not isinstance(item, ToolResult) or item.output_ref is None:
             return item
+        ref = item.output_ref
         whole = self._resolved.get(item.id)
-        if whole is None or whole.output_ref != item.output_ref:
-            text = self.blobs.get(item.output_ref).decode("utf-8", "surrogatepass")
+        if whole is None or whole.output_ref != ref:
+            text = self._texts.get(ref.sha256)
+            if text is None:
+                text = self.blobs.get(ref).decode("utf-8", "surrogatepass")
+                self._texts[ref.sha256] = text
             whole = msgspec.structs.replace(item, output=text)
             self._resolved[item.id] = whole
         return whole

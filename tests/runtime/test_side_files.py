@@ -22,15 +22,16 @@ from click.testing import CliRunner
 
 from kun.cli import cli
 from kun.contracts import events as ev
-from kun.contracts.items import ToolResult
+from kun.contracts.items import BlobRef, ToolResult
 from kun.contracts.model import CompletedChunk, TextDeltaChunk
 from kun.contracts.threads import ThreadSettings
 from kun.domain.state import TurnState
 from kun.model.client import HttpModelClient
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
-from kun.runtime.sidefiles import HEAD_BYTES, SIDE_FILE_THRESHOLD, head
+from kun.runtime.sidefiles import HEAD_BYTES, SIDE_FILE_THRESHOLD, SideFiles, head
 from kun.store import log_path, read_log
+from kun.store.blobs import MemoryBlobStore
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
@@ -245,3 +246,27 @@ def _output_refs(node: Any) -> list[Any]:
     if isinstance(node, list):
         return [r for value in node for r in _output_refs(value)]
     return []
+
+
+def test_a_turn_reads_each_side_file_once() -> None:
+    reads: list[str] = []
+
+    class Counting(MemoryBlobStore):
+        def get(self, ref: BlobRef) -> bytes:
+            reads.append(ref.sha256)
+            return super().get(ref)
+
+    blobs = Counting("thr_1")
+    ref = blobs.put(BIG.encode())
+    items = [ToolResult(id=f"res_{n}", call_id=f"c{n}", output="", output_ref=ref) for n in "ab"]
+    side = SideFiles(blobs)
+    for _ in range(3):
+        assert [r.output for r in side.resolve(items) if isinstance(r, ToolResult)] == [BIG, BIG]
+    assert reads == [ref.sha256]
+
+
+def test_the_head_is_cut_at_a_character_boundary() -> None:
+    text = "\U0001f600" * 1000
+    cut = head(text, 4 * 10 + 3)
+    assert cut == "\U0001f600" * 10
+    assert head("short") == "short"
