@@ -1,0 +1,87 @@
+"""``kun serve``: the HTTP API (:mod:`kun.server`) under uvicorn.
+
+The token is read from an environment variable named by ``--token-env``,
+never from the command line (where ``ps`` shows it to every user). A bind
+to anything but loopback without a token is refused before anything
+starts: one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from kun.cli.flags import runtime_flags, runtime_options
+from kun.cli.options import home_option
+
+__all__ = ["serve"]
+
+EXIT_REFUSED = 2
+
+
+def _refuse(message: str) -> None:
+    click.echo(f"kun: error: {message}", err=True)
+    sys.exit(EXIT_REFUSED)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port."
+)
+@click.option(
+    "--token-env",
+    "token_env",
+    default=None,
+    metavar="VAR",
+    help="Require 'Authorization: Bearer <token>', the token read from $VAR.",
+)
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
+)
+@runtime_options
+@home_option
+def serve(
+    host: str, port: int, token_env: str | None, config: Path | None, home: Path | None
+) -> None:
+    """Serve the HTTP API: threads and turns over HTTP, followed by
+    Server-Sent Events. Ctrl-C (or SIGTERM) interrupts running turns (the
+    log records them as aborted) and stops."""
+    from kun.server.auth import NeedsToken, check_bind
+
+    token: str | None = None
+    if token_env is not None:
+        token = os.environ.get(token_env) or None
+        if token is None:
+            _refuse(f"--token-env {token_env}: ${token_env} is not set or empty")
+    try:
+        check_bind(host, token)
+    except NeedsToken as exc:
+        _refuse(str(exc))
+    _run(host, port, token, config, home)
+
+
+def _run(host: str, port: int, token: str | None, config: Path | None, home: Path | None) -> None:
+    from kun.config import load_config
+    from kun.model.factory import build_router
+    from kun.server.app import create_app
+    from kun.server.backend import backend_from_config
+    from kun.server.runner import serve as run_server
+    from kun.store.paths import resolve_home
+
+    root = resolve_home(home)
+    loaded = load_config(config, home=root)
+    flags = runtime_flags()
+    router = build_router(loaded)  # a missing key is one line here, not a traceback in uvicorn
+    app = create_app(
+        lambda: backend_from_config(root, loaded, flags, router=router),
+        token=token,
+        wait_listening=True,
+    )
+    run_server(app, host, port)

@@ -1,0 +1,123 @@
+"""The Starlette app of ``kun serve`` (SPEC §10).
+
+The app owns one :class:`~kun.runtime.service.TurnService` (inside a
+:class:`~kun.server.backend.Backend`) for its lifespan: ``compose`` opens it
+when the app starts and closes it, flushed, when it stops. What the
+handlers and the event streams share is on ``app.state``: ``backend``,
+``service``, ``shutdown`` (an :class:`anyio.Event` set when the server
+begins to stop, so open streams end cleanly) and ``listening`` (set once the
+socket accepts; a bare ASGI host sets it at start-up).
+
+Once listening, orphaned turns are reconciled in the background (SPEC §5).
+Stopping (:func:`begin_shutdown`, which uvicorn's shutdown calls before it
+waits for open connections, and the lifespan's end) sets ``shutdown`` and
+interrupts every running turn, which the log records as ``turn_aborted``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
+
+from kun.runtime.reconcile import reconcile_orphaned_turns
+from kun.server.auth import BearerAuth
+from kun.server.backend import Backend
+from kun.server.errors import exception_handlers
+from kun.server.reads import read_routes
+from kun.server.threads import thread_routes
+from kun.server.turns import turn_routes
+
+__all__ = ["Compose", "begin_shutdown", "create_app"]
+
+_log = logging.getLogger(__name__)
+
+Compose = Callable[[], AbstractAsyncContextManager[Backend]]
+
+
+def _stream_routes() -> list[BaseRoute]:
+    """The event streams (:mod:`kun.server.stream`), when this kun has them."""
+    try:
+        from kun.server.stream import stream_routes
+    except ImportError:
+        return []
+    routes: list[BaseRoute] = stream_routes()
+    return routes
+
+
+def create_app(
+    compose: Compose, *, token: str | None = None, wait_listening: bool = False
+) -> Starlette:
+    """The app over the backend ``compose`` opens. ``token``: every request
+    needs it as a bearer token. ``wait_listening``: reconcile orphans only
+    once :func:`kun.server.runner` says the socket is bound."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        app.state.shutdown = anyio.Event()
+        app.state.listening = anyio.Event()
+        if not wait_listening:
+            app.state.listening.set()
+        async with compose() as backend, anyio.create_task_group() as tg:
+            app.state.backend = backend
+            app.state.service = backend.service
+            tg.start_soon(_reconcile_once_listening, app)
+            try:
+                yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await begin_shutdown(app)
+                tg.cancel_scope.cancel()
+
+    middleware = [Middleware(BearerAuth, token=token)] if token else []
+    app = Starlette(
+        routes=[*thread_routes(), *turn_routes(), *read_routes(), *_stream_routes()],
+        middleware=middleware,
+        exception_handlers=exception_handlers(),  # type: ignore[arg-type]
+        lifespan=lifespan,
+    )
+    app.router.redirect_slashes = False
+    return app
+
+
+async def _reconcile_once_listening(app: Starlette) -> None:
+    await app.state.listening.wait()
+    try:
+        touched = await reconcile_orphaned_turns(app.state.service)
+    except Exception:
+        _log.exception("reconciling orphaned turns failed")
+        return
+    if touched:
+        _log.info("settled orphaned turns in %d thread(s): %s", len(touched), ", ".join(touched))
+
+
+async def begin_shutdown(app: Any) -> None:
+    """Set ``shutdown`` and interrupt every running turn (each recorded as
+    ``turn_aborted``, its open items sealed); idempotent."""
+    state = app.state
+    shutdown = getattr(state, "shutdown", None)
+    if shutdown is None:
+        return
+    shutdown.set()
+    backend: Backend | None = getattr(state, "backend", None)
+    if backend is None:
+        return
+    service = backend.service
+    async with anyio.create_task_group() as tg:
+        for thread_id in service.in_flight():
+            turn_id = service.running_turn(thread_id)
+            if turn_id is not None:
+                tg.start_soon(_interrupt, service, thread_id, turn_id)
+
+
+async def _interrupt(service: Any, thread_id: str, turn_id: str) -> None:
+    try:
+        await service.interrupt_turn(thread_id, turn_id)
+    except Exception:
+        _log.exception("interrupting turn %s of thread %s at shutdown failed", turn_id, thread_id)

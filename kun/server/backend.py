@@ -1,0 +1,237 @@
+"""What the server's handlers act on: one TurnService over a home, the
+router that picks each thread's model, and what a thread's turns get
+beyond its logged settings.
+
+A thread's provider, model, approval policy and title live in its log
+(``thread_updated``). Its reasoning effort and turn limits are not thread
+settings in the contract, so the server keeps them per thread in memory
+(:class:`TurnOptions`) and hands them to each turn it starts: a restart
+forgets them, and the server's defaults (``kun.toml``'s ``[runtime]``)
+apply again.
+
+:func:`backend_from_config` composes it the way ``kun run`` does
+(:mod:`kun.app.session`); tests compose one over a scripted model with
+:func:`backend_over`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from kun.app.overrides import RuntimeFlags
+from kun.app.selection import Router, choose_model
+from kun.app.session import SYSTEM_PROMPT, open_service
+from kun.app.settings import RuntimeSettings, runtime_settings
+from kun.app.threadops import thread_state
+from kun.config import Config
+from kun.contracts.threads import ApprovalPolicy, ThreadSettings
+from kun.domain.state import ThreadState, TurnState
+from kun.domain.titles import title_changes
+from kun.model.port import ModelClient
+from kun.model.router import MultiProviderClient
+from kun.runtime.context import TurnLimits
+from kun.runtime.errors import UnknownTurn
+from kun.runtime.service import TurnService
+from kun.server.bodies import CreateThread, Limits, UpdateThread
+from kun.server.errors import ApiError
+from kun.store.errors import ThreadNotFound
+from kun.store.paths import validate_thread_id
+from kun.tools.host import ToolHost
+
+__all__ = ["Backend", "TurnOptions", "backend_from_config", "backend_over"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnOptions:
+    """What a thread's turns get that its log does not hold."""
+
+    reasoning_effort: str | None
+    limits: TurnLimits
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reasoning_effort": self.reasoning_effort,
+            "limits": {
+                "max_steps": self.limits.max_steps,
+                "max_wall_seconds": self.limits.max_wall_seconds,
+                "max_cost_usd": self.limits.cost_budget_usd,
+            },
+        }
+
+
+class Backend:
+    def __init__(
+        self,
+        service: TurnService,
+        home: Path,
+        *,
+        router: Router | None = None,
+        approval_policy: ApprovalPolicy = "on-request",
+    ) -> None:
+        self.service = service
+        self.home = home
+        self.router = router
+        self.approval_policy = approval_policy
+        self.defaults = TurnOptions(service.reasoning_effort, service.limits)
+        self._options: dict[str, TurnOptions] = {}
+
+    # -- threads ---------------------------------------------------------------
+
+    def thread_id(self, text: str) -> str:
+        """``text`` as an existing thread's id (``InvalidThreadId`` before
+        it touches the disk, ``ThreadNotFound`` after)."""
+        validate_thread_id(text)
+        if not self.service.recorder.store.exists(text):
+            raise ThreadNotFound(text)
+        return text
+
+    async def state(self, text: str) -> ThreadState:
+        return await thread_state(self.service, self.thread_id(text))
+
+    async def turn(self, thread_text: str, turn_id: str) -> tuple[str, TurnState]:
+        state = await self.state(thread_text)
+        turn = next((t for t in state.turns if t.turn_id == turn_id), None)
+        if turn is None:
+            raise UnknownTurn(state.thread_id, turn_id)
+        return state.thread_id, turn
+
+    def options(self, thread_id: str) -> TurnOptions:
+        return self._options.get(thread_id, self.defaults)
+
+    async def create(self, body: CreateThread) -> str:
+        workspace = Path(body.workspace) if body.workspace else Path.cwd()
+        if not await anyio.Path(workspace).is_dir():
+            raise ApiError(
+                400, "invalid_workspace", f"{workspace} is not a folder here", "workspace"
+            )
+        provider, model = self._target(body.provider, body.model, None)
+        settings = ThreadSettings(
+            workspace=str(workspace.resolve()),
+            provider=provider,
+            model=model,
+            approval_policy=body.approval_policy or self.approval_policy,
+        )
+        if body.title:
+            changes = title_changes(settings, body.title, "user")
+            settings = msgspec.structs.replace(settings, **changes)
+        thread_id = await self.service.create_thread(settings)
+        self._set_options(thread_id, body.reasoning_effort, body.limits)
+        return thread_id
+
+    async def update(self, thread_text: str, body: UpdateThread) -> ThreadState:
+        state = await self.state(thread_text)
+        thread_id = state.thread_id
+        changes: dict[str, Any] = {}
+        if body.provider is not None or body.model is not None:
+            provider, model = self._target(body.provider, body.model, state.settings)
+            if (provider, model) != (state.settings.provider, state.settings.model):
+                changes.update(provider=provider, model=model)
+        if body.approval_policy is not None and body.approval_policy != (
+            state.settings.approval_policy
+        ):
+            changes["approval_policy"] = body.approval_policy
+        if changes:
+            await self.service.update_thread(thread_id, **changes)
+        if body.title is not None:
+            await self.service.retitle(thread_id, body.title, "user")
+        self._set_options(thread_id, body.reasoning_effort, body.limits)
+        return self.service.state(thread_id)
+
+    def _set_options(self, thread_id: str, effort: str | None, limits: Limits | None) -> None:
+        if effort is None and limits is None:
+            return
+        old = self.options(thread_id)
+        limit = old.limits
+        if limits is not None:
+            limit = TurnLimits(
+                max_steps=limits.max_steps if limits.max_steps is not None else limit.max_steps,
+                max_wall_seconds=limits.max_wall_seconds or limit.max_wall_seconds,
+                max_tool_calls_per_step=limit.max_tool_calls_per_step,
+                cost_budget_usd=(
+                    limits.max_cost_usd
+                    if limits.max_cost_usd is not None
+                    else limit.cost_budget_usd
+                ),
+            )
+        self._options[thread_id] = TurnOptions(
+            effort if effort is not None else old.reasoning_effort, limit
+        )
+
+    def _target(
+        self, provider: str | None, model: str | None, settings: ThreadSettings | None
+    ) -> tuple[str | None, str | None]:
+        """The provider and model a thread names: through the router (an
+        unknown provider is the router's one-line error), else as given."""
+        if self.router is None:
+            default = self.service.model
+            return provider or default.provider, model or default.model
+        client = choose_model(self.router, provider=provider, model=model, settings=settings)
+        return client.provider, client.model
+
+    def model_for(self, settings: ThreadSettings) -> ModelClient | None:
+        """The client the thread's next turn runs on (``None``: the
+        service's own, when there is no router)."""
+        if self.router is None:
+            return None
+        return choose_model(self.router, settings=settings)
+
+
+@asynccontextmanager
+async def backend_over(
+    home: Path,
+    model: ModelClient,
+    *,
+    tools: ToolHost | None = None,
+    runtime: RuntimeSettings | None = None,
+    router: Router | None = None,
+    config: Config | None = None,
+) -> AsyncIterator[Backend]:
+    """A backend over ``home`` whose turns run on ``model`` (or, with a
+    ``router``, on each thread's own)."""
+    limits = runtime.limits if runtime is not None else None
+    async with open_service(
+        home,
+        model,
+        tools=tools,
+        config=config,
+        limits=limits,
+        system_prompt=runtime.system_prompt if runtime is not None else SYSTEM_PROMPT,
+        reasoning_effort=runtime.reasoning_effort if runtime is not None else None,
+    ) as service:
+        yield Backend(
+            service,
+            home,
+            router=router,
+            approval_policy=runtime.approval_policy if runtime is not None else "on-request",
+        )
+
+
+@asynccontextmanager
+async def backend_from_config(
+    home: Path,
+    config: Config,
+    flags: RuntimeFlags | None = None,
+    *,
+    router: MultiProviderClient | None = None,
+) -> AsyncIterator[Backend]:
+    """The backend ``kun serve`` runs: the configured providers, the
+    runtime settings (flags over ``[runtime]``), the tools with the
+    providers' secrets kept from them. ``router``: one already built from
+    ``config``."""
+    from kun.model.factory import build_router
+
+    runtime = runtime_settings(config, flags)
+    async with AsyncExitStack() as stack:
+        router = await stack.enter_async_context(router or build_router(config))
+        model = choose_model(router)
+        backend = await stack.enter_async_context(
+            backend_over(home, model, runtime=runtime, router=router, config=config)
+        )
+        yield backend

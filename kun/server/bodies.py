@@ -1,0 +1,179 @@
+"""The request bodies of the API as msgspec Structs, and reading them.
+
+Each body is decoded straight into its Struct (``forbid_unknown_fields``:
+a misspelt field is an error, not silently ignored), so the types here are
+the contract, and :mod:`kun.server.openapi` publishes them. A body is read
+up to :data:`MAX_BODY_BYTES` (32 MiB: a few base64 images) and refused
+with 413 past it, before it is decoded; a decode error names the field
+(msgspec's path, ``$.limits.max_steps``) in the 400.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, TypeVar
+
+import msgspec
+from starlette.requests import Request
+
+from kun.contracts.threads import ApprovalPolicy
+from kun.server.errors import ApiError
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "AnswerApproval",
+    "AnswerUserInput",
+    "CreateThread",
+    "Fork",
+    "Interrupt",
+    "Limits",
+    "Rewind",
+    "StartTurn",
+    "Steer",
+    "UpdateThread",
+    "Upload",
+    "field_of",
+    "read_body",
+]
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+_Text = Annotated[str, msgspec.Meta(max_length=1 << 20)]
+_Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+_Positive = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class _Body(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class Limits(_Body):
+    """A thread's turn limits over HTTP; ``null`` (or absent) keeps the
+    server's."""
+
+    max_steps: _Positive | None = None
+    max_wall_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    max_cost_usd: Annotated[float, msgspec.Meta(ge=0)] | None = None
+
+
+class CreateThread(_Body):
+    """``workspace`` is a folder on the server's machine (default: where
+    the server runs); the rest as in :class:`UpdateThread`."""
+
+    workspace: str | None = None
+    title: _Name | None = None
+    provider: _Name | None = None
+    model: _Name | None = None
+    approval_policy: ApprovalPolicy | None = None
+    reasoning_effort: _Name | None = None
+    limits: Limits | None = None
+
+
+class UpdateThread(_Body):
+    """Only the fields given change. ``provider``/``model`` and
+    ``approval_policy`` and ``title`` are recorded in the log
+    (``thread_updated``); ``reasoning_effort`` and ``limits`` apply to the
+    turns this server starts on the thread."""
+
+    title: _Name | None = None
+    provider: _Name | None = None
+    model: _Name | None = None
+    approval_policy: ApprovalPolicy | None = None
+    reasoning_effort: _Name | None = None
+    limits: Limits | None = None
+
+
+class Upload(_Body):
+    """An attachment sent with the turn: its bytes as base64 (never a path
+    on the server)."""
+
+    name: _Name
+    mime_type: Annotated[str, msgspec.Meta(pattern=r"^[\w.+-]+/[\w.+-]+$")]
+    data: bytes
+
+
+class StartTurn(_Body):
+    text: _Text = ""
+    attachments: tuple[Upload, ...] = ()
+    disable_user_input: bool = False
+
+
+class Steer(_Body):
+    text: _Text
+
+
+class Interrupt(_Body):
+    """``discard``: drop what the turn generated (its user message stays);
+    else open items are sealed as aborted."""
+
+    discard: bool = False
+
+
+class Rewind(_Body):
+    """The first turn to hide: its number as the transcript shows it, its
+    id, or an unambiguous prefix of its id."""
+
+    before_turn: _Name
+
+
+class Fork(_Body):
+    """Keep turns 1..``at_turn``, or the log up to ``at_seq`` (neither:
+    all of it)."""
+
+    at_seq: _Positive | None = None
+    at_turn: _Positive | None = None
+
+
+class AnswerApproval(_Body):
+    decision: Literal["approved", "denied"]
+    reason: _Text | None = None
+
+
+class AnswerUserInput(_Body):
+    """``answer`` ``null`` cancels the question."""
+
+    answer: _Text | None
+
+
+T = TypeVar("T", bound=_Body)
+
+_FIELD = re.compile(r"field `([^`]*)`")
+_PATH = re.compile(r"at `\$\.?([^`]*)`")
+
+
+async def read_body(request: Request, kind: type[T], *, limit: int = MAX_BODY_BYTES) -> T:
+    """The request's body decoded as ``kind``; an empty body is ``{}``."""
+    raw = await _read(request, limit)
+    try:
+        return msgspec.json.decode(raw or b"{}", type=kind)
+    except msgspec.ValidationError as exc:
+        raise ApiError(400, "invalid_body", str(exc), field_of(str(exc))) from None
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, "malformed_json", f"the body is not JSON: {exc}") from None
+
+
+async def _read(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def field_of(message: str) -> str | None:
+    """The field a msgspec error names, as a dotted path
+    (``limits.max_steps``, ``attachments[0].data``), or ``None`` for the
+    body as a whole."""
+    at, named = _PATH.search(message), _FIELD.search(message)
+    parts = [m.group(1) for m in (at, named) if m is not None and m.group(1)]
+    return ".".join(parts) or None
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"the body is larger than {limit} bytes")

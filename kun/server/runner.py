@@ -1,0 +1,56 @@
+"""Serving the app with uvicorn, as ``kun serve`` does.
+
+uvicorn's graceful shutdown closes the listening socket and then waits for
+every open connection to finish before the app's lifespan ends; an event
+stream never finishes on its own. So the server here begins the app's
+shutdown first (:func:`~kun.server.app.begin_shutdown`: streams are told
+to end, running turns are interrupted and recorded as aborted), then lets
+uvicorn wait, bounded by ``GRACE_SECONDS``. It also tells the app when
+the socket is bound, which starts orphan reconciliation.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import uvicorn
+from starlette.applications import Starlette
+
+from kun.server.app import begin_shutdown
+
+__all__ = ["GRACE_SECONDS", "KunServer", "serve"]
+
+GRACE_SECONDS = 10
+
+
+class KunServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
+        super().__init__(config)
+        self.kun_app = app
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        listening = getattr(self.kun_app.state, "listening", None)
+        if self.started and listening is not None:
+            listening.set()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await begin_shutdown(self.kun_app)
+        await super().shutdown(sockets=sockets)
+
+
+def server_for(app: Starlette, host: str, port: int, *, log_level: str = "info") -> KunServer:
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        lifespan="on",
+        log_level=log_level,
+        timeout_graceful_shutdown=GRACE_SECONDS,
+    )
+    return KunServer(config, app)
+
+
+def serve(app: Starlette, host: str, port: int) -> None:
+    """Serve until SIGINT or SIGTERM, then stop gracefully."""
+    server_for(app, host, port).run()

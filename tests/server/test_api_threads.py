@@ -1,0 +1,113 @@
+"""Threads over HTTP: create, list (paged, newest first), get (the
+projection equals a replay of the log), settings, rewind/undo, fork, usage,
+transcript and the raw log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kun.model.scripted import text_reply
+from tests.server.support import api
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_create_get_and_list_newest_first_in_pages(tmp_path: Path) -> None:
+    async with api(tmp_path) as a:
+        ids = [await a.new_thread(title=f"t{n}") for n in range(5)]
+        got = (await a.client.get(f"/v1/threads/{ids[0]}")).json()
+        assert got == msgspec.json.decode(msgspec.json.encode(a.log_state(ids[0])))
+        assert got["settings"]["title"] == "t0" and got["settings"]["title_source"] == "user"
+        seen: list[str] = []
+        cursor = None
+        while True:
+            query = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+            page = (await a.client.get("/v1/threads", params=query)).json()
+            seen += [t["thread_id"] for t in page["threads"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == ids[::-1]
+
+
+async def test_settings_change_the_log_and_the_turns(tmp_path: Path) -> None:
+    async with api(tmp_path, [text_reply("ok")]) as a:
+        thread = await a.new_thread()
+        response = await a.client.patch(
+            f"/v1/threads/{thread}",
+            json={
+                "title": "Renamed",
+                "approval_policy": "never",
+                "model": "other-model",
+                "reasoning_effort": "high",
+                "limits": {"max_steps": 3},
+            },
+        )
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["reasoning_effort"] == "high" and body["limits"]["max_steps"] == 3
+        settings = a.log_state(thread).settings
+        assert (settings.title, settings.approval_policy, settings.model) == (
+            "Renamed",
+            "never",
+            "other-model",
+        )
+        turn = await a.start(thread, "hi")
+        await a.wait(thread, turn)
+        assert a.model.calls[0].request.reasoning_effort == "high"
+
+
+async def test_rewind_undo_and_fork(tmp_path: Path) -> None:
+    async with api(tmp_path, [text_reply("one"), text_reply("two")]) as a:
+        thread = await a.new_thread()
+        first = await a.start(thread, "first")
+        await a.wait(thread, first)
+        second = await a.start(thread, "second")
+        await a.wait(thread, second)
+        rewound = await a.client.post(f"/v1/threads/{thread}/rewind", json={"before_turn": "2"})
+        assert rewound.status_code == 200, rewound.text
+        assert rewound.json()["turn_id"] == second and rewound.json()["hidden"] == 1
+        assert [t.turn_id for t in a.log_state(thread).visible_turns] == [first]
+        undone = await a.client.post(f"/v1/threads/{thread}/rewind/undo")
+        assert undone.json()["restored"] == 1
+        assert len(a.log_state(thread).visible_turns) == 2
+        again = await a.client.post(f"/v1/threads/{thread}/rewind/undo")
+        assert again.status_code == 409 and again.json()["error"]["code"] == "nothing_to_undo"
+        forked = await a.client.post(f"/v1/threads/{thread}/fork", json={"at_turn": 1})
+        assert forked.status_code == 201, forked.text
+        new = forked.json()["thread_id"]
+        assert [t.turn_id for t in a.log_state(new).turns] == [first]
+        whole = await a.client.post(f"/v1/threads/{thread}/fork", json={})
+        assert len(a.log_state(whole.json()["thread_id"]).turns) == 2
+
+
+def _kun(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kun", *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+@pytest.mark.slow
+async def test_usage_transcript_and_log_are_what_the_cli_prints(tmp_path: Path) -> None:
+    async with api(tmp_path, [text_reply("one"), text_reply("two")]) as a:
+        t1, t2 = await a.new_thread(), await a.new_thread()
+        await a.wait(t1, await a.start(t1, "first"))
+        await a.wait(t2, await a.start(t2, "second"))
+        home = str(a.home)
+        diff = (await a.client.get("/v1/usage", params=[("thread", t1), ("thread", t2)])).json()
+        assert diff["text"] + "\n" == _kun("usage", t1, t2, "--home", home)
+        cli = msgspec.json.decode(_kun("usage", t1, t2, "--json", "--home", home))
+        assert diff["threads"] == cli["threads"]
+        one = (await a.client.get(f"/v1/threads/{t1}/usage")).json()
+        assert one["text"] + "\n" == _kun("usage", t1, "--home", home)
+        transcript = await a.client.get(f"/v1/threads/{t1}/transcript")
+        assert transcript.text == _kun("replay", t1, "--home", home)
+        log = await a.client.get(f"/v1/threads/{t1}/log")
+        assert log.headers["content-type"] == "application/x-ndjson"
+        assert log.content == (a.home / "threads" / t1 / "events.jsonl").read_bytes()
