@@ -21,6 +21,7 @@ from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import home_option
 from kun.cli.options import log_of as _log_of
+from kun.cli.serve import serve
 from kun.cli.threads import fork, reconcile, rewind, threads, usage
 from kun.errors import KunError
 
@@ -350,6 +351,7 @@ for _command in (threads, usage, rewind, fork, reconcile):
     cli.add_command(_command)
 cli.add_command(resume)
 cli.add_command(config_command)
+cli.add_command(serve)
 
 
 def main() -> None:
