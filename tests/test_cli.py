@@ -233,7 +233,7 @@ def test_strict_replay_refuses_two_events_on_one_line(tmp_path: Path) -> None:
 def test_a_known_kind_at_a_newer_version_is_refused_by_strict_replay(tmp_path: Path) -> None:
     path = _write(tmp_path, _thread())
     lines = _lines(path)
-    lines[-1] = lines[-1].replace(b'"v":1', b'"v":7')
+    lines[-1] = lines[-1].replace(b'"turn_completed",', b'"turn_completed","v":7,')
     _put(path, lines)
     code, _, err = _run("replay", "t_cli", "--strict", "--home", str(tmp_path))
     assert code == 1 and err.count("\n") == 1 and "v7" in err

@@ -45,9 +45,10 @@ async def test_run_dash_reads_the_prompt_and_json_prints_the_log_itself(tmp_path
             stdin=b"what does a.py print?\nanswer briefly\n",
         )  # fmt: skip
     assert code == 0, err
-    events = [decode_line(line) for line in out.splitlines()]
-    thread_id = events[0].thread_id
-    assert out == (home / "threads" / thread_id / "events.jsonl").read_bytes()
+    (thread,) = (home / "threads").iterdir()
+    thread_id = thread.name
+    assert out == (thread / "events.jsonl").read_bytes()
+    events = [decode_line(line, thread_id) for line in out.splitlines()]
     assert isinstance(events[0], ev.ThreadCreated) and isinstance(events[-1], ev.TurnCompleted)
     (message,) = [
         e.item

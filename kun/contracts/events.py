@@ -5,6 +5,14 @@ Each event is one line of ``events.jsonl``. The envelope (``seq``, ``at``,
 acyclic, so they are declared ``gc=False``: a million of them must not make the
 garbage collector crawl.
 
+Fields at their defaults are left out of a line (``omit_defaults``): most of
+an envelope is ``"turn_id":null`` and ``"v":1`` otherwise, on lines that often
+carry four characters of text. The decoder fills them back in, so a line with
+them and a line without decode to the same event. ``thread_id`` defaults to
+``""`` only so a line may leave it out: the store writes lines without it (the
+file already names the thread) and its reader fills it in; events in memory
+and on the bus always carry it.
+
 Delta contract: the ``text`` of a delta event is a fragment to append; the item
 carried by ``item_created``/``item_updated``/``item_completed`` is the whole
 authoritative item and replaces what the deltas built.
@@ -12,6 +20,7 @@ authoritative item and replaces what the deltas built.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Literal, get_args
 
 import msgspec
@@ -44,13 +53,15 @@ PipelineStageName = Literal[
 ]
 
 
-class EventBase(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind"):
+class EventBase(
+    msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", omit_defaults=True
+):
     """The envelope. ``seq`` starts at 1 per thread and strictly increases; it
     and ``at`` (epoch milliseconds) are assigned by the thread's writer."""
 
     seq: int
     at: int
-    thread_id: str
+    thread_id: str = ""
     turn_id: str | None = None
     v: int = 1
 
@@ -151,8 +162,26 @@ class ItemUpdated(EventBase, tag="item_updated", frozen=True, kw_only=True):
     item: Item
 
 
+class DeltaDigest(msgspec.Struct, frozen=True, gc=False):
+    """What a streamed text is without repeating it: its length in code
+    points and the BLAKE2b-64 of its UTF-8, in hex (:func:`digest_text`)."""
+
+    chars: int
+    blake2b: str
+
+
+def digest_text(text: str) -> DeltaDigest:
+    return DeltaDigest(len(text), hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
+
+
 class ItemCompleted(EventBase, tag="item_completed", frozen=True, kw_only=True):
+    """``text_from_deltas``: the item's text is exactly what its deltas built,
+    so the line carries ``text: ""`` and this digest instead of the text once
+    more; the fold takes the text from the deltas and checks it against the
+    digest. Only for ``assistant_text`` and ``assistant_reasoning``."""
+
     item: Item
+    text_from_deltas: DeltaDigest | None = None
 
 
 class AssistantTextDelta(EventBase, tag="assistant_text_delta", frozen=True, kw_only=True):

@@ -2,6 +2,12 @@
 
 A mixin of :class:`kun.domain.reduce.Projector`, split out to keep each module
 small; it shares the projector's private fold state (declared below).
+
+An ``item_completed`` with ``text_from_deltas`` carries its text as ``""``:
+the text is what the log built for the item before it (its deltas, after
+any whole version), checked against the digest (length and BLAKE2b-64). A
+mismatch is a ``ProjectionError`` naming the item: a text filled in wrong
+would be worse than a log that does not replay.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import msgspec
 from msgspec import UnsetType
 
 from kun.contracts import events as ev
+from kun.contracts.events import digest_text
 from kun.contracts.items import (
     OPEN_STATUSES,
     Approval,
@@ -66,6 +73,8 @@ class ItemHandlers:
         fold.frozen = None
         i = fold.index.get(item_id)
         if i is None:
+            if type(e) is ev.ItemCompleted and e.text_from_deltas is not None:
+                item = _with_streamed_text(e, item, None)
             fold.index[item_id] = len(fold.items)
             fold.items.append(item)
             return
@@ -78,6 +87,8 @@ class ItemHandlers:
                 e.seq,
                 f"item {item_id!r} changes type from {item_type(current)} to {item_type(item)}",
             )
+        if type(e) is ev.ItemCompleted and e.text_from_deltas is not None:
+            item = _with_streamed_text(e, item, fold.get(item_id))
         fold.pending.pop(item_id, None)
         fold.items[i] = item
         if (
@@ -86,6 +97,19 @@ class ItemHandlers:
             and item_id in fold.in_flight
         ):
             fold.in_flight.remove(item_id)
+
+    def streamed_text(self, turn_id: str | None, item_id: str) -> str | None:
+        """The text the log has built so far for the open assistant text or
+        reasoning ``item_id`` of the open turn ``turn_id``, or ``None``: what
+        a writer compares an ``item_completed`` with before recording it
+        with ``text_from_deltas``."""
+        fold = self._turns.get(turn_id) if turn_id is not None else None
+        if fold is None or not fold.open:
+            return None
+        item = fold.get(item_id)
+        if isinstance(item, AssistantText | AssistantReasoning) and item.status in OPEN_STATUSES:
+            return item.text
+        return None
 
     def _delta(
         self, e: ev.EventBase, item_id: str, kind: type[Item], text: str, name: str = ""
@@ -209,6 +233,25 @@ class ItemHandlers:
         item = fold.get(e.request_id)
         assert isinstance(item, UserInput)
         fold.put(_replace(item, status=e.status, answer=e.answer))
+
+
+def _with_streamed_text(e: ev.ItemCompleted, item: Item, current: Item | None) -> Item:
+    """``item`` with the text the log built for ``current``, once it is
+    shown to be the one ``e.text_from_deltas`` describes."""
+    digest = e.text_from_deltas
+    assert digest is not None
+    if not isinstance(item, AssistantText | AssistantReasoning) or item.text:
+        raise ProjectionError(
+            e.seq, f"item {item.id!r}: text_from_deltas on a {item_type(item)} that carries text"
+        )
+    text = current.text if isinstance(current, AssistantText | AssistantReasoning) else ""
+    if digest_text(text) != digest:
+        raise ProjectionError(
+            e.seq,
+            f"item {item.id!r}: the text its deltas built ({len(text)} chars) is not the one "
+            f"item_completed describes ({digest.chars} chars, blake2b {digest.blake2b})",
+        )
+    return _replace(item, text=text)
 
 
 def _implicit_item(kind: type[Item], item_id: str, e: ev.EventBase) -> Item:

@@ -94,6 +94,7 @@ class Projector(ItemHandlers):
         streamed = _STREAMED_TEXT
         call_delta = ev.ToolCallDelta
         item_events = _ITEM_EVENTS
+        completed = ev.ItemCompleted
         stage = ev.PipelineStage
         last_seq = self._last_seq
         last: ev.Event | None = None
@@ -128,7 +129,9 @@ class Projector(ItemHandlers):
                             last_seq = seq
                             last = event
                             continue
-                    elif cls in item_events:
+                    elif cls in item_events and (
+                        cls is not completed or event.text_from_deltas is None  # type: ignore[union-attr]
+                    ):
                         item = event.item  # type: ignore[union-attr]
                         index = fold.index
                         if item.id not in index:

@@ -15,6 +15,15 @@ arguments from a mapping.
 :class:`LineError`; the reader turns those into ``CorruptLog`` with the file
 and line number, which only it knows.
 
+A line leaves out the envelope's ``thread_id`` (:func:`encode_line`,
+:func:`encode_into`): the file is the thread's own, and on a delta line of a
+few characters the id was the largest field. Events keep it in memory; the
+decoders take the thread a file belongs to and fill it into each event that
+has none (lines written before, or copied from another thread by a fork,
+keep the id they name). The encoder writes ``kind``, ``seq``, ``at``, then
+``thread_id``, so the envelope's is the first ``,"thread_id":`` of a line;
+a tool call's raw arguments may hold such a key too, later on the line.
+
 One line is one event. ``decode_lines`` would take any run of JSON values
 separated by whitespace (two events on a line, one event over two lines), so
 the fast path decodes a block as one JSON array, ``[L1,\nL2,\n...]``: a comma
@@ -54,6 +63,7 @@ __all__ = [
     "WrongShape",
     "decode_block",
     "decode_line",
+    "encode_into",
     "encode_line",
     "preview",
     "stale_types",
@@ -113,9 +123,35 @@ class UnknownKind(LineError):
         super().__init__(f"unknown event kind {kind!r}")
 
 
+_encode_into = ENCODER.encode_into
+_THREAD_FIELDS: dict[str, bytes] = {}
+
+
+def _thread_field(thread_id: str) -> bytes:
+    field = _THREAD_FIELDS.get(thread_id)
+    if field is None:
+        if len(_THREAD_FIELDS) > 1024:
+            _THREAD_FIELDS.clear()
+        field = _THREAD_FIELDS[thread_id] = b',"thread_id":' + ENCODER.encode(thread_id)
+    return field
+
+
 def encode_line(event: Event) -> bytes:
-    """The event as one log line, ``\\n`` included."""
-    return ENCODER.encode(event) + b"\n"
+    """The event as one log line, ``\\n`` included, without its thread id."""
+    buffer = bytearray()
+    encode_into(event, buffer, 0)
+    buffer.append(10)
+    return bytes(buffer)
+
+
+def encode_into(event: Event, buffer: bytearray, offset: int) -> None:
+    """Encode ``event`` into ``buffer`` at ``offset`` (as
+    ``Encoder.encode_into``) without the envelope's ``thread_id``."""
+    _encode_into(event, buffer, offset)
+    if event.thread_id:
+        field = _thread_field(event.thread_id)
+        start = buffer.find(field, offset)
+        del buffer[start : start + len(field)]
 
 
 def stale_types() -> dict[type[EventBase], int]:
@@ -127,7 +163,7 @@ def stale_types() -> dict[type[EventBase], int]:
 
 
 def decode_block(
-    data: bytes, start: int, end: int, stale: Mapping[type[EventBase], int]
+    data: bytes, start: int, end: int, stale: Mapping[type[EventBase], int], thread_id: str = ""
 ) -> list[Event] | None:
     """Decode the lines ``data[start:end]`` (``end`` just after a newline) in
     one call; ``None`` if any line needs the slow path (then decode the block
@@ -148,6 +184,8 @@ def decode_block(
     if len(events) != lines:
         return None
     for event in events:
+        if not event.thread_id:
+            force_setattr(event, "thread_id", thread_id)
         if event.v != 1:
             if event.v != stale.get(type(event), 1):
                 return None
@@ -160,10 +198,18 @@ def decode_block(
     return events
 
 
-def decode_line(line: bytes) -> Event:
+def decode_line(line: bytes, thread_id: str = "") -> Event:
     """Decode one line (without its newline) into an event, upcasting an old
-    version; raise a :class:`LineError` subclass for anything else (a known
-    kind at a version newer than this kun's is an :class:`UnknownKind`)."""
+    version, with ``thread_id`` if the line names none; raise a
+    :class:`LineError` subclass for anything else (a known kind at a version
+    newer than this kun's is an :class:`UnknownKind`)."""
+    event = _decode_line(line)
+    if not event.thread_id:
+        force_setattr(event, "thread_id", thread_id)
+    return event
+
+
+def _decode_line(line: bytes) -> Event:
     try:
         event = _DECODER.decode(line)
     except msgspec.ValidationError:

@@ -60,7 +60,7 @@ from kun.contracts.events import (
     ToolCallDelta,
 )
 from kun.store.blobs import FileBlobStore
-from kun.store.codec import ENCODER, encode_line
+from kun.store.codec import encode_into, encode_line
 from kun.store.errors import (
     InvalidSequence,
     InvalidThreadId,
@@ -96,7 +96,7 @@ GROUP_COMMIT_KINDS: frozenset[str] = frozenset(
 )
 
 _fsync = getattr(os, "fdatasync", os.fsync)
-_encode_into = ENCODER.encode_into
+_encode_into = encode_into
 _monotonic = time.monotonic
 
 

@@ -132,6 +132,7 @@ class _LogReader:
         "mode",
         "path",
         "report",
+        "thread_id",
         "until",
     )
 
@@ -139,6 +140,7 @@ class _LogReader:
         self, path: Path, after: int, until: int | None, mode: ReadMode, report: ReadReport
     ) -> None:
         self.path = path
+        self.thread_id = path.parent.name
         self.after = after
         self.until = until
         self.mode = mode
@@ -171,7 +173,7 @@ class _LogReader:
                     if self._seq < self.after and self._skip(data, start, end) == end:
                         start = end
                         continue
-                    events = decode_block(data, start, end, stale)
+                    events = decode_block(data, start, end, stale, self.thread_id)
                     if events is not None and (
                         events[0].seq != self._seq + 1 or events[-1].seq != self._seq + len(events)
                     ):
@@ -291,7 +293,7 @@ class _LogReader:
             if line.strip(_JSON_SPACE):
                 error = None
                 try:
-                    event = decode_line(line)
+                    event = decode_line(line, self.thread_id)
                 except NotJson as exc:
                     bad = _Line(offset, line, exc.reason)
                     if final and index == last:

@@ -183,7 +183,7 @@ def _resume(path: Path, log: Path, thread_id: str) -> tuple[Projector, int] | No
             if state.thread_id != thread_id or state.last_seq != header.last_seq:
                 return None
             projector = Projector(state)
-            projector.apply_all(_tail(fd, header.offset, header.last_seq))
+            projector.apply_all(_tail(fd, header.offset, header.last_seq, thread_id))
     except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
         return None
     return projector, header.last_seq
@@ -258,7 +258,7 @@ def _line_digest(fd: int, end: int, thread_id: str, seq: int) -> bytes:
         position = start
     line = b"".join(reversed(pieces))
     try:
-        event = decode_line(line)
+        event = decode_line(line, thread_id)
     except LineError:
         raise _Unusable("the line at the offset is not an event") from None
     if event.seq != seq or event.thread_id != thread_id:
@@ -266,7 +266,7 @@ def _line_digest(fd: int, end: int, thread_id: str, seq: int) -> bytes:
     return hashlib.blake2b(line, digest_size=16).digest()
 
 
-def _tail(fd: int, offset: int, last_seq: int) -> Iterator[Event]:
+def _tail(fd: int, offset: int, last_seq: int, thread_id: str) -> Iterator[Event]:
     """The events after ``offset``, strictly: every line a current or
     upcast event, seqs following ``last_seq`` one by one, the file ending
     with a newline. Anything else is ``_Unusable`` (the full replay judges it)."""
@@ -283,9 +283,9 @@ def _tail(fd: int, offset: int, last_seq: int) -> Iterator[Event]:
             end = data.rfind(b"\n", start, start + _BLOCK) + 1
             if end <= start:
                 end = data.find(b"\n", start) + 1
-            events = decode_block(data, start, end, stale)
+            events = decode_block(data, start, end, stale, thread_id)
             if events is None:
-                events = _slow(data[start : end - 1])
+                events = _slow(data[start : end - 1], thread_id)
             if events[0].seq != last_seq + 1 or events[-1].seq != last_seq + len(events):
                 raise _Unusable("the tail's seqs do not follow the snapshot")
             last_seq = events[-1].seq
@@ -295,9 +295,9 @@ def _tail(fd: int, offset: int, last_seq: int) -> Iterator[Event]:
         raise _Unusable("the log ends in a torn line")
 
 
-def _slow(block: bytes) -> list[Event]:
+def _slow(block: bytes, thread_id: str) -> list[Event]:
     try:
-        return [decode_line(line) for line in block.split(b"\n")]
+        return [decode_line(line, thread_id) for line in block.split(b"\n")]
     except LineError:
         raise _Unusable("a bad line in the tail") from None
 

@@ -137,7 +137,7 @@ def test_golden_files_are_what_the_generator_writes() -> None:
 def test_generator_refuses_to_rewrite_a_released_log(tmp_path: Path) -> None:
     shutil.copytree(GOLDEN, tmp_path, dirs_exist_ok=True)
     tampered = tmp_path / f"aborted_turn{LOG_SUFFIX}"
-    tampered.write_bytes(tampered.read_bytes().replace(b"interrupted", b"cancelled!!"))
+    tampered.write_bytes(tampered.read_bytes().replace(b"Credit notes", b"Debit notes!"))
     frozen = tmp_path / f"orphaned_turn.v0{LOG_SUFFIX}"
     shutil.copy(tmp_path / f"orphaned_turn{LOG_SUFFIX}", frozen)
 

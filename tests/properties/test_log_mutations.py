@@ -85,7 +85,8 @@ def test_strict_replay_of_a_damaged_log_is_exact_or_names_a_line(
     workdir: Path, case: tuple[list[ev.Event], bytes, int, str]
 ) -> None:
     events, damaged, k, how = case
-    path = workdir / "events.jsonl"
+    path = workdir / events[0].thread_id / "events.jsonl"
+    path.parent.mkdir(exist_ok=True)
     path.write_bytes(damaged)
     report = ReadReport()
     try:

@@ -6,17 +6,20 @@ import msgspec
 import msgspec.inspect
 import pytest
 
+from kun.contracts import events as ev
 from kun.contracts.events import KINDS, Event
+from kun.contracts.items import ToolCall
 from kun.store.codec import (
     NotJson,
     UnknownKind,
     WrongShape,
     decode_block,
     decode_line,
+    encode_into,
     encode_line,
     stale_types,
 )
-from tests.store.factories import every_kind, warning
+from tests.store.factories import TID, every_kind, warning
 
 
 def test_the_sample_covers_every_kind() -> None:
@@ -28,7 +31,7 @@ def test_every_kind_round_trips_exactly_through_one_line(event: msgspec.Struct) 
     line = encode_line(event)  # type: ignore[arg-type]
     assert line.endswith(b"\n")
     assert line.count(b"\n") == 1
-    decoded = decode_line(line[:-1])
+    decoded = decode_line(line[:-1], event.thread_id)  # type: ignore[attr-defined]
     assert decoded == event
     assert encode_line(decoded) == line
 
@@ -36,7 +39,7 @@ def test_every_kind_round_trips_exactly_through_one_line(event: msgspec.Struct) 
 def test_a_block_of_every_kind_decodes_in_one_call() -> None:
     events = every_kind()
     block = b"".join(encode_line(e) for e in events)
-    assert decode_block(block, 0, len(block), stale_types()) == events
+    assert decode_block(block, 0, len(block), stale_types(), TID) == events
 
 
 def test_a_block_with_a_bad_line_asks_for_the_slow_path() -> None:
@@ -105,5 +108,37 @@ def test_decoded_tool_call_arguments_do_not_share_the_block() -> None:
     event = every_kind()[9]
     line = encode_line(event)
     block = b"x\n" + line * 2 + b"y\n"
-    decoded = decode_block(block, 2, 2 + 2 * len(line), stale_types())
+    decoded = decode_block(block, 2, 2 + 2 * len(line), stale_types(), TID)
     assert decoded == [event, event]
+
+
+def test_a_line_leaves_out_the_thread_id_and_what_is_at_its_default() -> None:
+    line = encode_line(warning(3))
+    assert line == b'{"kind":"warning","seq":3,"at":1700000000003,"code":"test","message":"m"}\n'
+    assert decode_line(line[:-1], TID) == warning(3)
+
+
+def test_a_full_envelope_line_decodes_to_the_same_event() -> None:
+    """Lines written before the compact envelope name every field."""
+    full = (
+        b'{"kind":"warning","seq":3,"at":1700000000003,"thread_id":"thr_test",'
+        b'"turn_id":null,"v":1,"code":"test","message":"m"}'
+    )
+    assert decode_line(full, "another") == warning(3)
+    assert decode_block(full + b"\n", 0, len(full) + 1, stale_types(), "another") == [warning(3)]
+
+
+def test_only_the_envelope_thread_id_is_left_out() -> None:
+    """A tool call's raw arguments may hold a ``thread_id`` key of their own."""
+    args = b'{"thread_id":"thr_test","x":{"thread_id":"thr_test"}}'
+    call = ToolCall(id="i", call_id="c", name="n", arguments=msgspec.Raw(args))
+    event = ev.ItemCompleted(seq=1, at=1, thread_id=TID, turn_id="u", item=call)
+    line = encode_line(event)
+    assert line.count(b'"thread_id"') == 2
+    assert args in line
+    buffer = bytearray(b"prefix\n")
+    encode_into(event, buffer, len(buffer))
+    assert bytes(buffer) == b"prefix\n" + line[:-1]
+    decoded = decode_line(line[:-1], TID)
+    assert decoded == event
+    assert bytes(decoded.item.arguments) == args  # type: ignore[attr-defined]

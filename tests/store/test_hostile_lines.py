@@ -18,7 +18,7 @@ from kun.contracts.events import Event
 from kun.store import CorruptLog, ReadMode, ReadReport, UnknownEventKind, read_log
 from kun.store import reader as reader_module
 from kun.store.codec import decode_block, encode_line, stale_types
-from tests.store.factories import warning, warnings
+from tests.store.factories import TID, warning, warnings
 
 DEEP = b'{"kind":"warning","seq":3,"at":1,"thread_id":"thr_test","code":"c","message":"m","x":'
 DEEP += b"[" * 1000 + b"]" * 1000 + b"}"
@@ -39,7 +39,10 @@ def line(event: Event) -> bytes:
 
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
-    return tmp_path / "events.jsonl"
+    """In a directory named after the thread: lines leave the thread id out
+    and the reader takes it from there."""
+    (tmp_path / TID).mkdir()
+    return tmp_path / TID / "events.jsonl"
 
 
 @pytest.fixture(params=[1 << 16, 1], ids=["fast", "line-by-line"])
@@ -238,7 +241,7 @@ def test_a_deeply_nested_last_line_is_corrupt_not_torn(log: Path, ending: bytes)
 
 
 def newer(seq: int) -> bytes:
-    return line(warning(seq)).replace(b'"v":1', b'"v":2') + b"\n"
+    return line(warning(seq)).replace(b'"warning",', b'"warning","v":2,') + b"\n"
 
 
 def test_a_newer_version_of_a_known_kind_is_refused_in_strict_mode(
@@ -260,7 +263,7 @@ def test_a_newer_version_of_a_known_kind_is_counted_in_tolerant_mode(
 
 
 def test_a_version_below_one_is_corrupt(log: Path, sub_block: int) -> None:
-    zero = line(warning(3)).replace(b'"v":1', b'"v":0') + b"\n"
+    zero = line(warning(3)).replace(b'"warning",', b'"warning","v":0,') + b"\n"
     write(log, *warnings(1, 2), zero, *warnings(4, 5))
     with pytest.raises(CorruptLog) as caught:
         seqs(log, "tolerant")

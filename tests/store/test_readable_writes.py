@@ -18,7 +18,7 @@ def _at_depth(frames: int, line: bytes) -> object:
     server's stack would."""
     if frames:
         return _at_depth(frames - 1, line)
-    return decode_line(line)
+    return decode_line(line, "t")
 
 
 @pytest.mark.parametrize("depth", [900, 5000])

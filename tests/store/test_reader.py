@@ -39,7 +39,10 @@ def seqs(path: Path, mode: ReadMode = "strict", report: ReadReport | None = None
 
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
-    return tmp_path / "events.jsonl"
+    """In a directory named after the thread: lines leave the thread id out
+    and the reader takes it from there."""
+    (tmp_path / TID).mkdir()
+    return tmp_path / TID / "events.jsonl"
 
 
 def test_reads_back_every_kind_in_order(log: Path) -> None:
@@ -268,7 +271,7 @@ def test_pages_match_a_filter_of_the_whole_log(
 def test_lines_before_after_are_skipped_undecoded(
     log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reader_module, "CHUNK_SIZE", 400)
+    monkeypatch.setattr(reader_module, "CHUNK_SIZE", 500)
     monkeypatch.setattr(reader_module, "SUB_BLOCK_SIZE", 200)
     write(log, *warnings(1, 5), b"not json\n", *warnings(7, 200))
     with pytest.raises(CorruptLog, match="line 6"):

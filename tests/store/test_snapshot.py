@@ -73,7 +73,8 @@ def _thread(tmp_path: Path, turns: int = 3) -> tuple[LogBuilder, Path, Path]:
     b.create(workspace="/w", title="hello")
     for n in range(turns):
         _turn(b, f"question {n}", f"answer {n}")
-    log, path = tmp_path / "events.jsonl", tmp_path / "snapshot.msgpack"
+    (tmp_path / "t1").mkdir()
+    log, path = tmp_path / "t1" / "events.jsonl", tmp_path / "snapshot.msgpack"
     _write_log(log, b.events)
     return b, log, path
 
