@@ -74,7 +74,8 @@ def test_replay_until_seq_replays_a_prefix(tmp_path: Path) -> None:
 def test_every_golden_log_replays_to_a_transcript(golden: Path) -> None:
     code, out, err = _run("replay", str(golden))
     assert code == 0, err
-    assert out.startswith("thread ") and "total:" in out
+    assert out.startswith("== turn 1 ") and out.split("\n")[-2].startswith("total: ")
+    assert "\n\nthread " in out, "the summary follows the turns"
 
 
 @pytest.mark.parametrize(

@@ -22,14 +22,16 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN.glob("*.events.jsonl")), ids=lambda p: p.name)
-def test_from_seq_1_is_the_whole_transcript_without_its_header(golden: Path) -> None:
+def test_from_seq_1_is_the_whole_transcript_without_its_summary(golden: Path) -> None:
     code, whole, err = _run("replay", str(golden))
     assert code == 0, err
     code, page, err = _run("replay", str(golden), "--from-seq", "1")
     assert code == 0, err
     first, _, body = page.partition("\n")
     assert first.startswith("-- since seq 1 (to seq ")
-    assert whole.endswith("\n" + body)
+    turns, _, _ = whole.partition("\n\nthread ")
+    assert body.startswith("\n" + turns + "\n")
+    assert whole.endswith(body[body.index("\n\ntotal: ") :])
     assert body.count("== turn ") == whole.count("== turn ")
 
 

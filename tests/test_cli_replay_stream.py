@@ -20,7 +20,7 @@ from kun.store.codec import encode_line
 from kun.store.replay import replay_log
 from tests.properties.strategies import thread_logs
 
-cli_main = importlib.import_module("kun.cli.main")
+cli_main = importlib.import_module("kun.cli.replay")
 GOLDEN = Path(__file__).resolve().parent.parent / "events" / "golden"
 FLAGS = [(), ("--hidden",), ("--reasoning",), ("--hidden", "--reasoning")]
 
@@ -33,7 +33,7 @@ def _printed(path: Path, flags: tuple[str, ...], flush_at: int) -> str:
     finally:
         cli_main.TRANSCRIPT_FLUSH_AT = saved
     assert result.exit_code == 0, result.stderr
-    return result.stdout
+    return result.stdout_bytes.decode()
 
 
 def _whole(path: Path, flags: tuple[str, ...]) -> str:

@@ -9,7 +9,7 @@ imported inside the commands that need them, so the CLI starts instantly.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from kun.cli.colors import no_color_option
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import home_option
-from kun.cli.options import log_of as _log_of
+from kun.cli.replay import replay
 from kun.cli.serve import serve
 from kun.cli.threads import fork, reconcile, rewind, threads, usage
 from kun.errors import KunError
@@ -126,128 +126,6 @@ def _runtime_given() -> bool:
     return runtime_flags().given()
 
 
-def _replay(path: Path, *, until: int | None, strict: bool) -> tuple[Any, Any]:
-    from kun.store.port import ReadReport
-    from kun.store.replay import replay_log
-
-    report = ReadReport()
-    state = replay_log(path, until=until, mode="strict" if strict else "tolerant", report=report)
-    return state, report
-
-
-def _report_notes(report: Any) -> Iterator[str]:
-    if report.seq_gaps:
-        before, after = report.first_gap
-        yield (
-            f"note: {report.missing_seqs} events are missing from the log "
-            f"(its seqs jump {report.seq_gaps} times, first from seq {before} to {after}); "
-            "--strict refuses such logs"
-        )
-    if report.unknown:
-        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(report.unknown_kinds.items()))
-        yield (
-            f"note: skipped {report.unknown} events of kinds this kun does not know ({kinds}); "
-            "the log was written by a newer kun (--strict refuses such logs)"
-        )
-    torn = report.torn_tail
-    if torn is not None:
-        yield (
-            f"note: ignored a torn last line ({torn.size} bytes at line {torn.line}: "
-            f"{torn.reason}); the next write to this thread repairs it"
-        )
-
-
-@cli.command()
-@click.argument("thread")
-@click.option("--json", "as_json", is_flag=True, help="Print the projection as JSON.")
-@click.option(
-    "--until-seq",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Replay only the events up to this seq.",
-)
-@click.option(
-    "--from-seq",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Print only what happened from this seq on: the turns it started or changed.",
-)
-@click.option("--strict", is_flag=True, help="Refuse events of unknown kinds.")
-@click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
-@click.option("--hidden", is_flag=True, help="Show turns hidden by a rewind.")
-@home_option
-def replay(
-    thread: str,
-    as_json: bool,
-    until_seq: int | None,
-    from_seq: int | None,
-    strict: bool,
-    reasoning: bool,
-    hidden: bool,
-    home: Path | None,
-) -> None:
-    """Rebuild THREAD from its log and print its transcript.
-
-    THREAD is a thread id, or the path of an events.jsonl file. --from-seq N
-    prints a page: a line naming the seqs, the turns that started or changed
-    from seq N on (numbered as in the whole transcript), the warnings since
-    and the thread's total.
-    """
-    import msgspec
-
-    from kun.domain.transcript import iter_transcript
-
-    _, path = _log_of(home, thread)
-    if from_seq is not None:
-        if as_json:
-            raise click.UsageError("--from-seq prints a transcript; --json prints the whole thread")
-        _replay_since(path, from_seq, until_seq, strict=strict, hidden=hidden, reasoning=reasoning)
-        return
-    state, report = _replay(path, until=until_seq, strict=strict)
-    if as_json:
-        click.echo(msgspec.json.format(msgspec.json.encode(state), indent=2))
-    else:
-        _print_transcript(iter_transcript(state, show_hidden=hidden, show_reasoning=reasoning))
-    for note in _report_notes(report):
-        click.echo(note, err=True)
-
-
-TRANSCRIPT_FLUSH_AT = 1 << 16
-
-
-def _print_transcript(chunks: Iterator[list[str]]) -> None:
-    """Print the transcript as it is drawn: the header at once, then the
-    turns about ``TRANSCRIPT_FLUSH_AT`` characters at a time, the same bytes as one
-    ``echo`` of every line joined (drawing a long thread takes about as long
-    as folding it, so the first lines need not wait for the last)."""
-    pending: list[str] = []
-    size = 0
-    for number, chunk in enumerate(chunks):
-        pending.extend(chunk)
-        size += sum(len(line) + 1 for line in chunk)
-        if number == 0 or size >= TRANSCRIPT_FLUSH_AT:
-            click.echo("\n".join(pending))
-            pending, size = [], 0
-    if pending:
-        click.echo("\n".join(pending))
-
-
-def _replay_since(
-    path: Path, since: int, until: int | None, *, strict: bool, hidden: bool, reasoning: bool
-) -> None:
-    from kun.domain.transcript import render_since
-    from kun.store.port import ReadReport
-    from kun.store.replay import replay_since
-
-    report = ReadReport()
-    before, state = replay_since(
-        path, since, until=until, mode="strict" if strict else "tolerant", report=report
-    )
-    click.echo("\n".join(render_since(before, state, show_hidden=hidden, show_reasoning=reasoning)))
-    for note in _report_notes(report):
-        click.echo(note, err=True)
-
-
 @cli.command()
 @click.option(
     "--fast", is_flag=True, help="Do not pace the stream (it is paced only on a terminal)."
@@ -347,7 +225,7 @@ def run(
 
 
 cli.add_command(chat)
-for _command in (threads, usage, rewind, fork, reconcile):
+for _command in (replay, threads, usage, rewind, fork, reconcile):
     cli.add_command(_command)
 cli.add_command(resume)
 cli.add_command(config_command)

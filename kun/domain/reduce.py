@@ -76,6 +76,8 @@ class Projector(ItemHandlers):
         self._repairs = list(state.repairs)
         self._late_events = state.late_events
         self._turns: dict[str, TurnFold] = {t.turn_id: TurnFold(t) for t in state.turns}
+        self._order: list[TurnFold] = list(self._turns.values())
+        self._released = 0
         self._approvals: dict[str, str] = {}
         self._inputs: dict[str, str] = {}
         for fold in self._turns.values():
@@ -199,6 +201,34 @@ class Projector(ItemHandlers):
             self._dirty = False
         return self._state
 
+    def settled_since(self, start: int) -> list[TurnState]:
+        """The turns from the ``start``-th (0-based, in start order) up to
+        the first one still open. Nothing but a rewind changes a settled
+        turn (late events are counted, not applied), so a printer that knows
+        the log holds no rewind may show these at once."""
+        settled: list[TurnState] = []
+        order = self._order
+        while start < len(order) and not order[start].open:
+            settled.append(order[start].freeze())
+            start += 1
+        return settled
+
+    def release(self, count: int) -> None:
+        """Forget the items of the first ``count`` turns, which must be
+        settled: a streaming printer that has shown them keeps the fold's
+        memory flat. Snapshots show those turns without items from now on,
+        so only a fold that will never be continued or written from may
+        release."""
+        for fold in self._order[self._released : count]:
+            if fold.open:
+                raise ValueError(f"turn {fold.base.turn_id!r} is still open")
+            fold.items = []
+            fold.index = {}
+            fold.pending.clear()
+            fold.frozen = None
+            self._dirty = True
+        self._released = max(self._released, count)
+
     # -- thread ----------------------------------------------------------------
 
     def _thread_created(self, e: ev.ThreadCreated) -> None:
@@ -258,7 +288,7 @@ class Projector(ItemHandlers):
             raise ProjectionError(e.seq, "turn_started has no turn_id")
         if e.turn_id in self._turns:
             raise ProjectionError(e.seq, f"turn {e.turn_id!r} started twice")
-        self._turns[e.turn_id] = TurnFold(
+        self._turns[e.turn_id] = fold = TurnFold(
             TurnState(
                 turn_id=e.turn_id,
                 status="running",
@@ -270,6 +300,7 @@ class Projector(ItemHandlers):
                 plan_mode=e.plan_mode,
             )
         )
+        self._order.append(fold)
 
     def _turn_steered(self, e: ev.TurnSteered) -> None:
         fold = self._open_turn(e)
@@ -340,10 +371,16 @@ class Projector(ItemHandlers):
     # -- accounting and diagnostics --------------------------------------------
 
     def _usage(self, e: ev.Usage) -> None:
+        """A call counts in the thread's total wherever it falls, and in its
+        turn's only while the turn is open: a settled turn is final (SPEC
+        §4 rule 4), so a late usage event is counted as late there."""
         if e.turn_id is not None:
             fold = self._turn(e)
-            fold.usage.add(e.usage)
-            fold.frozen = None
+            if fold.open:
+                fold.usage.add(e.usage)
+                fold.frozen = None
+            else:
+                self._late()
         self._usage_total.add(e.usage)
 
     def _warning(self, e: ev.WarningEvent) -> None:

@@ -10,7 +10,7 @@ says so, so where each rule came from is in the transcript too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from kun.contracts.items import (
     Approval,
@@ -48,15 +48,30 @@ def render_transcript(
 def iter_transcript(
     state: ThreadState, *, show_hidden: bool = False, show_reasoning: bool = False
 ) -> Iterator[list[str]]:
-    """The transcript's lines in chunks: the header, then each turn, then
-    the warnings and total. Drawing a long thread takes about as long as
-    folding it, so a printer writes each chunk as it comes instead of
-    waiting for the last turn."""
-    yield _header(state)
+    """The transcript's lines in chunks: each turn, then the summary. A
+    printer writes each chunk as it comes; a replay that streams produces the
+    same chunks from :func:`turn_lines` and :func:`summary_lines` while it
+    folds, so the summary (which needs the whole log) comes last."""
     for number, turn in enumerate(state.turns, start=1):
-        yield _numbered(number, turn, show_hidden, show_reasoning)
-    tail = [f"warning {warning.code}: {warning.message}" for warning in state.warnings]
-    yield [*tail, "", f"total: {format_usage(state.usage)}"]
+        yield turn_lines(number, turn, show_hidden=show_hidden, show_reasoning=show_reasoning)
+    yield summary_lines(state)
+
+
+def turn_lines(
+    number: int, turn: TurnState, *, show_hidden: bool = False, show_reasoning: bool = False
+) -> list[str]:
+    """Turn ``number`` (1-based) as the transcript draws it: after a blank
+    line, except the first turn, which opens the transcript."""
+    lines = _numbered(number, turn, show_hidden, show_reasoning)
+    return lines[1:] if number == 1 and lines[0] == "" else lines
+
+
+def summary_lines(state: ThreadState) -> list[str]:
+    """What closes the transcript: the thread (title, status, turns, settings,
+    lineage, repairs), the warnings and the total."""
+    warnings = [f"warning {warning.code}: {warning.message}" for warning in state.warnings]
+    lead = [""] if state.turns else []
+    return [*lead, *_header(state), *warnings, "", f"total: {format_usage(state.usage)}"]
 
 
 def render_since(
@@ -124,17 +139,17 @@ def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
     took = f" · {duration / 1000:.1f}s" if duration is not None else ""
     model = f" · {turn.model}" if turn.model else ""
     lines = [f"== turn {number} · {turn.status}{took}{model} · {turn.turn_id} =="]
-    calls = {i.call_id for i in turn.items if isinstance(i, ToolCall)}
+    items = turn.items
+    calls = {item.call_id for item in items if type(item) is ToolCall}
     attached: dict[str, list[Item]] = {}
-    for item in turn.items:
-        if isinstance(item, ToolResult | Approval) and item.call_id in calls:
-            attached.setdefault(str(item.call_id), []).append(item)
-    for item in turn.items:
-        if isinstance(item, ToolResult | Approval) and item.call_id in calls:
-            continue
-        if isinstance(item, ToolCall):
-            lines.extend(_tool_call(item, attached.get(item.call_id, [])))
-        else:
+    if calls:
+        for item in items:
+            if isinstance(item, _ATTACHED) and item.call_id in calls:
+                attached.setdefault(item.call_id, []).append(item)
+    for item in items:
+        if type(item) is ToolCall:
+            lines.extend(_tool_call(item, attached.get(item.call_id, ())))
+        elif not (isinstance(item, _ATTACHED) and item.call_id in calls):
             lines.extend(_item(item, show_reasoning))
     if turn.error is not None:
         lines.append(f"  failed [{turn.error.code}]: {_one_line(turn.error.message)}")
@@ -144,6 +159,10 @@ def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
     if turn.usage.calls:
         lines.append(f"  usage: {format_usage(turn.usage)}")
     return lines
+
+
+_ATTACHED = (ToolResult, Approval)
+_CALL_MARKS = {"completed": "ok", "in_progress": "running"}
 
 
 def _hidden(lines: list[str], rewind_seq: int) -> list[str]:
@@ -198,22 +217,23 @@ def _approval(item: Approval) -> str:
     return f"{_one_line(item.summary)} -> {item.status}{reason}"
 
 
-def _tool_call(call: ToolCall, attached: list[Item]) -> list[str]:
+def _tool_call(call: ToolCall, attached: Sequence[Item]) -> list[str]:
     arguments = bytes(call.arguments).decode() if call.arguments_text == "" else call.arguments_text
-    mark = {"completed": "ok", "in_progress": "running"}.get(call.status, call.status)
+    mark = _CALL_MARKS.get(call.status, call.status)
     for item in attached:
-        if isinstance(item, ToolResult) and item.is_error:
+        if type(item) is ToolResult and item.is_error:
             mark = f"error{f' [{item.code}]' if item.code else ''}"
     lines = [f"  tool {call.name}({_cut(_one_line(arguments), ARGUMENT_WIDTH)}) -> {mark}"]
     diff = ""
     for item in attached:
-        if isinstance(item, Approval):
+        if type(item) is Approval:
             lines.append(f"    approval: {_approval(item)}")
             diff = diff or item.diff
-        elif isinstance(item, ToolResult):
+        elif type(item) is ToolResult:
             lines.extend(_result(item, "    "))
             diff = item.diff or diff
-    lines.extend(_diff(diff, "    "))
+    if diff:
+        lines.extend(_diff(diff, "    "))
     return lines
 
 
@@ -230,10 +250,18 @@ def _diff(diff: str, indent: str) -> list[str]:
 
 
 def _result(result: ToolResult, indent: str) -> list[str]:
-    rows = result.output.split("\n")
-    shown = [f"{indent}| {_cut(row.expandtabs(4), LINE_WIDTH)}" for row in rows[:RESULT_LINES]]
+    """The first ``RESULT_LINES`` lines of the output and how many more
+    (split no further than shown: an output can be long)."""
+    output = result.output
+    rows = output.split("\n", RESULT_LINES)
+    head = rows[:RESULT_LINES]
+    if "\t" in output:
+        head = [row.expandtabs(4) for row in head]
+    prefix, width = f"{indent}| ", LINE_WIDTH
+    shown = [prefix + (row if len(row) <= width else row[: width - 3] + "...") for row in head]
     if len(rows) > RESULT_LINES:
-        shown.append(f"{indent}| ... ({len(rows) - RESULT_LINES} more lines)")
+        more = rows[-1].count("\n") + 1
+        shown.append(f"{indent}| ... ({more} more lines)")
     ref = result.output_ref
     if ref is not None:
         shown.append(f"{indent}| [{-(-ref.size // 1024):,} KB in side file {ref.sha256[:12]}]")
@@ -241,6 +269,8 @@ def _result(result: ToolResult, indent: str) -> list[str]:
 
 
 def _block(prefix: str, text: str) -> list[str]:
+    if "\n" not in text:
+        return [prefix + text]
     rows = text.split("\n")
     pad = " " * len(prefix)
     return [prefix + rows[0], *(pad + row for row in rows[1:])]

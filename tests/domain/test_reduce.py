@@ -8,6 +8,7 @@ import pytest
 from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ToolCall, ToolResult, UserInput
 from kun.contracts.threads import Goal, Todo
+from kun.contracts.usage import UsageSnapshot
 from kun.domain.errors import ProjectionError
 from kun.domain.fork import fork_events
 from kun.domain.reduce import Projector, reduce, replay
@@ -138,6 +139,19 @@ def test_events_after_a_turn_settles_change_nothing_and_are_counted() -> None:
     assert after.late_events == 3
     item = after.turns[0].items[1]
     assert isinstance(item, UserInput) and item.status == "cancelled"
+
+
+def test_usage_after_a_turn_settles_counts_for_the_thread_not_the_turn() -> None:
+    b = _builder()
+    turn_id = b.start_turn("hi")
+    b.usage(prompt_tokens=10, cost_usd=0.5)
+    b.complete()
+    before = replay(b.events)
+    b.emit(ev.Usage, turn_id=turn_id, usage=UsageSnapshot(prompt_tokens=7, cost_usd=0.25))
+    after = replay(b.events)
+    assert after.turns == before.turns, "a settled turn is final (SPEC 4, rule 4)"
+    assert after.late_events == before.late_events + 1
+    assert after.usage.prompt_tokens == 17 and after.usage.calls == 2
 
 
 def test_a_second_answer_to_an_approval_is_a_late_event() -> None:
