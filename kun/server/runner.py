@@ -6,12 +6,15 @@ stream never finishes on its own. So the server here begins the app's
 shutdown first (:func:`~kun.server.app.begin_shutdown`: streams are told
 to end, running turns are interrupted and recorded as aborted), then lets
 uvicorn wait, bounded by ``GRACE_SECONDS``. It also tells the app when
-the socket is bound, which starts orphan reconciliation.
+the socket is bound, which starts orphan reconciliation, and exits 0
+after a stop by SIGINT or SIGTERM (uvicorn would raise the signal again).
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Iterator
 
 import uvicorn
 from starlette.applications import Starlette
@@ -37,6 +40,14 @@ class KunServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await begin_shutdown(self.kun_app)
         await super().shutdown(sockets=sockets)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's handlers, without raising the signal again once the
+        server has stopped: a graceful stop exits 0."""
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()
 
 
 def server_for(app: Starlette, host: str, port: int, *, log_level: str = "info") -> KunServer:
