@@ -30,6 +30,7 @@ from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.server.auth import BearerAuth
 from kun.server.backend import Backend
 from kun.server.errors import exception_handlers
+from kun.server.openapi import openapi_routes
 from kun.server.reads import read_routes
 from kun.server.threads import thread_routes
 from kun.server.turns import turn_routes
@@ -77,7 +78,13 @@ def create_app(
 
     middleware = [Middleware(BearerAuth, token=token)] if token else []
     app = Starlette(
-        routes=[*thread_routes(), *turn_routes(), *read_routes(), *_stream_routes()],
+        routes=[
+            *thread_routes(),
+            *turn_routes(),
+            *read_routes(),
+            *_stream_routes(),
+            *openapi_routes(),
+        ],
         middleware=middleware,
         exception_handlers=exception_handlers(),  # type: ignore[arg-type]
         lifespan=lifespan,
