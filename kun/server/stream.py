@@ -11,10 +11,12 @@ the events after it, including those appended while the client was away.
 past it gets ``204`` (which tells an ``EventSource`` to stop reconnecting).
 
 The firehose has no backlog and no ids: seqs are per thread, and a single
-``Last-Event-ID`` could not say where each thread was. Each event's data
-names its ``thread_id`` and ``seq``; a client that loses the connection (or is
-dropped for falling behind) catches a thread up with its own stream and
-``?after=``, then follows the firehose again.
+``Last-Event-ID`` could not say where each thread was. It opens with a
+``: live`` comment: every event published after it is in the stream. Each
+event's data names its ``thread_id`` and ``seq``; a client that loses the
+connection (or is dropped for falling behind) follows the firehose again,
+then catches up each thread it cares about with that thread's stream and
+``?after=<its last seq seen>&until=<the first seq the new firehose gave>``.
 
 The app provides ``app.state.service`` (the :class:`TurnService`) and, for a
 clean shutdown, ``app.state.shutdown`` (an ``anyio.Event``; once set, every
@@ -35,12 +37,12 @@ from starlette.types import ASGIApp
 
 from kun.contracts.events import Event
 from kun.runtime.service import TurnService
-from kun.server.sse_frames import event_frame
+from kun.server.sse_frames import comment, event_frame
 from kun.server.sse_response import EventStreamResponse, FellBehind, Put, StreamSettings
 from kun.store.errors import InvalidThreadId
 from kun.store.paths import validate_thread_id
 
-__all__ = ["StreamSettings", "stream_routes"]
+__all__ = ["StreamSettings", "follow_all", "stream_routes"]
 
 _SEQ = re.compile(r"[0-9]{1,18}")
 _THREAD_PARAMS = frozenset({"after", "until"})
@@ -148,7 +150,7 @@ def _firehose(request: Request, settings: StreamSettings) -> Response | ASGIApp:
     tap = service.recorder.bus.tap
 
     async def source(put: Put) -> None:
-        await _follow_all(tap, settings.firehose_buffer, put)
+        await follow_all(tap, settings.firehose_buffer, put)
 
     def note(reason: str, last: int | None) -> str:
         if reason == "shutdown":
@@ -158,7 +160,7 @@ def _firehose(request: Request, settings: StreamSettings) -> Response | ASGIApp:
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=None, note=note)
 
 
-async def _follow_all(
+async def follow_all(
     tap: Callable[[Callable[[Event], None]], Callable[[], None]], capacity: int, put: Put
 ) -> None:
     """Every durable event of every thread from now on, until more than
@@ -180,6 +182,7 @@ async def _follow_all(
 
     untap = tap(sink)
     try:
+        await put(None, comment("live"))
         while True:
             while queue:
                 event = queue.popleft()

@@ -29,6 +29,7 @@ from kun.server.stream import StreamSettings, stream_routes
 from kun.store.codec import ENCODER
 from tests.runtime.support import Harness, harness
 
+SEND_BUFFER = 64 * 1024
 FAST = StreamSettings(heartbeat=30.0, lag_timeout=5.0, drain_timeout=5.0)
 
 
@@ -59,6 +60,9 @@ class _Server(uvicorn.Server):
 @asynccontextmanager
 async def serve(app: Starlette) -> AsyncIterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Accepted sockets inherit a fixed send buffer instead of autotuning up
+    # to megabytes, so a client that stops reading stalls the server soon.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
