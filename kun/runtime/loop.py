@@ -14,6 +14,12 @@ item at once, or it would land after the calls it came before. A call the
 provider gave no id (the decoder names it ``__kun_stream_tool_call_index_
 <n>``, the same on every response) takes its item's id as call id, which is
 unique in the thread.
+
+Of the pipeline stages (SPEC §6.2) only ``pre_send`` is recorded, once per
+step as its request goes out: it is the step's boundary and what a live view
+waits on (the model is thinking until its first output). The other stages
+found nothing to record and made up a third to a half of a log's lines; a
+stage that comes to do something records what it found as its own event.
 """
 
 from __future__ import annotations
@@ -51,15 +57,6 @@ from kun.runtime.dispatch import dispatch
 from kun.runtime.project import render_project_context
 from kun.store.blobs import BlobError
 
-TURN_STAGES = ("setup", "pre_start", "post_start")
-STEP_STAGES_BEFORE = (
-    "input_received",
-    "input_cached",
-    "input_routed",
-    "input_compressed",
-    "input_remembered",
-    "pre_send",
-)
 NO_DIALOG = (
     "This turn runs unattended: nobody can answer questions. Do not promise a dialog "
     "or ask the user to choose; decide, act, and report what you did."
@@ -87,7 +84,6 @@ async def run_turn(run: TurnRun) -> Outcome:
     outcome = Outcome("failed", code="internal_error", message="the turn did not finish")
     with run.scope:
         try:
-            await _stages(run, TURN_STAGES, 0)
             await drain_steering(run)
             outcome = await loop(run)
         except BlobError as exc:
@@ -229,8 +225,8 @@ def thread_call_id(call_id: str, item_id: str) -> str:
 
 
 async def model_step(run: TurnRun, step: int) -> Outcome:
-    await _stages(run, STEP_STAGES_BEFORE, step)
     request = build_request(run, run.state())
+    await run.write(draft(ev.PipelineStage, run.turn_id, stage="pre_send", step=step))
     answer = _Answer()
     async for chunk in run.model.stream(request):
         await _on_chunk(run, answer, chunk)
@@ -239,8 +235,6 @@ async def model_step(run: TurnRun, step: int) -> Outcome:
         *(draft(ev.ItemCompleted, run.turn_id, item=item) for item in answer.items()),
         *(draft(ev.ItemCreated, run.turn_id, item=call) for call in calls),
         *(_usage_event(run, usage, step) for usage in answer.usage),
-        draft(ev.PipelineStage, run.turn_id, stage="post_send", step=step),
-        draft(ev.PipelineStage, run.turn_id, stage="response_received", step=step),
     ]
     # With calls, the batch rides on the durable write dispatch makes before
     # any tool can run (see kun.runtime.dispatch); without, the turn ends.
@@ -330,12 +324,6 @@ def _usage_event(run: TurnRun, chunk: UsageChunk, step: int) -> ev.Usage:
         step=step,
     )
     return usage
-
-
-async def _stages(run: TurnRun, stages: tuple[str, ...], step: int) -> None:
-    await run.write(
-        *(draft(ev.PipelineStage, run.turn_id, stage=stage, step=step) for stage in stages)
-    )
 
 
 def settle_events(run: TurnRun, outcome: Outcome) -> list[ev.Event]:

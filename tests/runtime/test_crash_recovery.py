@@ -253,7 +253,7 @@ def make_plans(rnd: random.Random) -> list[Plan]:
         return Plan(
             "between_steps",
             lambda s: [s.parallel_reads(), *_long(s)],
-            trigger=_kind("pipeline_stage", stage="input_received"),
+            trigger=_kind("pipeline_stage", stage="pre_send"),
             nth=rnd.randint(2, 3),
         )
 

@@ -49,13 +49,13 @@ async def test_a_multi_step_turn_reads_edits_and_answers(tmp_path: Path) -> None
         assert texts == ["Looking.", "Done: a.py prints A."]
         assert [r.is_error for r in _results(turn)] == [False, False]
         assert turn.usage.calls == 1 and turn.usage.prompt_tokens == 50
+        # Only pre_send is recorded, once per step (kun.runtime.loop).
         stages = [
-            e.stage
+            (e.stage, e.step)
             for e in JsonlEventStore(h.home).read(h.thread_id)
             if isinstance(e, ev.PipelineStage)
         ]
-        assert stages[:3] == ["setup", "pre_start", "post_start"]
-        assert len(set(stages)) == 11
+        assert stages == [("pre_send", 0), ("pre_send", 1), ("pre_send", 2)]
         requests = h.model.requests
         assert len(requests) == 3
         assert [type(i).__name__ for i in requests[1].history][-2:] == ["ToolCall", "ToolResult"]
