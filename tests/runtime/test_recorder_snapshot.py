@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 
@@ -87,3 +88,21 @@ async def test_an_exit_by_exception_writes_no_snapshot(tmp_path: Path) -> None:
         assert raised
         assert logged(store)
         assert not snapshot_path(tmp_path, TID).exists()
+
+
+async def test_a_thread_that_grows_is_snapshotted_in_the_background(tmp_path: Path) -> None:
+    """Past ``snapshot_every`` new events a snapshot is written while the
+    recorder runs (the exit writes none here: its threshold is out of reach),
+    and opening from it equals the log."""
+    async with JsonlEventStore(tmp_path) as store:
+        async with EventRecorder(store, snapshot_after=10**9, snapshot_every=5) as recorder:
+            await recorder.record(TID, created(), *turn())
+            await recorder.record(TID, *turn("turn_2"))
+            for _ in range(50):
+                if snapshot_path(tmp_path, TID).exists():
+                    break
+                await anyio.sleep(0.01)
+            assert _snapshot_seq(tmp_path) >= 5
+            await recorder.record(TID, warning())
+        async with EventRecorder(store, snapshot_after=10**9) as recorder:
+            assert await recorder.open(TID) == replay(logged(store))
