@@ -1,0 +1,56 @@
+"""tools/bench_issue10.py runs end to end at tiny sizes and prints every row
+of issue 10's table (no timing is judged here: benchmarks print ratios)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "bench_issue10.py"
+
+ROWS = (
+    "log bytes / streamed text byte, 4-char tokens 20 ms apart",
+    "same, tokens 1 ms apart",
+    "`kun replay` (transcript) rate / raw typed decode",
+    "`kun replay --json` rate / raw decode",
+    "time to first output of `kun replay`",
+    "peak RSS, `kun replay --json`",
+    "`kun threads`, 3 threads (warm index",
+    "to continue it (snapshot of a clean exit)",
+    "recorder delta path / a bare loop",
+    "fsyncs per tool step",
+    "replay time linear",
+    "memory flat with snapshots",
+)
+
+
+def test_one_command_prints_every_row(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--events=600",
+            "--scale=500,1000",
+            "--counts=1,3",
+            "--runs=1",
+            "--deltas=100",
+            "--steps=2,3",
+            f"--dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    out = done.stdout
+    issue = out.split("## `kun threads`")[0]
+    rows = [line for line in issue.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 1 + 14, out
+    for what in ROWS:
+        assert sum(what in row for row in rows) == 1, f"no row {what!r} in:\n{out}"
+    assert all(row.count(" | ") == 3 for row in rows), out
+    assert "`kun threads`, 1 threads" in out and "`kun threads`, 3 threads" in out
+    assert "| 503 events |" in out and "| 1,005 events |" in out
+    assert list(tmp_path.iterdir()) == [], "the benchmark left files behind"
