@@ -61,7 +61,7 @@ def stream_routes(settings: StreamSettings | None = None) -> list[BaseRoute]:
     tuned = settings or StreamSettings()
 
     async def thread_events(request: Request) -> Response | ASGIApp:
-        return _thread_events(request, tuned)
+        return await _thread_events(request, tuned)
 
     async def firehose(request: Request) -> Response | ASGIApp:
         return _firehose(request, tuned)
@@ -84,22 +84,32 @@ def _shutdown(request: Request) -> anyio.Event | None:
     return shutdown
 
 
-def _thread_events(request: Request, settings: StreamSettings) -> Response | ASGIApp:
+async def _thread_events(request: Request, settings: StreamSettings) -> Response | ASGIApp:
     service: TurnService = request.app.state.service
+    store = service.recorder.store
     try:
         thread_id = validate_thread_id(request.path_params["thread_id"])
-        after, until = _resume_point(request)
+        after, after_field, until = _resume_point(request)
     except InvalidThreadId as exc:
         return _error(400, "invalid_id", str(exc), "thread_id")
     except BadRequest as exc:
         return _error(400, "invalid_parameter", exc.message, exc.field)
-    if not service.recorder.store.exists(thread_id):
+    if not store.exists(thread_id):
         return _error(404, "thread_not_found", f"no thread {thread_id!r}", "thread_id")
     shutdown = _shutdown(request)
     if shutdown is not None and shutdown.is_set():
         return _error(503, "shutting_down", "the server is shutting down")
+    if after:
+        # Every id a client saw was in the log first: one past the end was
+        # never sent by this thread (another server's, or a lost tail).
+        last = await store.last_seq(thread_id)
+        if after > last:
+            message = f"{after_field} {after} is past the end of the thread (seq {last})"
+            return _error(400, "invalid_parameter", message, after_field)
     if until is not None and after >= until:
         return Response(status_code=204)
+    if request.method == "HEAD":
+        return Response(headers={"content-type": "text/event-stream; charset=utf-8"})
 
     async def source(put: Put) -> None:
         follower = service.recorder.subscribe(thread_id, after=after)
@@ -118,19 +128,20 @@ def _thread_events(request: Request, settings: StreamSettings) -> Response | ASG
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=after, note=note)
 
 
-def _resume_point(request: Request) -> tuple[int, int | None]:
-    """``after`` (``Last-Event-ID``, else ``?after=``, else 0) and ``until``."""
+def _resume_point(request: Request) -> tuple[int, str, int | None]:
+    """``after`` (``Last-Event-ID``, else ``?after=``, else 0), the name of
+    where it came from, and ``until``."""
     query = request.query_params
     unknown = sorted(set(query) - _THREAD_PARAMS)
     if unknown:
         raise BadRequest(unknown[0], f"unknown parameter {unknown[0]!r}")
     header = request.headers.get("last-event-id", "").strip()
     if header:
-        after = _seq("Last-Event-ID", header)
+        field, after = "Last-Event-ID", _seq("Last-Event-ID", header)
     else:
-        after = _seq("after", query["after"]) if "after" in query else 0
+        field, after = "after", _seq("after", query["after"]) if "after" in query else 0
     until = _seq("until", query["until"]) if "until" in query else None
-    return after, until
+    return after, field, until
 
 
 def _seq(field: str, text: str) -> int:
@@ -147,6 +158,8 @@ def _firehose(request: Request, settings: StreamSettings) -> Response | ASGIApp:
     shutdown = _shutdown(request)
     if shutdown is not None and shutdown.is_set():
         return _error(503, "shutting_down", "the server is shutting down")
+    if request.method == "HEAD":
+        return Response(headers={"content-type": "text/event-stream; charset=utf-8"})
     tap = service.recorder.bus.tap
 
     async def source(put: Put) -> None:

@@ -323,6 +323,8 @@ def test_heartbeat_while_idle(served: Callable[..., Served]) -> None:
         ("/v1/threads/{t}/events", {"Last-Event-ID": "x"}, 400, "Last-Event-ID"),
         ("/v1/threads/{t}/events?from=3", {}, 400, "from"),
         ("/v1/events?after=3", {}, 400, "after"),
+        ("/v1/threads/{t}/events?after=2", {}, 400, "after"),
+        ("/v1/threads/{t}/events", {"Last-Event-ID": "9"}, 400, "Last-Event-ID"),
     ],
 )
 def test_bad_requests_are_json_4xx(
@@ -350,3 +352,12 @@ def test_shutdown_ends_open_streams_cleanly(served: Callable[..., Served]) -> No
     with client() as c:
         assert c.get(s.events_url()).status_code == 503
         assert c.get(s.url + "/v1/events").status_code == 503
+
+
+def test_head_answers_without_streaming(served: Callable[..., Served]) -> None:
+    s = served()
+    with client() as c:
+        for url in (s.events_url(), s.url + "/v1/events"):
+            response = c.head(url)
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
