@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 
 from kun.domain.reduce import replay
 from kun.domain.state import ThreadState
-from kun.model.scripted import ScriptedModelClient
+from kun.model.scripted import Responder, ScriptedModelClient
 from kun.server.app import create_app
 from kun.server.backend import backend_over
 from kun.store.jsonl import JsonlEventStore
@@ -78,7 +78,7 @@ class Api:
 @asynccontextmanager
 async def api(
     tmp_path: Path,
-    script: Iterable[Any] = (),
+    script: Iterable[Any] | Responder = (),
     *,
     tools: ToolHost | None = None,
     token: str | None = None,
@@ -88,7 +88,7 @@ async def api(
     workspace.mkdir(exist_ok=True)
     (workspace / "a.py").write_text("print('a')\n")
     home = tmp_path / "home"
-    model = ScriptedModelClient(list(script))
+    model = ScriptedModelClient(script if callable(script) else list(script))
     app = create_app(lambda: backend_over(home, model, tools=tools), token=token)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with (

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from kun.contracts.items import ToolResult
@@ -103,7 +104,7 @@ async def test_unknown_turns_are_404_and_unknown_threads_too(tmp_path: Path) -> 
         assert r.status_code == 404 and r.json()["error"]["code"] == "thread_not_found"
 
 
-async def test_an_approval_answered_over_http_once(tmp_path: Path) -> None:
+async def test_an_approval_answered_once_by_another_client(tmp_path: Path) -> None:
     script = [tool_reply("write_file", {"path": "c.py", "content": "x"}), text_reply("written")]
     async with api(tmp_path, script) as a:
         thread = await a.new_thread(approval_policy="auto")
@@ -111,7 +112,9 @@ async def test_an_approval_answered_over_http_once(tmp_path: Path) -> None:
         approval = await _pending(a, thread, "pending_approvals")
         unknown = await a.client.post("/v1/approvals/appr_nope", json={"decision": "approved"})
         assert unknown.status_code == 409
-        first = await a.client.post(f"/v1/approvals/{approval}", json={"decision": "approved"})
+        other = httpx.AsyncClient(transport=httpx.ASGITransport(app=a.app), base_url="http://b")
+        async with other:
+            first = await other.post(f"/v1/approvals/{approval}", json={"decision": "approved"})
         assert first.status_code == 200, first.text
         second = await a.client.post(f"/v1/approvals/{approval}", json={"decision": "denied"})
         assert second.status_code == 409 and second.json()["error"]["code"] == "not_pending"
