@@ -97,7 +97,8 @@ class Projector(ItemHandlers):
         call_delta = ev.ToolCallDelta
         item_events = _ITEM_EVENTS
         completed = ev.ItemCompleted
-        stage = ev.PipelineStage
+        usage = ev.Usage
+        total = self._usage_total
         last_seq = self._last_seq
         last: ev.Event | None = None
         thread_id = self._thread_id
@@ -112,19 +113,28 @@ class Projector(ItemHandlers):
                 # Most of a log, inlined for an open turn: a fragment for an
                 # item that already has fragments of its type (the turn's
                 # cached snapshot is already invalid: freeze() empties
-                # ``pending``), an item placed whole, a pipeline stage.
-                # Anything else, or anything these refuse, takes the handler.
+                # ``pending``) or for a new item, an item placed whole, a
+                # usage event. Anything else, or anything these refuse,
+                # takes the handler.
                 fold = turns.get(event.turn_id)  # type: ignore[arg-type]
                 if fold is not None and fold.open:
                     if cls in streamed:
-                        frags = fold.pending.get(event.item_id)  # type: ignore[union-attr]
-                        if frags is not None and frags.kind is streamed[cls]:
+                        kind = streamed[cls]
+                        frags = fold.pending.get(event.item_id) or fold.first_fragments(  # type: ignore[union-attr]
+                            event.item_id,  # type: ignore[union-attr]
+                            kind,
+                        )
+                        if frags is not None and frags.kind is kind:
                             frags.parts.append(event.text)  # type: ignore[union-attr]
                             last_seq = seq
                             last = event
                             continue
                     elif cls is call_delta:
-                        frags = fold.pending.get(event.item_id)  # type: ignore[union-attr]
+                        frags = fold.pending.get(event.item_id) or fold.first_fragments(  # type: ignore[union-attr]
+                            event.item_id,  # type: ignore[union-attr]
+                            ToolCall,
+                            event.call_id,  # type: ignore[union-attr,arg-type]
+                        )
                         if frags is not None and frags.kind is ToolCall:
                             frags.parts.append(event.arguments)  # type: ignore[union-attr]
                             frags.names.append(event.name)  # type: ignore[union-attr]
@@ -147,9 +157,10 @@ class Projector(ItemHandlers):
                             last_seq = seq
                             last = event
                             continue
-                    elif cls is stage:
-                        fold.last_stage = event.stage  # type: ignore[union-attr]
+                    elif cls is usage:
+                        fold.usage.add(event.usage)  # type: ignore[union-attr]
                         fold.frozen = None
+                        total.add(event.usage)  # type: ignore[union-attr]
                         last_seq = seq
                         last = event
                         continue

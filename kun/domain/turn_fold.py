@@ -187,6 +187,32 @@ class TurnFold:
         self.frozen = None
         return True
 
+    def first_fragments(
+        self, item_id: str, kind: type[Item], call_id: str = ""
+    ) -> Fragments | None:
+        """The fragments of a new item ``item_id``, placed in progress as a
+        first delta implies (a tool call of ``call_id``); ``None`` when the
+        item exists and the reducer must judge the delta."""
+        if item_id in self.index:
+            return None
+        item: Item
+        if kind is ToolCall:
+            item = ToolCall(
+                id=item_id,
+                status="in_progress",
+                call_id=call_id,
+                arguments=msgspec.Raw(b"{}"),
+            )
+        elif kind is AssistantReasoning:
+            item = AssistantReasoning(id=item_id, status="in_progress")
+        else:
+            item = AssistantText(id=item_id, status="in_progress")
+        self.frozen = None
+        self.index[item_id] = len(self.items)
+        self.items.append(item)
+        frags = self.pending[item_id] = Fragments(kind)
+        return frags
+
     def fragments(self, item_id: str, kind: type[Item]) -> Fragments:
         """The fragments of the open item ``item_id`` (of type ``kind``)."""
         self.frozen = None
