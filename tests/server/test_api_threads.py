@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from kun.model.scripted import text_reply
+from kun.store.jsonl import JsonlEventStore
 from tests.server.support import api
 
 pytestmark = pytest.mark.anyio
@@ -111,3 +112,23 @@ async def test_usage_transcript_and_log_are_what_the_cli_prints(tmp_path: Path) 
         log = await a.client.get(f"/v1/threads/{t1}/log")
         assert log.headers["content-type"] == "application/x-ndjson"
         assert log.content == (a.home / "threads" / t1 / "events.jsonl").read_bytes()
+
+
+async def test_a_thread_another_process_writes_is_read_but_not_written(tmp_path: Path) -> None:
+    async with api(tmp_path, [text_reply("one")]) as a:
+        thread = await a.new_thread()
+        await a.wait(thread, await a.start(thread, "first"))
+    async with JsonlEventStore(a.home) as other:
+        await other.claim(thread)
+        async with api(tmp_path) as b:
+            got = await b.client.get(f"/v1/threads/{thread}")
+            assert got.status_code == 200 and got.json() == _plain(b.log_state(thread))
+            turn = got.json()["turns"][0]["turn_id"]
+            assert (await b.client.get(f"/v1/threads/{thread}/turns/{turn}")).status_code == 200
+            refused = await b.client.post(f"/v1/threads/{thread}/turns", json={"text": "x"})
+            assert refused.status_code == 409
+            assert refused.json()["error"]["code"] == "thread_locked"
+
+
+def _plain(value: object) -> object:
+    return msgspec.json.decode(msgspec.json.encode(value))
