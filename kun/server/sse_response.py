@@ -4,7 +4,8 @@ connection.
 Two tasks and a bounded queue between them:
 
 - the *producer* runs a source (a thread's follower, the firehose) and puts
-  each frame on a queue of :attr:`StreamSettings.queue` frames;
+  each frame on a queue of at most :attr:`StreamSettings.queue_bytes` (one
+  frame is always let in, however big);
 - the *sender* takes what is queued (as many frames as fit in one
   ``chunk_bytes`` write) and sends it; when nothing comes for
   :attr:`StreamSettings.heartbeat` seconds it sends a heartbeat comment.
@@ -35,11 +36,11 @@ event; the lag rule above would still have to be built on top.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.types import Receive, Scope, Send
 
 from kun.server.sse_frames import HEARTBEAT, comment, retry_frame
@@ -70,8 +71,8 @@ class StreamSettings:
     """Seconds without a frame before a heartbeat comment is sent."""
     retry_ms: int = 2000
     """The reconnection delay sent to clients at the start of a stream."""
-    queue: int = 256
-    """Frames a subscriber may have waiting for its socket."""
+    queue_bytes: int = 1024 * 1024
+    """Bytes of frames a subscriber may have waiting for its socket."""
     lag_timeout: float = 10.0
     """Seconds the queue may stay full before the subscriber is dropped."""
     drain_timeout: float = 5.0
@@ -115,84 +116,117 @@ class EventStreamResponse:
         self._sending = anyio.CancelScope()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        settings = self._settings
-        tx, rx = anyio.create_memory_object_stream[Frame](settings.queue)
+        outbox = _Outbox(self._settings.queue_bytes, self._settings.lag_timeout)
         await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
-        await send(_body(retry_frame(settings.retry_ms)))
-        with rx:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_until_disconnect, receive, tg.cancel_scope)
-                tg.start_soon(self._produce, tx)
-                if self._shutdown is not None:
-                    tg.start_soon(self._stop_on, self._shutdown)
-                await self._deliver(rx, send)
-                tg.cancel_scope.cancel()
+        await send(_body(retry_frame(self._settings.retry_ms)))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_until_disconnect, receive, tg.cancel_scope)
+            tg.start_soon(self._produce, outbox)
+            if self._shutdown is not None:
+                tg.start_soon(self._stop_on, self._shutdown)
+            await self._deliver(outbox, send)
+            tg.cancel_scope.cancel()
 
-    async def _produce(self, tx: MemoryObjectSendStream[Frame]) -> None:
-        lag = self._settings.lag_timeout
-
+    async def _produce(self, outbox: _Outbox) -> None:
         async def put(seq: int | None, frame: bytes) -> None:
-            try:
-                tx.send_nowait((seq, frame))
-                return
-            except anyio.WouldBlock:
-                pass
-            with anyio.move_on_after(lag):
-                await tx.send((seq, frame))
-                return
-            raise FellBehind
+            if not await outbox.put((seq, frame)):
+                raise FellBehind
 
-        async with tx:
-            with self._producing:
-                try:
-                    await self._source(put)
-                except FellBehind:
-                    self.ending = "fell behind"
-                except Exception as exc:
-                    _log.exception("SSE stream failed")
-                    self.ending = f"error: {exc}"
-            if self._producing.cancelled_caught:
-                self.ending = "shutdown"
-            grace = self._settings.drain_timeout + (0.0 if self.ending else lag)
-            self._sending.deadline = anyio.current_time() + grace
+        with self._producing:
+            try:
+                await self._source(put)
+            except FellBehind:
+                self.ending = "fell behind"
+            except Exception as exc:
+                _log.exception("SSE stream failed")
+                self.ending = f"error: {exc}"
+        if self._producing.cancelled_caught:
+            self.ending = "shutdown"
+        outbox.close()
+        settings = self._settings
+        grace = settings.drain_timeout + (0.0 if self.ending else settings.lag_timeout)
+        self._sending.deadline = anyio.current_time() + grace
 
     async def _stop_on(self, shutdown: anyio.Event) -> None:
         await shutdown.wait()
         self._producing.cancel()
 
-    async def _deliver(self, rx: MemoryObjectReceiveStream[Frame], send: Send) -> None:
+    async def _deliver(self, outbox: _Outbox, send: Send) -> None:
         """Send what is queued, heartbeats while idle, and the end."""
         settings = self._settings
         with self._sending:
             while True:
-                frames: list[bytes] = []
-                size = 0
-                last = self.last_id
+                batch: list[Frame] | None = []
                 with anyio.move_on_after(settings.heartbeat):
-                    try:
-                        seq, frame = await rx.receive()
-                    except anyio.EndOfStream:
-                        break
-                    frames.append(frame)
-                    size = len(frame)
-                    last = seq if seq is not None else last
-                if not frames:
+                    batch = await outbox.take(settings.chunk_bytes)
+                if batch is None:
+                    break
+                if not batch:
                     await send(_body(HEARTBEAT))
                     continue
-                while size < settings.chunk_bytes:
-                    try:
-                        seq, frame = rx.receive_nowait()
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                    frames.append(frame)
-                    size += len(frame)
-                    last = seq if seq is not None else last
-                await send(_body(b"".join(frames)))
-                self.last_id = last
+                await send(_body(b"".join(frame for _, frame in batch)))
+                last = [seq for seq, _ in batch if seq is not None]
+                if last:
+                    self.last_id = last[-1]
             closing = b"" if self.ending is None else comment(self._note(self.ending, self.last_id))
             await send({"type": "http.response.body", "body": closing, "more_body": False})
         if self._sending.cancelled_caught:
             _log.info("SSE stream abandoned: its last frames could not be sent in time")
+
+
+class _Outbox:
+    """Frames waiting for the socket, at most ``limit`` bytes of them (but
+    always room for one). The producer and the sender each wait on
+    ``_changed``, which is set (and replaced) at every put, take and close,
+    and re-check their condition. A put that finds no room for
+    ``patience`` seconds gives up."""
+
+    def __init__(self, limit: int, patience: float) -> None:
+        self._patience = patience
+        self._frames: deque[Frame] = deque()
+        self._bytes = 0
+        self._limit = limit
+        self._closed = False
+        self._changed = anyio.Event()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def put(self, frame: Frame) -> bool:
+        """Queue ``frame``, waiting up to ``patience`` seconds for room;
+        ``False`` if none came."""
+        size = len(frame[1])
+        with anyio.move_on_after(self._patience):
+            while self._frames and self._bytes + size > self._limit:
+                await self._changed.wait()
+            self._frames.append(frame)
+            self._bytes += size
+            self._notify()
+            return True
+        return False
+
+    async def take(self, most: int) -> list[Frame] | None:
+        """The queued frames up to ``most`` bytes (at least one), waiting
+        for one; ``None`` once closed and empty."""
+        frames = self._frames
+        while not frames:
+            if self._closed:
+                return None
+            await self._changed.wait()
+        batch = [frames.popleft()]
+        size = len(batch[0][1])
+        while frames and size + len(frames[0][1]) <= most:
+            frame = frames.popleft()
+            batch.append(frame)
+            size += len(frame[1])
+        self._bytes -= size
+        self._notify()
+        return batch
+
+    def close(self) -> None:
+        self._closed = True
+        self._notify()
 
 
 def _body(data: bytes) -> dict[str, object]:

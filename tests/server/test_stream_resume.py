@@ -35,7 +35,7 @@ def server(served: Callable[..., Served]) -> Served:
     return served()
 
 
-STALL = StreamSettings(queue=8, lag_timeout=0.3, drain_timeout=30.0, heartbeat=30.0)
+STALL = StreamSettings(queue_bytes=32 * 1024, lag_timeout=0.3, drain_timeout=30.0, heartbeat=30.0)
 CHUNK = 4000
 CHUNKS = 400
 """1.6 MB of answer: many times what the socket buffers, uvicorn's write
