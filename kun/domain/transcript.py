@@ -254,14 +254,13 @@ def _result(result: ToolResult, indent: str) -> list[str]:
     (split no further than shown: an output can be long)."""
     output = result.output
     rows = output.split("\n", RESULT_LINES)
-    head = rows[:RESULT_LINES]
+    rest = rows.pop() if len(rows) > RESULT_LINES else None
     if "\t" in output:
-        head = [row.expandtabs(4) for row in head]
+        rows = "\n".join(rows).expandtabs(4).split("\n")
     prefix, width = f"{indent}| ", LINE_WIDTH
-    shown = [prefix + (row if len(row) <= width else row[: width - 3] + "...") for row in head]
-    if len(rows) > RESULT_LINES:
-        more = rows[-1].count("\n") + 1
-        shown.append(f"{indent}| ... ({more} more lines)")
+    shown = [prefix + (row if len(row) <= width else row[: width - 3] + "...") for row in rows]
+    if rest is not None:
+        shown.append(f"{indent}| ... ({rest.count(chr(10)) + 1} more lines)")
     ref = result.output_ref
     if ref is not None:
         shown.append(f"{indent}| [{-(-ref.size // 1024):,} KB in side file {ref.sha256[:12]}]")
