@@ -176,10 +176,10 @@ class EventStreamResponse:
 
 class _Outbox:
     """Frames waiting for the socket, at most ``limit`` bytes of them (but
-    always room for one). The producer and the sender each wait on
-    ``_changed``, which is set (and replaced) at every put, take and close,
-    and re-check their condition. A put that finds no room for
-    ``patience`` seconds gives up."""
+    always room for one). The producer and the sender wait on ``_changed``
+    (made by the first waiter, set and dropped at the next put, take or
+    close) and re-check their condition; nobody waiting costs nothing. A
+    put that finds no room for ``patience`` seconds gives up."""
 
     def __init__(self, limit: int, patience: float) -> None:
         self._patience = patience
@@ -187,24 +187,32 @@ class _Outbox:
         self._bytes = 0
         self._limit = limit
         self._closed = False
-        self._changed = anyio.Event()
+        self._changed: anyio.Event | None = None
 
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
+
+    async def _wait(self) -> None:
+        if self._changed is None:
+            self._changed = anyio.Event()
+        await self._changed.wait()
 
     async def put(self, frame: Frame) -> bool:
         """Queue ``frame``, waiting up to ``patience`` seconds for room;
         ``False`` if none came."""
         size = len(frame[1])
-        with anyio.move_on_after(self._patience):
-            while self._frames and self._bytes + size > self._limit:
-                await self._changed.wait()
-            self._frames.append(frame)
-            self._bytes += size
-            self._notify()
-            return True
-        return False
+        if self._frames and self._bytes + size > self._limit:
+            with anyio.move_on_after(self._patience):
+                while self._frames and self._bytes + size > self._limit:
+                    await self._wait()
+            if self._frames and self._bytes + size > self._limit:
+                return False
+        self._frames.append(frame)
+        self._bytes += size
+        self._notify()
+        return True
 
     async def take(self, most: int) -> list[Frame] | None:
         """The queued frames up to ``most`` bytes (at least one), waiting
@@ -213,7 +221,7 @@ class _Outbox:
         while not frames:
             if self._closed:
                 return None
-            await self._changed.wait()
+            await self._wait()
         batch = [frames.popleft()]
         size = len(batch[0][1])
         while frames and size + len(frames[0][1]) <= most:
