@@ -72,7 +72,10 @@ def test_a_stalled_consumer_is_dropped_without_slowing_the_turn_and_resumes(
     turn = s.start_turn("write a lot")
     s.wait_turn(turn)  # the turn ends while the consumer reads nothing
     last = s.last_seq()
-    time.sleep(STALL.lag_timeout * 4)
+    followers = s.h.service.recorder.bus.followers
+    deadline = time.monotonic() + 20
+    while s.portal.call(followers, s.thread_id) and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the server gives up on the consumer
 
     got = read_all(stalled)
     seqs = [m.seq for m in got if m.seq is not None]
