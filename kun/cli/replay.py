@@ -1,7 +1,7 @@
 """``kun replay``: a thread rebuilt from its log, as a transcript or as JSON.
 
 Both print while the log is folded (see
-:func:`kun.store.replay.stream_replay`): a turn as soon as nothing later in
+:func:`kun.store.streaming.stream_replay`): a turn as soon as nothing later in
 the log can change it, the thread's summary last, since only the whole log
 knows it. The output is the same bytes however it is cut into writes.
 """
@@ -60,7 +60,7 @@ def replay(
     the warnings since and the thread's total.
     """
     from kun.store.port import ReadMode, ReadReport
-    from kun.store.replay import stream_replay
+    from kun.store.streaming import stream_replay
 
     _, path = log_of(home, thread)
     mode: ReadMode = "strict" if strict else "tolerant"
@@ -83,7 +83,7 @@ def transcript_chunks(
     pieces: Iterable[Any], *, hidden: bool = False, reasoning: bool = False
 ) -> Iterator[list[str]]:
     """The transcript's chunks (as :func:`kun.domain.transcript.iter_transcript`
-    draws them) from the pieces of :func:`kun.store.replay.stream_replay`."""
+    draws them) from the pieces of :func:`kun.store.streaming.stream_replay`."""
     from kun.domain.state import TurnState
     from kun.domain.transcript import summary_lines, turn_lines
 

@@ -49,8 +49,11 @@ __all__ = [
     "SNAPSHOT_AFTER",
     "SNAPSHOT_NAME",
     "SnapshotHeader",
+    "SnapshotReader",
+    "SnapshotUnusable",
     "Snapshots",
     "encode_state",
+    "open_snapshot",
     "pack",
     "resume",
     "snapshot_path",
@@ -90,6 +93,9 @@ _encode = msgspec.json.Encoder().encode
 
 class _Unusable(Exception):
     """The snapshot or the tail cannot be trusted: replay in full."""
+
+
+SnapshotUnusable = _Unusable
 
 
 def snapshot_path(home: Path, thread_id: str) -> Path:
@@ -187,6 +193,68 @@ def _resume(path: Path, log: Path, thread_id: str) -> tuple[Projector, int] | No
     except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
         return None
     return projector, header.last_seq
+
+
+class SnapshotReader:
+    """A snapshot that verified against its log, read a frame at a time, for
+    a reader that shows the projection rather than continuing it: ``shell``
+    (the thread without its turns), then :meth:`turns`, then :meth:`tail`.
+    Both iterators raise ``SnapshotUnusable`` on anything they cannot read
+    (the frames' lengths were checked on opening, their JSON was not)."""
+
+    def __init__(
+        self, snap: BinaryIO, log: BinaryIO, header: SnapshotHeader, shell: ThreadState
+    ) -> None:
+        self._snap = snap
+        self._log = log
+        self.header = header
+        self.shell = shell
+
+    def turns(self) -> Iterator[TurnState]:
+        for _ in range(self.header.turns):
+            try:
+                turn = _TURN.decode(_read(self._snap, int.from_bytes(_read(self._snap, 8), "big")))
+            except (msgspec.DecodeError, RecursionError):
+                raise _Unusable("a turn's frame does not decode") from None
+            _detach_arguments(turn)
+            yield turn
+
+    def tail(self) -> Iterator[Event]:
+        """The log's events after the snapshot, read strictly."""
+        header = self.header
+        return _tail(self._log.fileno(), header.offset, header.last_seq, header.thread_id)
+
+    def close(self) -> None:
+        self._snap.close()
+        self._log.close()
+
+
+def open_snapshot(path: Path, log: Path, thread_id: str) -> SnapshotReader | None:
+    """The snapshot at ``path`` of the log at ``log``, checked as
+    :func:`resume` checks it and its frames' lengths walked to the end of the
+    file; ``None`` if it is missing or cannot be trusted. Close it."""
+    snap = log_file = None
+    try:
+        snap = open(path, "rb")
+        log_file = open(log, "rb", buffering=0)
+        size = int.from_bytes(_read(snap, 4), "big")
+        header = _HEADER.decode(_read(snap, size))
+        _verify(header, log_file.fileno(), thread_id)
+        shell = _SHELL.decode(_read(snap, int.from_bytes(_read(snap, 8), "big")))
+        if shell.thread_id != thread_id or shell.last_seq != header.last_seq or shell.turns:
+            raise _Unusable("the thread frame is not the header's")
+        first = snap.tell()
+        for _ in range(header.turns):
+            snap.seek(int.from_bytes(_read(snap, 8), "big"), os.SEEK_CUR)
+        if snap.tell() != os.fstat(snap.fileno()).st_size:
+            raise _Unusable("the frames do not end the file")
+        snap.seek(first)
+    except (OSError, msgspec.DecodeError, RecursionError, _Unusable):
+        for file in (snap, log_file):
+            if file is not None:
+                file.close()
+        return None
+    return SnapshotReader(snap, log_file, header, shell)
 
 
 def encode_state(state: ThreadState) -> Iterator[bytes]:

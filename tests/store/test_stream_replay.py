@@ -18,9 +18,10 @@ from kun.cli.replay import json_chunks
 from kun.contracts import events as ev
 from kun.contracts.events import Event
 from kun.domain.state import ThreadState, TurnState
-from kun.store import replay as replay_module
+from kun.store import streaming as replay_module
 from kun.store.codec import encode_line
-from kun.store.replay import may_rewind, replay_log, stream_replay
+from kun.store.replay import replay_log
+from kun.store.streaming import may_rewind, stream_replay
 from kun.testing.logbuilder import LogBuilder
 from tests.properties.strategies import thread_logs
 
