@@ -53,7 +53,10 @@ class QuietSink:
 class JsonView(LiveView):
     """A live view that writes every event it is shown to ``out`` first, as
     its log line, then handles it as usual (an approval is asked after its
-    line is out, so a script sees what is being asked)."""
+    line is out, so a script sees what is being asked). Durable events
+    only, no previews: the output is the log's bytes."""
+
+    live = False
 
     def __init__(
         self,

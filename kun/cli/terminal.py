@@ -1,11 +1,13 @@
 """Showing a live turn in a terminal, and answering its questions there.
 
 ``LiveView`` follows the thread's events as they are appended and says what
-they mean: assistant text as it streams, reasoning as a single line, tool
-calls and their results in one or two lines each, warnings, the outcome and
-the usage. *How* it is drawn is a :class:`Sink`'s business: ``PlainSink``
-writes plain lines to a stream (``kun run``: pipes, logs, a terminal with a
-spinner); the interactive session has its own (:mod:`kun.chat.view`).
+they mean: assistant text as it streams (the recorder's previews, every
+30 ms, each character once: :class:`kun.runtime.bus.LiveText`), reasoning as
+a single line, tool calls and their results in one or two lines each,
+warnings, the outcome and the usage. *How* it is drawn is a :class:`Sink`'s
+business: ``PlainSink`` writes plain lines to a stream (``kun run``: pipes,
+logs, a terminal with a spinner); the interactive session has its own
+(:mod:`kun.chat.view`).
 
 Approvals and questions are asked through a :class:`Prompter`; without one
 they are denied and cancelled, so an unattended run never hangs. At a
@@ -34,6 +36,7 @@ from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ErrorItem, ToolCall, ToolResult
 from kun.contracts.threads import AllowRule
 from kun.domain.transcript import format_usage
+from kun.runtime.bus import LiveText
 from kun.runtime.errors import AnswerConflict, TurnNotRunning
 from kun.runtime.service import TurnService
 from kun.tools.allow import describe, rule_for
@@ -150,6 +153,9 @@ class PlainSink:
 
 
 class LiveView:
+    live = True
+    """Follow previews of the text being streamed, not only what is logged."""
+
     def __init__(
         self,
         service: TurnService,
@@ -163,6 +169,7 @@ class LiveView:
         self.prompter = prompter
         self._thinking: set[str] = set()
         self._diffs: dict[str, str] = {}
+        self._streamed: dict[str, list[str]] = {}
 
     def note(self, text: str, tone: Tone = "dim") -> None:
         """A line from outside the event stream (a retry, an interrupt)."""
@@ -174,8 +181,13 @@ class LiveView:
         output)."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.sink.animate)
-            async for event in self.service.recorder.subscribe(self.thread_id, after=after):
-                if event.turn_id not in (None, turn_id):
+            rule = LiveText()
+            follower = self.service.recorder.subscribe(self.thread_id, after=after, live=self.live)
+            async for got in follower:
+                if got.turn_id not in (None, turn_id):
+                    continue
+                event = rule.fresh(got)
+                if event is None:
                     continue
                 self._note_waiting(event)
                 await self.show(event)
@@ -193,9 +205,11 @@ class LiveView:
     async def show(self, event: ev.Event) -> None:
         match event:
             case ev.AssistantTextDelta():
+                self._streamed.setdefault(event.item_id, []).append(event.text)
                 self.sink.text(event.item_id, event.text)
             case ev.ItemCompleted(item=AssistantText() as text):
-                self.sink.text_done(text.id, text.text)
+                streamed = "".join(self._streamed.pop(text.id, ()))
+                self.sink.text_done(text.id, streamed if event.text_from_deltas else text.text)
             case ev.AssistantReasoningDelta():
                 if event.item_id not in self._thinking:
                     self._thinking.add(event.item_id)

@@ -28,6 +28,23 @@ go) leaves the bus on its own; :meth:`Follower.aclose` leaves at once.
 A tap (:meth:`EventBus.tap`) sees every thread's events as they are
 published, live only: a dashboard's firehose. It has no log to go back to,
 so what it does when its consumer lags is its own business.
+
+Previews. The log merges a streamed item's fragments for up to a second
+(:mod:`kun.runtime.coalesce`); a reader wants them every few tens of
+milliseconds. So the writer also hands the bus *previews*
+(:meth:`EventBus.preview`): delta events with ``seq`` 0, never persisted,
+given only to followers that asked for them (``live=True``; taps never get
+them). Durable events are served exactly as without previews (once each, in
+seq order), and the writer keeps one invariant: before a buffered delta is
+written, every fragment of it was previewed, so a durable delta's text is
+exactly the previews of its stream since the previous durable event, or none
+was published for it. The consumer rule, which :class:`LiveText`
+implements: per stream, count the characters previewed and not yet durable;
+a durable delta of length ``L`` skips its first ``min(L, pending)``
+characters. A follower drops a preview whose durable event it has already
+served (read from the log while the preview was queued) or that follows a
+gap, and drops previews on overflow: the durable event carries their text
+later, and the rule shows it once.
 """
 
 from __future__ import annotations
@@ -37,12 +54,14 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 import anyio
+import msgspec
 from anyio.lowlevel import checkpoint, checkpoint_if_cancelled
 
-from kun.contracts.events import Event
+from kun.contracts.events import Event, ToolCallDelta
+from kun.runtime.coalesce import Delta, StreamKey, is_delta, stream_key
 from kun.runtime.errors import FollowerGap
 
-__all__ = ["DEFAULT_BUFFER", "EventBus", "Follower", "FollowerGap"]
+__all__ = ["DEFAULT_BUFFER", "EventBus", "Follower", "FollowerGap", "LiveText"]
 
 DEFAULT_BUFFER = 1024
 """Events a follower may fall behind before it re-reads from the log."""
@@ -52,6 +71,7 @@ _YIELD_EVERY = 64
 a consumer replaying a long backlog does not starve the writer."""
 
 Backlog = Callable[[int], Iterator[Event]]
+_replace = msgspec.structs.replace
 Sink = Callable[[Event], None]
 
 
@@ -80,12 +100,27 @@ class EventBus:
         for follower in followers:
             follower.push(event)
 
-    def follow(self, thread_id: str, *, after: int, backlog: Backlog) -> Follower:
+    def preview(self, delta: Delta, after: int) -> None:
+        """Hand a preview (a delta with ``seq`` 0, not persisted) to the
+        thread's live followers; ``after`` is the seq of the thread's last
+        durable event, published before it. Never blocks."""
+        followers = self._followers.get(delta.thread_id)
+        if not followers:
+            return
+        entry = _Preview(delta, after)
+        for follower in followers:
+            if follower.live:
+                follower.push(entry)
+
+    def follow(
+        self, thread_id: str, *, after: int, backlog: Backlog, live: bool = False
+    ) -> Follower:
         """Every event of ``thread_id`` with ``seq > after``: first from
-        ``backlog``, then live, in seq order, with no gap and no duplicate.
+        ``backlog``, then live, in seq order, with no gap and no duplicate,
+        and with ``live`` the previews too (see the module docstring).
         The follower subscribes when iteration starts; it ends when the
         caller stops iterating (or calls :meth:`Follower.aclose`)."""
-        return Follower(self, thread_id, after, backlog, self._buffer)
+        return Follower(self, thread_id, after, backlog, self._buffer, live)
 
     def tap(self, sink: Sink) -> Callable[[], None]:
         """Call ``sink`` with every event of every thread as it is published
@@ -115,21 +150,39 @@ class EventBus:
             followers.discard(follower)
 
 
+class _Preview:
+    """A preview in a follower's queue, with the seq it follows."""
+
+    __slots__ = ("after", "delta")
+
+    def __init__(self, delta: Delta, after: int) -> None:
+        self.delta = delta
+        self.after = after
+
+
 class Follower:
     """An async iterator over one thread's events after a seq (see
-    :meth:`EventBus.follow`). ``last`` is the seq of the last event served;
-    ``rereads`` counts the times it went back to the log (overflow or gap)."""
+    :meth:`EventBus.follow`). ``last`` is the seq of the last durable event
+    served; ``rereads`` counts the times it went back to the log (overflow
+    or gap); ``live`` followers also get previews (``seq`` 0)."""
 
     def __init__(
-        self, bus: EventBus, thread_id: str, after: int, backlog: Backlog, capacity: int
+        self,
+        bus: EventBus,
+        thread_id: str,
+        after: int,
+        backlog: Backlog,
+        capacity: int,
+        live: bool = False,
     ) -> None:
         self.thread_id = thread_id
+        self.live = live
         self.last = after
         self.rereads = 0
         self._bus = bus
         self._backlog = backlog
         self._capacity = capacity
-        self._queue: deque[Event] = deque()
+        self._queue: deque[Event | _Preview] = deque()
         self._overflowed = False
         self._source: Iterator[Event] | None = None
         self._need = 0
@@ -138,8 +191,8 @@ class Follower:
         self._closed = False
         self._served = 0
 
-    def push(self, event: Event) -> None:
-        """Called by the bus: queue a live event, or overflow."""
+    def push(self, event: Event | _Preview) -> None:
+        """Called by the bus: queue a live event or preview, or overflow."""
         if not self._overflowed:
             if len(self._queue) < self._capacity:
                 self._queue.append(event)
@@ -163,7 +216,8 @@ class Follower:
         while True:
             event = self._next_ready()
             if event is not None:
-                self.last = event.seq
+                if event.seq:
+                    self.last = event.seq
                 self._served += 1
                 if self._served % _YIELD_EVERY:
                     await checkpoint_if_cancelled()
@@ -198,12 +252,16 @@ class Follower:
                 continue
             queue = self._queue
             while queue:
-                event = queue.popleft()
-                if event.seq <= self.last:
+                entry = queue.popleft()
+                if isinstance(entry, _Preview):
+                    if entry.after == self.last:
+                        return entry.delta
                     continue
-                if event.seq == self.last + 1:
-                    return event
-                self._reread(event.seq)
+                if entry.seq <= self.last:
+                    continue
+                if entry.seq == self.last + 1:
+                    return entry
+                self._reread(entry.seq)
                 break
             else:
                 return None
@@ -225,3 +283,37 @@ class Follower:
         if close is not None:
             close()
         await checkpoint()
+
+
+class LiveText:
+    """The consumer rule for a live follower's deltas (module docstring):
+    :meth:`fresh` returns each delta with only the text not shown yet, or
+    ``None`` when it holds nothing new; any other event as it is."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: dict[StreamKey, tuple[int, int]] = {}
+
+    def fresh(self, event: Event) -> Event | None:
+        if not is_delta(event):
+            return event
+        key = stream_key(event)
+        call = type(event) is ToolCallDelta
+        name = event.name if call else ""  # type: ignore[union-attr]
+        text = event.arguments if call else event.text  # type: ignore[union-attr]
+        if not event.seq:
+            names, chars = self._pending.get(key, (0, 0))
+            self._pending[key] = (names + len(name), chars + len(text))
+            return event
+        pending = self._pending.pop(key, None)
+        if pending is None:
+            return event
+        skip_name, skip = min(pending[0], len(name)), min(pending[1], len(text))
+        if pending != (skip_name, skip):
+            self._pending[key] = (pending[0] - skip_name, pending[1] - skip)
+        if skip_name == len(name) and skip == len(text):
+            return None
+        if call:
+            return _replace(event, name=name[skip_name:], arguments=text[skip:])
+        return _replace(event, text=text[skip:])

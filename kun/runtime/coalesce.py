@@ -3,8 +3,15 @@
 A model streams an answer as thousands of small fragments. Written one event
 each, a 1,000-token answer costs a thousand ~200-byte envelopes for 4 KB of
 text; the longest complaint about peers' session files is exactly that. So
-consecutive deltas of one *stream* are merged into one event, for the log and
-for live followers alike (SPEC §3.3).
+consecutive deltas of one *stream* are merged into one event (SPEC §3.3).
+
+The log and live followers want different windows: a line per second (or
+per 4 KB) is cheap to store, while a reader wants text every few tens of
+milliseconds. So a buffer also hands out *previews* (:meth:`DeltaBuffer.preview`):
+its fragments not shown yet, merged, to be published live but not written.
+A buffer is previewed in full before it is written, so a written delta's text
+is exactly the previews of its buffer, in order (none, for a delta written
+without buffering).
 
 A stream is (kind, turn, item) and, for ``tool_call_delta``, the call id (see
 :func:`stream_key`). A fragment joins the pending buffer when it belongs to
@@ -38,8 +45,11 @@ from kun.contracts.events import (
     AssistantReasoningDelta,
     AssistantTextDelta,
     Event,
+    ItemCompleted,
     ToolCallDelta,
+    digest_text,
 )
+from kun.contracts.items import AssistantReasoning, AssistantText
 
 __all__ = [
     "DELTA_TYPES",
@@ -48,6 +58,7 @@ __all__ = [
     "DeltaBuffer",
     "FlushTimers",
     "StreamKey",
+    "compact_completions",
     "delta_size",
     "is_delta",
     "merge_run",
@@ -93,15 +104,32 @@ class DeltaBuffer:
     ``at`` is the first fragment's arrival time (ms, the recorder's clock);
     ``token`` marks the last ``record`` call that added to it, so the recorder
     can return a merged event to the call whose fragment it carries.
+    ``shown`` counts the ``parts`` already previewed, ``live_at`` is when the
+    first part not previewed arrived, and ``timed`` the ``live_at`` a preview
+    timer was last started for (so one run of parts starts one timer).
     """
 
-    __slots__ = ("at", "first", "key", "names", "parts", "size", "token")
+    __slots__ = (
+        "at",
+        "first",
+        "key",
+        "live_at",
+        "names",
+        "parts",
+        "shown",
+        "size",
+        "timed",
+        "token",
+    )
 
     def __init__(self, first: Delta, at: int, token: object = None) -> None:
         self.first = first
         self.key = stream_key(first)
         self.at = at
         self.token = token
+        self.shown = 0
+        self.live_at = at
+        self.timed = -1
         self.size = delta_size(first)
         if type(first) is ToolCallDelta:
             self.parts = [first.arguments]
@@ -122,6 +150,25 @@ class DeltaBuffer:
             self.parts.append(delta.text)  # type: ignore[union-attr]
         self.size += delta_size(delta)
         self.token = token
+
+    @property
+    def unshown(self) -> bool:
+        return self.shown < len(self.parts)
+
+    def preview(self) -> Delta | None:
+        """The fragments not previewed yet as one event (``seq`` 0, ``at``
+        the first one's arrival), now marked previewed; ``None`` if none."""
+        shown = self.shown
+        if shown == len(self.parts):
+            return None
+        self.shown = len(self.parts)
+        first = self.first
+        if type(first) is ToolCallDelta:
+            name = "".join(self.names[shown:])
+            return _replace(
+                first, at=self.live_at, name=name, arguments="".join(self.parts[shown:])
+            )
+        return _replace(first, at=self.live_at, text="".join(self.parts[shown:]))
 
     def merged(self) -> Delta:
         """One event carrying every fragment, stamped with the first's ``at``."""
@@ -158,6 +205,8 @@ class Coalescer:
         buffer = self.pending
         if buffer is not None:
             if now - buffer.at < self.window_ms and buffer.fits(delta, self.max_bytes):
+                if not buffer.unshown:
+                    buffer.live_at = now
                 buffer.add(delta, token)
                 if buffer.size >= self.max_bytes:
                     closed.append(buffer)
@@ -199,6 +248,43 @@ def merge_run(events: Iterable[Event], max_bytes: int) -> list[Event]:
     if buffer is not None:
         out.append(buffer.merged())
     return out
+
+
+def compact_completions(
+    events: list[Event], streamed_text: Callable[[str | None, str], str | None]
+) -> list[Event]:
+    """``events`` with each ``item_completed`` of an assistant text or
+    reasoning whose text is exactly what the log built for it
+    (``streamed_text(turn_id, item_id)``, asked before ``events`` apply)
+    recorded as ``text: ""`` plus ``text_from_deltas``, so the line does not
+    repeat the text. An item that another event of the batch touched first
+    keeps its text: the projection does not show that event yet."""
+    out: list[Event] = []
+    touched: set[str] = set()
+    for event in events:
+        if type(event) is ItemCompleted:
+            item = event.item
+            if (
+                type(item) in _TEXT_ITEMS
+                and item.text  # type: ignore[union-attr]
+                and item.id not in touched
+                and event.text_from_deltas is None
+                and streamed_text(event.turn_id, item.id) == item.text  # type: ignore[union-attr]
+            ):
+                digest = digest_text(item.text)  # type: ignore[union-attr]
+                event = _replace(event, item=_replace(item, text=""), text_from_deltas=digest)
+            touched.add(item.id)
+        else:
+            item_id = getattr(event, "item_id", None) or getattr(
+                getattr(event, "item", None), "id", None
+            )
+            if item_id:
+                touched.add(item_id)
+        out.append(event)
+    return out
+
+
+_TEXT_ITEMS = (AssistantText, AssistantReasoning)
 
 
 class FlushTimers(Generic[_Owner]):

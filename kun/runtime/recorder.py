@@ -20,9 +20,22 @@ append awaits, :meth:`~EventRecorder.state` already shows the batch (never
 with the JSONL store, whose append does not await).
 
 Deltas are coalesced (:mod:`kun.runtime.coalesce`) and written when their
-buffer closes: a fragment of another stream, the size limit, ``coalesce_ms``
-after its first fragment (a timer in the recorder's task group), any non-delta
-event on the thread (written first, so order is kept), ``flush()``, or exit.
+buffer closes: a fragment of another stream, the size limit (``coalesce_bytes``,
+4 KB), ``log_window_ms`` (1 s) after its first fragment (a timer in the
+recorder's task group), any non-delta event on the thread (written first, so
+order is kept), ``flush()``, or exit. Live followers do not wait for that:
+every ``live_window_ms`` (30 ms) the fragments not shown yet are published as
+a preview (:meth:`kun.runtime.bus.EventBus.preview`, not persisted), and a
+buffer's last fragments are previewed just before it is written, so a written
+delta is exactly its previews (the bus's invariant). Crash loss: a process
+that dies loses the text buffered for the log, at most ``log_window_ms`` or
+``coalesce_bytes`` of the one item streaming at that moment (the previews a
+viewer saw are not in the log); everything before it, and every non-delta
+event, is written as before.
+``item_completed`` of a text or reasoning item whose text is what its deltas
+built is recorded with ``text_from_deltas`` instead of the text
+(:func:`kun.runtime.coalesce.compact_completions`); events returned, published
+and logged are the same.
 One exception keeps validation synchronous: a stream's first delta is written
 at once, so an invalid one (unknown turn, wrong item type) fails the call that
 made it. Once one delta of a stream is in the projection the reducer accepts
@@ -61,6 +74,7 @@ from kun.runtime.coalesce import (
     DeltaBuffer,
     FlushTimers,
     StreamKey,
+    compact_completions,
     is_delta,
     merge_run,
     stream_key,
@@ -165,8 +179,10 @@ class EventRecorder:
         store: EventStore,
         *,
         clock: Callable[[], int] = now_ms,
-        coalesce_ms: float = 30.0,
+        log_window_ms: float = 1000.0,
+        live_window_ms: float = 30.0,
         coalesce_bytes: int = 4096,
+        coalesce_ms: float | None = None,
         snapshot_after: int = SNAPSHOT_AFTER,
         snapshot_every: int = SNAPSHOT_EVERY,
     ) -> None:
@@ -176,12 +192,16 @@ class EventRecorder:
         self._snapshot_every = snapshot_every
         self.clock = clock
         self.bus = EventBus()
-        self._window_ms = coalesce_ms
+        if coalesce_ms is not None:
+            log_window_ms, live_window_ms = coalesce_ms, min(live_window_ms, coalesce_ms)
+        self._window_ms = log_window_ms
+        self._live_ms = live_window_ms
         self._max_bytes = coalesce_bytes
         self._threads: dict[str, _Thread] = {}
         self._tg: TaskGroup | None = None
         self._buffering = False
-        self._timers = FlushTimers(coalesce_ms, self._flush_due)
+        self._timers = FlushTimers(log_window_ms, self._flush_due)
+        self._live_timers = FlushTimers(live_window_ms, self._preview_due)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -194,6 +214,7 @@ class EventRecorder:
         self._tg = tg
         self._buffering = True
         tg.start_soon(self._timers.run)
+        tg.start_soon(self._live_timers.run)
         return self
 
     async def __aexit__(
@@ -277,17 +298,20 @@ class EventRecorder:
             raise ThreadNotOpen(thread_id, "read its state")
         return thread.projector.snapshot()
 
-    def subscribe(self, thread_id: str, *, after: int = 0) -> Follower:
+    def subscribe(self, thread_id: str, *, after: int = 0, live: bool = False) -> Follower:
         """Every event of the thread with ``seq > after``, backlog then live
-        (see :meth:`kun.runtime.bus.EventBus.follow`). Works for any thread
-        in the store, open here or not; a thread with no log yet starts empty."""
+        (see :meth:`kun.runtime.bus.EventBus.follow`), and with ``live`` the
+        previews of buffered deltas too (a view that draws text as it comes;
+        :class:`kun.runtime.bus.LiveText` shows each character once). Works
+        for any thread in the store, open here or not; a thread with no log
+        yet starts empty."""
 
         def backlog(after: int) -> Iterator[Event]:
             if not self.store.exists(thread_id):
                 return iter(())
             return self.store.read(thread_id, after=after)
 
-        return self.bus.follow(thread_id, after=after, backlog=backlog)
+        return self.bus.follow(thread_id, after=after, backlog=backlog, live=live)
 
     # -- writing ---------------------------------------------------------------
 
@@ -359,6 +383,7 @@ class EventRecorder:
             return await self._buffer(thread, drafts, now)
         await self._write_pending(thread)
         batch = merge_run(drafts, self._max_bytes) if len(drafts) > 1 else list(drafts)
+        batch = compact_completions(batch, thread.projector.streamed_text)
         written = await self._write(thread, batch, now, durable)
         for event in written:
             if type(event) is TurnStarted or len(streams) >= _MAX_STREAMS:
@@ -372,16 +397,22 @@ class EventRecorder:
         it closes; start the timer of a buffer it opens."""
         coalescer = thread.coalescer
         before = coalescer.pending
+        if before is not None and before.unshown and now - before.live_at >= self._live_ms:
+            self._preview(thread, before)
         token = object()
         closed: list[DeltaBuffer] = []
         for delta in deltas:
             closed += coalescer.offer(delta, now, token)  # type: ignore[arg-type]
         pending = coalescer.pending
-        if pending is not None and pending is not before:
-            self._timers.schedule(thread, pending)
-        if not closed:
-            return []
-        written = await self._write(thread, [buffer.merged() for buffer in closed])
+        if pending is not None:
+            if pending is not before:
+                self._timers.schedule(thread, pending)
+            if pending.unshown and pending.timed != pending.live_at:
+                pending.timed = pending.live_at
+                self._live_timers.schedule(thread, pending)
+        written: list[Event] = []
+        for buffer in closed:
+            written += await self._write(thread, [self._close(thread, buffer)])
         return [
             event for event, buffer in zip(written, closed, strict=True) if buffer.token is token
         ]
@@ -389,7 +420,18 @@ class EventRecorder:
     async def _write_pending(self, thread: _Thread) -> None:
         buffer = thread.coalescer.take()
         if buffer is not None:
-            await self._write(thread, [buffer.merged()])
+            await self._write(thread, [self._close(thread, buffer)])
+
+    def _preview(self, thread: _Thread, buffer: DeltaBuffer) -> None:
+        delta = buffer.preview()
+        if delta is not None:
+            self.bus.preview(_replace(delta, thread_id=thread.id), thread.last_seq)
+
+    def _close(self, thread: _Thread, buffer: DeltaBuffer) -> Event:
+        """``buffer`` as the event to write, its last fragments previewed
+        first (so the event's text is exactly its previews)."""
+        self._preview(thread, buffer)
+        return buffer.merged()
 
     async def _write(
         self, thread: _Thread, drafts: list[Event], at: int | None = None, durable: bool = True
@@ -501,6 +543,15 @@ class EventRecorder:
 
     def _coalescer(self) -> Coalescer:
         return Coalescer(self._window_ms, self._max_bytes)
+
+    async def _preview_due(self, thread: _Thread, buffer: DeltaBuffer) -> None:
+        """``live_window_ms`` after fragments of ``buffer`` began to wait for
+        a preview: publish them, if the buffer is still pending."""
+        if thread.coalescer.pending is not buffer or not buffer.unshown:
+            return
+        async with thread.lock:
+            if thread.coalescer.pending is buffer:
+                self._preview(thread, buffer)
 
     async def _flush_due(self, thread: _Thread, buffer: DeltaBuffer) -> None:
         """The timer of ``buffer`` expired: write it, if it is still pending.
