@@ -20,7 +20,7 @@ from __future__ import annotations
 from kun.contracts.events import EVENT_TYPES, Event, EventBase
 from kun.store.codec import ENCODER
 
-__all__ = ["HEARTBEAT", "comment", "event_frame", "kind_of", "retry_frame"]
+__all__ = ["HEARTBEAT", "comment", "event_frame", "kind_of", "preview_frame", "retry_frame"]
 
 HEARTBEAT = b": heartbeat\n\n"
 
@@ -40,6 +40,12 @@ def event_frame(event: Event, *, with_id: bool = True) -> bytes:
     if with_id:
         return b"id: %d\nevent: %s\ndata: %s\n\n" % (event.seq, _KINDS[type(event)], data)
     return b"event: %s\ndata: %s\n\n" % (_KINDS[type(event)], data)
+
+
+def preview_frame(delta: Event) -> bytes:
+    """A preview (a delta not yet in the log, ``seq`` 0) as ``event:
+    preview`` with no ``id:``: it is no resume point."""
+    return b"event: preview\ndata: %s\n\n" % ENCODER.encode(delta)
 
 
 def comment(text: str) -> bytes:

@@ -10,6 +10,14 @@ the events after it, including those appended while the client was away.
 ``?until=N`` ends the stream once seq N is sent; a request that is already
 past it gets ``204`` (which tells an ``EventSource`` to stop reconnecting).
 
+``?live=1`` adds previews: streamed text not yet in the log (the log merges
+an item's fragments for up to a second; previews come every few tens of
+milliseconds), as ``event: preview`` with no ``id:`` and ``seq`` 0. A
+durable delta's text is exactly the previews of its stream (item) since the
+previous durable delta of that stream, or none were sent: per stream, count
+the characters previewed and not yet durable, and skip that many (at most
+its length) of each durable delta (:class:`kun.runtime.bus.LiveText`).
+
 The firehose has no backlog and no ids: seqs are per thread, and a single
 ``Last-Event-ID`` could not say where each thread was. It opens with a
 ``: live`` comment: every event published after it is in the stream. Each
@@ -37,7 +45,7 @@ from starlette.types import ASGIApp
 
 from kun.contracts.events import Event
 from kun.runtime.service import TurnService
-from kun.server.sse_frames import comment, event_frame
+from kun.server.sse_frames import comment, event_frame, preview_frame
 from kun.server.sse_response import EventStreamResponse, FellBehind, Put, StreamSettings
 from kun.store.errors import InvalidThreadId
 from kun.store.paths import validate_thread_id
@@ -45,7 +53,8 @@ from kun.store.paths import validate_thread_id
 __all__ = ["StreamSettings", "follow_all", "stream_routes"]
 
 _SEQ = re.compile(r"[0-9]{1,18}")
-_THREAD_PARAMS = frozenset({"after", "until"})
+_THREAD_PARAMS = frozenset({"after", "until", "live"})
+_FLAGS = {"1": True, "true": True, "0": False, "false": False}
 
 
 class BadRequest(Exception):
@@ -90,6 +99,7 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
     try:
         thread_id = validate_thread_id(request.path_params["thread_id"])
         after, after_field, until = _resume_point(request)
+        live = _flag(request, "live")
     except InvalidThreadId as exc:
         return _error(400, "invalid_id", str(exc), "thread_id")
     except BadRequest as exc:
@@ -112,9 +122,12 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
         return Response(headers={"content-type": "text/event-stream; charset=utf-8"})
 
     async def source(put: Put) -> None:
-        follower = service.recorder.subscribe(thread_id, after=after)
+        follower = service.recorder.subscribe(thread_id, after=after, live=live)
         try:
             async for event in follower:
+                if not event.seq:
+                    await put(None, preview_frame(event))
+                    continue
                 await put(event.seq, event_frame(event))
                 if until is not None and event.seq >= until:
                     return
@@ -142,6 +155,14 @@ def _resume_point(request: Request) -> tuple[int, str, int | None]:
         field, after = "after", _seq("after", query["after"]) if "after" in query else 0
     until = _seq("until", query["until"]) if "until" in query else None
     return after, field, until
+
+
+def _flag(request: Request, name: str) -> bool:
+    text = request.query_params.get(name, "0")
+    flag = _FLAGS.get(text.lower())
+    if flag is None:
+        raise BadRequest(name, f"{name} must be 1 or 0, not {text!r}")
+    return flag
 
 
 def _seq(field: str, text: str) -> int:

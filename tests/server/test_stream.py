@@ -323,6 +323,7 @@ def test_heartbeat_while_idle(served: Callable[..., Served]) -> None:
         ("/v1/threads/{t}/events", {"Last-Event-ID": "x"}, 400, "Last-Event-ID"),
         ("/v1/threads/{t}/events?from=3", {}, 400, "from"),
         ("/v1/events?after=3", {}, 400, "after"),
+        ("/v1/threads/{t}/events?live=yes", {}, 400, "live"),
         ("/v1/threads/{t}/events?after=2", {}, 400, "after"),
         ("/v1/threads/{t}/events", {"Last-Event-ID": "9"}, 400, "Last-Event-ID"),
     ],
