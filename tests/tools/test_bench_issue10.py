@@ -3,9 +3,12 @@ of issue 10's table (no timing is judged here: benchmarks print ratios)."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "bench_issue10.py"
 
@@ -54,3 +57,20 @@ def test_one_command_prints_every_row(tmp_path: Path) -> None:
     assert "`kun threads`, 1 threads" in out and "`kun threads`, 3 threads" in out
     assert "| 503 events |" in out and "| 1,005 events |" in out
     assert list(tmp_path.iterdir()) == [], "the benchmark left files behind"
+
+
+def test_the_log_bytes_rows_are_read_from_bench_economy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    bench = importlib.import_module("bench_issue10")
+    fake = tmp_path / "bench_economy.py"
+    assert bench.economy(fake) == ({}, "not measured: tools/bench_economy.py missing")
+    fake.write_text(
+        "print('  pace    before       now   target   whole log before / now')\n"
+        "print('   1ms     4.33x     1.63x  <= 1.5x   5.00x / 2.00x')\n"
+        "print('  20ms    28.78x     2.30x  <= 2.0x   30.00x / 3.00x')\n"
+    )
+    assert bench.economy(fake) == ({1: (4.33, 1.63), 20: (28.78, 2.3)}, None)
+    fake.write_text("raise SystemExit(3)\n")
+    assert bench.economy(fake) == ({}, "not measured: tools/bench_economy.py failed (exit 3)")
