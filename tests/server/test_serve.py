@@ -122,7 +122,7 @@ def _workspace(tmp_path: Path) -> str:
 
 async def test_a_full_turn_over_http(tmp_path: Path) -> None:
     script = [FakeResponse(chunks=tuple(tool_reply("read_file", {"path": "a.py"}))), ANSWER]
-    async with FakeProvider(script, format="chat_completions") as provider:
+    async with FakeProvider([*script, ANSWER], format="chat_completions") as provider:
         async with _serve(tmp_path, provider.base_url) as (_, client):
             created = await client.post("/v1/threads", json={"workspace": _workspace(tmp_path)})
             thread = created.json()["thread_id"]
@@ -131,12 +131,19 @@ async def test_a_full_turn_over_http(tmp_path: Path) -> None:
             turn = await _wait_settled(client, thread, started.json()["turn_id"])
             assert turn["status"] == "completed"
             assert turn["items"][-1]["text"] == "a.py prints a."
+            unknown = await client.patch(f"/v1/threads/{thread}", json={"provider": "nope"})
+            assert unknown.status_code == 400 and "nope" in unknown.json()["error"]["message"]
+            switched = await client.patch(f"/v1/threads/{thread}", json={"model": "fake-2"})
+            assert switched.json()["settings"]["model"] == "fake-2"
+            again = await client.post(f"/v1/threads/{thread}/turns", json={"text": "again"})
+            await _wait_settled(client, thread, again.json()["turn_id"])
+            assert [r.json["model"] for r in provider.requests] == ["fake-model"] * 2 + ["fake-2"]
             projection = (await client.get(f"/v1/threads/{thread}")).json()
             log = (await client.get(f"/v1/threads/{thread}/log")).content
     state = replay(JsonlEventStore(tmp_path / "home").read(thread))
     assert projection == msgspec.json.decode(msgspec.json.encode(state))
     assert log == (tmp_path / "home" / "threads" / thread / "events.jsonl").read_bytes()
-    assert state.settings.provider == "fake" and state.turns[0].model == "fake-model"
+    assert [t.model for t in state.turns] == ["fake-model", "fake-2"]
 
 
 async def test_the_token_is_required_and_a_public_bind_needs_one(tmp_path: Path) -> None:
