@@ -4,6 +4,7 @@ ids, unknown routes and methods, and requests without the token."""
 
 from __future__ import annotations
 
+import hmac
 from pathlib import Path
 from typing import Any
 
@@ -107,13 +108,24 @@ async def test_traversal_and_unknown_routes_and_methods(tmp_path: Path) -> None:
                "invalid_body", "decision")  # fmt: skip
 
 
-async def test_a_token_is_required_when_set(tmp_path: Path) -> None:
+async def test_a_token_is_required_when_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def compare_digest(given: bytes, expected: bytes) -> bool:
+        compared.append((given, expected))
+        return real(given, expected)
+
+    monkeypatch.setattr("kun.server.auth.hmac.compare_digest", compare_digest)
     async with api(tmp_path, token="s3cret") as a:
         _error(await a.client.get("/v1/threads"), 401, "unauthorized")
         wrong = {"Authorization": "Bearer s3cres"}
         _error(await a.client.get("/v1/threads", headers=wrong), 401, "unauthorized")
         right = {"Authorization": "Bearer s3cret"}
         assert (await a.client.get("/v1/threads", headers=right)).status_code == 200
+    assert compared[-1] == (b"Bearer s3cret", b"Bearer s3cret") and len(compared) == 3
 
 
 def test_only_loopback_may_go_without_a_token() -> None:

@@ -83,6 +83,10 @@ async def test_rewind_undo_and_fork(tmp_path: Path) -> None:
         assert forked.status_code == 201, forked.text
         new = forked.json()["thread_id"]
         assert [t.turn_id for t in a.log_state(new).turns] == [first]
+        at_seq = a.log_state(thread).turns[1].started_seq - 1
+        cut = await a.client.post(f"/v1/threads/{thread}/fork", json={"at_seq": at_seq})
+        assert cut.json()["source_seq"] == at_seq
+        assert [t.turn_id for t in a.log_state(cut.json()["thread_id"]).turns] == [first]
         whole = await a.client.post(f"/v1/threads/{thread}/fork", json={})
         assert len(a.log_state(whole.json()["thread_id"]).turns) == 2
 
