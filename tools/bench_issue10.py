@@ -34,6 +34,7 @@ import importlib
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -243,15 +244,26 @@ def loop_rows(root: Path, steps: tuple[int, int]) -> list[Row]:
 # -- kun threads ---------------------------------------------------------------
 
 
+def _paired(cmd: list[str], base: list[str], env: dict[str, str], runs: int) -> tuple[float, float]:
+    """Medians of ``cmd`` and ``base`` run in turns, so a change in the
+    machine's load falls on both alike."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        times[0].append(bench_threads._time(cmd, env))
+        times[1].append(bench_threads._time(base, env))
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def threads_rows(root: Path, counts: list[int], big: int, runs: int) -> tuple[list[Row], Row]:
-    """One row per count, and the issue's row (the largest count)."""
+    """One row per count, and the issue's row (the largest count). The
+    listing's own cost is the warm run less kun's start-up (``kun threads``
+    on an empty home), the two timed in turns."""
     kun = shutil.which("kun", path=str(Path(sys.executable).parent)) or "kun"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     empty = root / "threads-empty"
     empty.mkdir()
     empty_cmd = [kun, "threads", "--home", str(empty)]
     bench_threads._time(empty_cmd, env)
-    start = bench_threads._median(empty_cmd, env, max(runs, 3))
     rows = []
     listing = 0.0
     for count in counts:
@@ -267,7 +279,7 @@ def threads_rows(root: Path, counts: list[int], big: int, runs: int) -> tuple[li
             cmd, env, 1 if count >= 5000 else runs, before=bench_threads.index_path(home)
         )
         bench_threads._time(cmd, env)
-        warm = bench_threads._median(cmd, env, runs)
+        warm, start = _paired(cmd, empty_cmd, env, max(runs, 5))
         listing = warm - start
         rows.append(
             Row(
