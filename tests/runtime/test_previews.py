@@ -255,6 +255,8 @@ async def _run(script: list[tuple[str, str, str, int]]) -> tuple[list[ev.Event],
                         live.append(event)
 
                 tg.start_soon(collect)
+                while not rec.bus.followers(TID):
+                    await anyio.sleep(0)
                 for op, item, piece, dt in script:
                     clock.now += dt
                     if op == "delta":
