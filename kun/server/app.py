@@ -57,7 +57,7 @@ def create_app(
 ) -> Starlette:
     """The app over the backend ``compose`` opens. ``token``: every request
     needs it as a bearer token. ``wait_listening``: reconcile orphans only
-    once :func:`kun.server.runner` says the socket is bound."""
+    once the runner (:mod:`kun.server.runner`) says the socket is bound."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
