@@ -201,15 +201,16 @@ def recorder_text(store: MemoryEventStore) -> str:
 # -- the invariant, under any schedule ----------------------------------------------
 
 _ITEMS = ("txt_1", "txt_2")
+_PIECE = st.text("ab\u00e9", min_size=1, max_size=3)
 ops = st.lists(
     st.one_of(
-        st.tuples(st.just("delta"), st.sampled_from(_ITEMS), st.text("ab\u00e9", min_size=1, max_size=3), st.integers(0, 700)),
+        st.tuples(st.just("delta"), st.sampled_from(_ITEMS), _PIECE, st.integers(0, 700)),
         st.tuples(st.just("event"), st.just(""), st.just(""), st.integers(0, 50)),
         st.tuples(st.just("flush"), st.just(""), st.just(""), st.integers(0, 50)),
         st.tuples(st.just("sleep"), st.just(""), st.just(""), st.integers(0, 40)),
     ),
     max_size=40,
-)  # fmt: skip
+)
 
 
 @given(ops)
@@ -248,15 +249,19 @@ async def _run(script: list[tuple[str, str, str, int]]) -> tuple[list[ev.Event],
         async with EventRecorder(store, clock=clock, log_window_ms=400, live_window_ms=5) as rec:
             await start(rec)
             follower = rec.subscribe(TID, after=3, live=True)
+            joined, ended = anyio.Event(), anyio.Event()
+
+            async def collect() -> None:
+                async for event in follower:
+                    joined.set()
+                    live.append(event)
+                    if isinstance(event, ev.TurnCompleted):
+                        ended.set()
+
             async with anyio.create_task_group() as tg:
-
-                async def collect() -> None:
-                    async for event in follower:
-                        live.append(event)
-
                 tg.start_soon(collect)
-                while not rec.bus.followers(TID):
-                    await anyio.sleep(0)
+                await rec.record(TID, draft(ev.WarningEvent, code="c", message="joined"))
+                await joined.wait()
                 for op, item, piece, dt in script:
                     clock.now += dt
                     if op == "delta":
@@ -268,9 +273,8 @@ async def _run(script: list[tuple[str, str, str, int]]) -> tuple[list[ev.Event],
                     else:
                         await anyio.sleep(dt / 1000)
                 await rec.flush(TID)
-                (end,) = await rec.record(TID, draft(ev.TurnCompleted))
-                while not live or live[-1].seq != end.seq:
-                    await anyio.sleep(0.001)
+                await rec.record(TID, draft(ev.TurnCompleted))
+                await ended.wait()
                 tg.cancel_scope.cancel()
         logged = list(store.read(TID, after=3))
     return live, logged
