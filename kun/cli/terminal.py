@@ -25,6 +25,7 @@ itself; any other gets them a line at a time, coloured by tone.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Literal, Protocol, TextIO, runtime_checkable
@@ -35,6 +36,7 @@ import click
 from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ErrorItem, ToolCall, ToolResult
 from kun.contracts.threads import AllowRule
+from kun.domain.state import ThreadState
 from kun.domain.transcript import format_usage
 from kun.runtime.bus import LiveText
 from kun.runtime.errors import AnswerConflict, TurnNotRunning
@@ -155,6 +157,8 @@ class PlainSink:
 class LiveView:
     live = True
     """Follow previews of the text being streamed, not only what is logged."""
+    no_always = "not a simple command"
+    """Why an approval offers no "always" when it cannot be made a rule."""
 
     def __init__(
         self,
@@ -182,8 +186,7 @@ class LiveView:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.sink.animate)
             rule = LiveText()
-            follower = self.service.recorder.subscribe(self.thread_id, after=after, live=self.live)
-            async for got in follower:
+            async for got in self._events(after):
                 if got.turn_id not in (None, turn_id):
                     continue
                 event = rule.fresh(got)
@@ -195,6 +198,14 @@ class LiveView:
                     break
             tg.cancel_scope.cancel()
         self.sink.waiting(False)
+
+    def _events(self, after: int) -> AsyncIterator[ev.Event]:
+        """The thread's events after ``after``, then live (with previews if
+        ``live``); a view of a thread elsewhere (a server) gets them there."""
+        return self.service.recorder.subscribe(self.thread_id, after=after, live=self.live)
+
+    def _state(self) -> ThreadState:
+        return self.service.state(self.thread_id)
 
     def _note_waiting(self, event: ev.Event) -> None:
         if isinstance(event, ev.PipelineStage):
@@ -265,7 +276,7 @@ class LiveView:
         always = (
             f"a always for this thread: {describe(rule)}"
             if rule
-            else "no always: not a simple command"
+            else f"no always: {self.no_always}"
         )
         self.sink.line(f"   y yes · {always} · n no · or type why not", "dim")
         reply = await self.prompter.prompt("   allow? [y/a/N] ")
@@ -282,7 +293,7 @@ class LiveView:
     def _rule(self, event: ev.ApprovalRequested) -> AllowRule | None:
         """The rule "always" would add: from the call's arguments as the
         thread recorded them."""
-        state = self.service.state(self.thread_id)
+        state = self._state()
         turn = next((t for t in state.turns if t.turn_id == event.turn_id), None)
         items = turn.items if turn is not None else ()
         call = next(
@@ -294,7 +305,7 @@ class LiveView:
         """``y``, ``a``, ``n`` or Enter, or a reason to deny."""
         answer = text.lower()
         if answer in ("a", "always") and rule is not None:
-            settings = self.service.state(self.thread_id).settings
+            settings = self._state().settings
             if rule not in settings.allow_rules:
                 await self.service.update_thread(
                     self.thread_id, always_allow=(*settings.allow_rules, rule)
@@ -345,7 +356,7 @@ class LiveView:
                 await self.service.interrupt_turn(self.thread_id, turn_id)
 
     def _settled(self, event: ev.Event) -> None:
-        state = self.service.state(self.thread_id)
+        state = self._state()
         turn = next((t for t in state.turns if t.turn_id == event.turn_id), None)
         status = turn.status if turn is not None else "settled"
         took = f" in {turn.duration_ms / 1000:.1f}s" if turn and turn.duration_ms else ""
