@@ -97,10 +97,14 @@ class _Calls:
         return _Call("PATCH", f"/v1/threads/{thread_id}", json=changes)
 
     @staticmethod
-    def start_turn(thread_id: str, text: str, uploads: list[dict[str, str]]) -> _Call:
+    def start_turn(
+        thread_id: str, text: str, uploads: list[dict[str, str]], disable_user_input: bool
+    ) -> _Call:
         body: dict[str, Any] = {"text": text}
         if uploads:
             body["attachments"] = uploads
+        if disable_user_input:
+            body["disable_user_input"] = True
         return _Call("POST", f"/v1/threads/{thread_id}/turns", json=body)
 
     @staticmethod
@@ -205,9 +209,19 @@ class KunClient:
         result: dict[str, Any] = self._do(_Calls.update_thread(thread_id, changes))
         return result
 
-    def start_turn(self, thread_id: str, text: str, *, attachments: Sequence[Path] = ()) -> str:
+    def start_turn(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        attachments: Sequence[Path] = (),
+        disable_user_input: bool = False,
+    ) -> str:
+        """``disable_user_input``: the model may not ask questions (nobody
+        is there to answer them)."""
         uploads = [_upload(path, path.read_bytes()) for path in attachments]
-        turn_id: str = self._do(_Calls.start_turn(thread_id, text, uploads))["turn_id"]
+        call = _Calls.start_turn(thread_id, text, uploads, disable_user_input)
+        turn_id: str = self._do(call)["turn_id"]
         return turn_id
 
     def turn(self, thread_id: str, turn_id: str) -> dict[str, Any]:
@@ -314,10 +328,16 @@ class AsyncKunClient:
         return result
 
     async def start_turn(
-        self, thread_id: str, text: str, *, attachments: Sequence[Path] = ()
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        attachments: Sequence[Path] = (),
+        disable_user_input: bool = False,
     ) -> str:
         uploads = [_upload(path, await anyio.Path(path).read_bytes()) for path in attachments]
-        turn_id: str = (await self._do(_Calls.start_turn(thread_id, text, uploads)))["turn_id"]
+        call = _Calls.start_turn(thread_id, text, uploads, disable_user_input)
+        turn_id: str = (await self._do(call))["turn_id"]
         return turn_id
 
     async def turn(self, thread_id: str, turn_id: str) -> dict[str, Any]:
