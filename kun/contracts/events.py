@@ -27,7 +27,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from kun.contracts.context import TurnContext
-from kun.contracts.items import Item, Severity
+from kun.contracts.items import AssistantReasoning, AssistantText, Item, Severity, ToolCall
 from kun.contracts.threads import (
     AllowRule,
     ApprovalPolicy,
@@ -174,11 +174,22 @@ def digest_text(text: str) -> DeltaDigest:
     return DeltaDigest(len(text), hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
 
 
+def streamed_field(item: Item) -> str | None:
+    """The field of ``item`` that its deltas build: ``text`` of an assistant
+    text or reasoning, ``arguments_text`` of a tool call; ``None`` for the
+    items nothing streams into."""
+    kind = type(item)
+    if kind is AssistantText or kind is AssistantReasoning:
+        return "text"
+    return "arguments_text" if kind is ToolCall else None
+
+
 class ItemCompleted(EventBase, tag="item_completed", frozen=True, kw_only=True):
-    """``text_from_deltas``: the item's text is exactly what its deltas built,
-    so the line carries ``text: ""`` and this digest instead of the text once
-    more; the fold takes the text from the deltas and checks it against the
-    digest. Only for ``assistant_text`` and ``assistant_reasoning``."""
+    """``text_from_deltas``: the item's streamed field (:func:`streamed_field`:
+    an assistant text's or reasoning's ``text``, a tool call's
+    ``arguments_text``) is exactly what its deltas built, so the line carries
+    it as ``""`` and this digest instead of the text once more; the fold takes
+    the text from the deltas and checks it against the digest."""
 
     item: Item
     text_from_deltas: DeltaDigest | None = None

@@ -3,9 +3,10 @@
 A mixin of :class:`kun.domain.reduce.Projector`, split out to keep each module
 small; it shares the projector's private fold state (declared below).
 
-An ``item_completed`` with ``text_from_deltas`` carries its text as ``""``:
-the text is what the log built for the item before it (its deltas, after
-any whole version), checked against the digest (length and BLAKE2b-64). A
+An ``item_completed`` with ``text_from_deltas`` carries its streamed field
+(``text``, or a tool call's ``arguments_text``) as ``""``: the text is what
+the log built for the item before it (its deltas, after any whole version),
+checked against the digest (length and BLAKE2b-64). A
 mismatch is a ``ProjectionError`` naming the item: a text filled in wrong
 would be worse than a log that does not replay.
 """
@@ -16,7 +17,7 @@ import msgspec
 from msgspec import UnsetType
 
 from kun.contracts import events as ev
-from kun.contracts.events import digest_text
+from kun.contracts.events import digest_text, streamed_field
 from kun.contracts.items import (
     OPEN_STATUSES,
     Approval,
@@ -99,17 +100,18 @@ class ItemHandlers:
             fold.in_flight.remove(item_id)
 
     def streamed_text(self, turn_id: str | None, item_id: str) -> str | None:
-        """The text the log has built so far for the open assistant text or
-        reasoning ``item_id`` of the open turn ``turn_id``, or ``None``: what
-        a writer compares an ``item_completed`` with before recording it
-        with ``text_from_deltas``."""
+        """The streamed field (``streamed_field``) the log has built so far
+        for the open item ``item_id`` of the open turn ``turn_id``, or
+        ``None``: what a writer compares an ``item_completed`` with before
+        recording it with ``text_from_deltas``."""
         fold = self._turns.get(turn_id) if turn_id is not None else None
         if fold is None or not fold.open:
             return None
         item = fold.get(item_id)
-        if isinstance(item, AssistantText | AssistantReasoning) and item.status in OPEN_STATUSES:
-            return item.text
-        return None
+        if item is None or item.status not in OPEN_STATUSES:
+            return None
+        field = streamed_field(item)
+        return None if field is None else str(getattr(item, field))
 
     def _delta(
         self, e: ev.EventBase, item_id: str, kind: type[Item], text: str, name: str = ""
@@ -240,18 +242,19 @@ def _with_streamed_text(e: ev.ItemCompleted, item: Item, current: Item | None) -
     shown to be the one ``e.text_from_deltas`` describes."""
     digest = e.text_from_deltas
     assert digest is not None
-    if not isinstance(item, AssistantText | AssistantReasoning) or item.text:
+    field = streamed_field(item)
+    if field is None or getattr(item, field):
         raise ProjectionError(
             e.seq, f"item {item.id!r}: text_from_deltas on a {item_type(item)} that carries text"
         )
-    text = current.text if isinstance(current, AssistantText | AssistantReasoning) else ""
+    text = str(getattr(current, field)) if type(current) is type(item) else ""
     if digest_text(text) != digest:
         raise ProjectionError(
             e.seq,
             f"item {item.id!r}: the text its deltas built ({len(text)} chars) is not the one "
             f"item_completed describes ({digest.chars} chars, blake2b {digest.blake2b})",
         )
-    return _replace(item, text=text)
+    return _replace(item, **{field: text})
 
 
 def _implicit_item(kind: type[Item], item_id: str, e: ev.EventBase) -> Item:

@@ -48,8 +48,8 @@ from kun.contracts.events import (
     ItemCompleted,
     ToolCallDelta,
     digest_text,
+    streamed_field,
 )
-from kun.contracts.items import AssistantReasoning, AssistantText
 
 __all__ = [
     "DELTA_TYPES",
@@ -253,26 +253,28 @@ def merge_run(events: Iterable[Event], max_bytes: int) -> list[Event]:
 def compact_completions(
     events: list[Event], streamed_text: Callable[[str | None, str], str | None]
 ) -> list[Event]:
-    """``events`` with each ``item_completed`` of an assistant text or
-    reasoning whose text is exactly what the log built for it
+    """``events`` with each ``item_completed`` whose streamed field (an
+    assistant text's or reasoning's ``text``, a tool call's
+    ``arguments_text``) is exactly what the log built for it
     (``streamed_text(turn_id, item_id)``, asked before ``events`` apply)
-    recorded as ``text: ""`` plus ``text_from_deltas``, so the line does not
-    repeat the text. An item that another event of the batch touched first
-    keeps its text: the projection does not show that event yet."""
+    recorded as ``""`` plus ``text_from_deltas``, so the line does not repeat
+    the text. An item that another event of the batch touched first keeps
+    its text: the projection does not show that event yet."""
     out: list[Event] = []
     touched: set[str] = set()
     for event in events:
         if type(event) is ItemCompleted:
             item = event.item
+            field = streamed_field(item)
             if (
-                type(item) in _TEXT_ITEMS
-                and item.text  # type: ignore[union-attr]
+                field is not None
+                and (text := getattr(item, field))
                 and item.id not in touched
                 and event.text_from_deltas is None
-                and streamed_text(event.turn_id, item.id) == item.text  # type: ignore[union-attr]
+                and streamed_text(event.turn_id, item.id) == text
             ):
-                digest = digest_text(item.text)  # type: ignore[union-attr]
-                event = _replace(event, item=_replace(item, text=""), text_from_deltas=digest)
+                compact = _replace(item, **{field: ""})
+                event = _replace(event, item=compact, text_from_deltas=digest_text(text))
             touched.add(item.id)
         else:
             item_id = getattr(event, "item_id", None) or getattr(
@@ -282,9 +284,6 @@ def compact_completions(
                 touched.add(item_id)
         out.append(event)
     return out
-
-
-_TEXT_ITEMS = (AssistantText, AssistantReasoning)
 
 
 class FlushTimers(Generic[_Owner]):

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kun.contracts import events as ev
-from kun.contracts.events import digest_text
-from kun.contracts.items import AssistantReasoning, AssistantText, ToolResult
+from kun.contracts.events import digest_text, streamed_field
+from kun.contracts.items import ToolCall, ToolResult
 from kun.domain.errors import ProjectionError
 from kun.domain.reduce import Projector, replay
 from kun.testing.logbuilder import LogBuilder
@@ -19,22 +19,38 @@ _replace = msgspec.structs.replace
 
 
 def _compact(events: list[ev.Event]) -> list[ev.Event]:
-    """Every completed text or reasoning item recorded with a digest."""
+    """Every completed item that deltas stream into recorded with a digest."""
     out: list[ev.Event] = []
     for e in events:
-        if isinstance(e, ev.ItemCompleted) and isinstance(
-            e.item, AssistantText | AssistantReasoning
-        ):
-            digest = digest_text(e.item.text)
-            e = _replace(e, item=_replace(e.item, text=""), text_from_deltas=digest)
+        if isinstance(e, ev.ItemCompleted) and (field := streamed_field(e.item)):
+            digest = digest_text(getattr(e.item, field))
+            e = _replace(e, item=_replace(e.item, **{field: ""}), text_from_deltas=digest)
         out.append(e)
     return out
 
 
-def _log(text: list[str], thought: list[str]) -> list[ev.Event]:
+def _log(text: list[str], thought: list[str], path: str = "a.py") -> list[ev.Event]:
     b = LogBuilder("t1")
     b.create(workspace="/w")
     b.start_turn("hi")
+    raw = msgspec.json.encode({"path": path}).decode()
+    for i in range(0, len(raw), 4):
+        b.emit(
+            ev.ToolCallDelta,
+            turn_id=b.turn_id,
+            item_id="call_1",
+            call_id="c1",
+            name="read_file" if i == 0 else "",
+            arguments=raw[i : i + 4],
+        )
+    call = ToolCall(
+        id="call_1",
+        call_id="c1",
+        name="read_file",
+        arguments=msgspec.Raw(raw.encode()),
+        arguments_text=raw,
+    )
+    b.emit(ev.ItemCompleted, turn_id=b.turn_id, item=call)
     b.reasoning(thought)
     b.assistant_text(text)
     b.complete()
@@ -44,13 +60,18 @@ def _log(text: list[str], thought: list[str]) -> list[ev.Event]:
 @given(
     st.lists(st.text(max_size=6), min_size=1, max_size=8),
     st.lists(st.text(max_size=6), min_size=1, max_size=4),
+    st.text(min_size=1, max_size=12),
 )
 @settings(max_examples=100, deadline=None)
 def test_a_digest_replays_to_the_same_projection_as_the_text(
-    text: list[str], thought: list[str]
+    text: list[str], thought: list[str], path: str
 ) -> None:
-    events = _log(text, thought)
-    assert replay(_compact(events)) == replay(events)
+    events = _log(text, thought, path)
+    compact = _compact(events)
+    assert (
+        sum(e.text_from_deltas is not None for e in compact if isinstance(e, ev.ItemCompleted)) == 3
+    )
+    assert replay(compact) == replay(events)
 
 
 def test_the_fold_says_what_it_would_fill_in() -> None:

@@ -7,12 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kun.contracts import events as ev
-from kun.contracts.items import AssistantText, UserMessage
+from kun.contracts.items import AssistantText, ToolCall, UserMessage
+from kun.domain.reduce import replay
 from kun.runtime.bus import EventBus, LiveText
 from kun.runtime.coalesce import DeltaBuffer, stream_key
 from kun.runtime.recorder import EventRecorder
@@ -192,8 +194,6 @@ async def test_tokens_20_ms_apart_are_previewed_live_and_logged_in_few_lines() -
 
 
 def recorder_text(store: MemoryEventStore) -> str:
-    from kun.domain.reduce import replay
-
     state = replay(list(store.read(TID)))
     return state.turns[0].items[-1].text  # type: ignore[union-attr, no-any-return]
 
@@ -278,3 +278,34 @@ async def _run(script: list[tuple[str, str, str, int]]) -> tuple[list[ev.Event],
                 tg.cancel_scope.cancel()
         logged = list(store.read(TID, after=3))
     return live, logged
+
+
+@pytest.mark.anyio
+async def test_item_completed_does_not_repeat_what_the_deltas_streamed() -> None:
+    """Text and a tool call's arguments_text; a text the provider corrected
+    is written whole."""
+    store = MemoryEventStore()
+    args = '{"path": "a.py"}'
+    async with store, EventRecorder(store, clock=Clock()) as recorder:
+        await start(recorder)
+        for i in range(0, len(args), 4):
+            await recorder.record(TID, call("read_file" if i == 0 else "", args[i : i + 4]))
+        await recorder.record(TID, text("Hel"), text("lo", item="txt_2"))
+        await recorder.record(TID, text("lo"))
+        item = ToolCall(
+            id="item_c", call_id="c", name="read_file", arguments=msgspec.Raw(args.encode()),
+            arguments_text=args,
+        )  # fmt: skip
+        done = await recorder.record(
+            TID,
+            draft(ev.ItemCompleted, item=item),
+            draft(ev.ItemCompleted, item=AssistantText(id="txt_1", text="Hello")),
+            draft(ev.ItemCompleted, item=AssistantText(id="txt_2", text="Lo!")),
+        )
+        state = recorder.state(TID)
+    assert [e.text_from_deltas is not None for e in done] == [True, True, False]  # type: ignore[attr-defined]
+    assert done[0].item.arguments_text == "" and done[1].item.text == ""  # type: ignore[attr-defined]
+    assert replay(list(store.read(TID))) == state
+    items = {i.id: i for i in state.turns[0].items}
+    assert items["item_c"].arguments_text == args  # type: ignore[union-attr]
+    assert items["txt_1"].text == "Hello" and items["txt_2"].text == "Lo!"  # type: ignore[union-attr]
