@@ -73,16 +73,23 @@ def _draft(cls: type[ev.EventBase], turn_id: str | None, **fields: object) -> ev
     return cls(seq=0, at=0, thread_id="", turn_id=turn_id, **fields)  # type: ignore[return-value]
 
 
-async def _stream(home: Path, tokens: int, pace_ms: int, full: bool, **windows: float) -> str:
-    """Record one turn (the answer alone, or with reasoning and a tool call
-    before it when ``full``); the thread id."""
+async def _stream(home: Path, tokens: int, pace_ms: int, full: str, **windows: float) -> str:
+    """Record one turn (``full``: the ``answer`` alone, a ``turn`` with
+    reasoning and a tool call before it, or a ``write`` call whose arguments
+    stream ``tokens`` fragments of file content); the thread id."""
     clock = Clock()
     thread_id, turn_id = new_id("thr"), new_id("turn")
     text_id = new_id("txt")
     async with JsonlEventStore(home) as store, EventRecorder(store, clock=clock, **windows) as rec:
         await rec.record(thread_id, _draft(ev.ThreadCreated, None))
         await rec.record(thread_id, _draft(ev.TurnStarted, turn_id, provider="p", model="m"))
-        if full:
+        if full == "write":
+            content = "".join(_pieces(ANSWER, tokens))
+            arguments = _encode({"path": "notes.md", "content": content}).decode()
+            await _call(rec, clock, thread_id, turn_id, pace_ms, arguments)
+            await rec.record(thread_id, _draft(ev.TurnCompleted, turn_id, stop_reason="stop"))
+            return thread_id
+        if full == "turn":
             await _reason_and_call(rec, clock, thread_id, turn_id, pace_ms, tokens)
         answer = _pieces(ANSWER, tokens)
         for piece in answer:
@@ -99,7 +106,7 @@ async def _stream(home: Path, tokens: int, pace_ms: int, full: bool, **windows: 
 async def _reason_and_call(
     rec: EventRecorder, clock: Clock, thread_id: str, turn_id: str, pace_ms: int, tokens: int
 ) -> None:
-    reasoning_id, call_id, item_call = new_id("rsn"), new_id("call"), new_id("call")
+    reasoning_id = new_id("rsn")
     thought = _pieces(THOUGHT, max(tokens // 4, 1))
     for piece in thought:
         await rec.record(
@@ -109,7 +116,14 @@ async def _reason_and_call(
         clock.now += pace_ms
     done = AssistantReasoning(id=reasoning_id, text="".join(thought))
     await rec.record(thread_id, _draft(ev.ItemCompleted, turn_id, item=done))
-    for i, piece in enumerate(ARGUMENTS[j : j + 4] for j in range(0, len(ARGUMENTS), 4)):
+    await _call(rec, clock, thread_id, turn_id, pace_ms, ARGUMENTS)
+
+
+async def _call(
+    rec: EventRecorder, clock: Clock, thread_id: str, turn_id: str, pace_ms: int, arguments: str
+) -> None:
+    call_id, item_call = new_id("call"), new_id("call")
+    for i, piece in enumerate(arguments[j : j + 4] for j in range(0, len(arguments), 4)):
         name = "read_file" if i == 0 else ""
         await rec.record(
             thread_id,
@@ -127,8 +141,8 @@ async def _reason_and_call(
         id=item_call,
         call_id=call_id,
         name="read_file",
-        arguments=msgspec.Raw(ARGUMENTS.encode()),
-        arguments_text=ARGUMENTS,
+        arguments=msgspec.Raw(arguments.encode()),
+        arguments_text=arguments,
     )
     await rec.record(thread_id, _draft(ev.ItemCompleted, turn_id, item=call))
 
@@ -189,9 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     _check_baseline()
     targets = {1: 1.5, 20: 2.0}
     with tempfile.TemporaryDirectory(prefix="kun-economy-") as tmp:
-        for full in (False, True):
-            what = "+ reasoning + a streamed tool call" if full else "alone"
-            print(f"\n{args.tokens} answer tokens of 4 chars, {what}: streamed items' lines")
+        for full, what in (
+            ("answer", "an answer alone"),
+            ("turn", "an answer after reasoning and a streamed tool call"),
+            ("write", "a tool call streaming them as a file's content"),
+        ):
+            print(f"\n{args.tokens} tokens of 4 chars, {what}: streamed items' lines")
             print(f"{'pace':>6}  {'before':>8}  {'now':>8}  {'target':>8}   whole log before / now")
             for pace in PACES_MS:
                 row = _row(Path(tmp) / f"{full}{pace}", args.tokens, pace, full)
@@ -203,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _row(home: Path, tokens: int, pace: int, full: bool) -> tuple[float, float, float, float]:
+def _row(home: Path, tokens: int, pace: int, full: str) -> tuple[float, float, float, float]:
     """Before and now, streamed items' lines then whole log, per text byte."""
 
     async def before() -> str:
