@@ -17,7 +17,8 @@ log per text byte, for:
 - ``now``: the defaults (log window 1 s / 4 KB, followers 30 ms), compact
   lines (no ``thread_id``, defaults left out) and ``text_from_deltas``.
 
-Both for the answer alone (the issue's measure) and for the whole turn.
+Three cases: the answer alone (the issue's measure), the whole turn, and a
+``write_file``-like call streaming the same tokens as a file's content.
 Only the recorder's clock is simulated: a buffer closed by the window on
 the next fragment's arrival gives the same lines its timer would have.
 Targets: 20 ms <= 2x, 1 ms <= 1.5x. The ``before`` encoding is checked
