@@ -148,8 +148,10 @@ class _Calls:
         return _Call("GET", "/v1/usage", params=[("thread", t) for t in threads])
 
     @staticmethod
-    def transcript(thread_id: str, hidden: bool, reasoning: bool) -> _Call:
+    def transcript(thread_id: str, hidden: bool, reasoning: bool, until_seq: int | None) -> _Call:
         params = {"hidden": str(hidden).lower(), "reasoning": str(reasoning).lower()}
+        if until_seq is not None:
+            params["until_seq"] = str(until_seq)
         return _Call("GET", f"/v1/threads/{thread_id}/transcript", params=params, returns="text")
 
     @staticmethod
@@ -270,8 +272,16 @@ class KunClient:
         result: dict[str, Any] = self._do(_Calls.usage(threads))
         return result
 
-    def transcript(self, thread_id: str, *, hidden: bool = False, reasoning: bool = False) -> str:
-        text: str = self._do(_Calls.transcript(thread_id, hidden, reasoning))
+    def transcript(
+        self,
+        thread_id: str,
+        *,
+        hidden: bool = False,
+        reasoning: bool = False,
+        until_seq: int | None = None,
+    ) -> str:
+        """``kun replay``'s text (of the events up to ``until_seq``)."""
+        text: str = self._do(_Calls.transcript(thread_id, hidden, reasoning, until_seq))
         return text
 
     def log(self, thread_id: str) -> bytes:
@@ -388,9 +398,15 @@ class AsyncKunClient:
         return result
 
     async def transcript(
-        self, thread_id: str, *, hidden: bool = False, reasoning: bool = False
+        self,
+        thread_id: str,
+        *,
+        hidden: bool = False,
+        reasoning: bool = False,
+        until_seq: int | None = None,
     ) -> str:
-        text: str = await self._do(_Calls.transcript(thread_id, hidden, reasoning))
+        call = _Calls.transcript(thread_id, hidden, reasoning, until_seq)
+        text: str = await self._do(call)
         return text
 
     async def log(self, thread_id: str) -> bytes:
