@@ -33,7 +33,9 @@ joined its thread:
 The baseline is measured in the same run: the same number of burst events,
 same threads and concurrency, appended through ``JsonlEventStore.append``
 directly (fsync each, no recorder, no HTTP, no subscribers). Target: server
-throughput >= 0.8x that raw append rate.
+throughput >= 0.8x that raw append rate. Between the two, the same burst is
+appended through the server to threads nobody follows: what the recorder
+costs, apart from the delivery.
 
 Every subscriber's received seqs are compared with its thread's log
 (1..last seq): a seq missing is *lost*, one received twice *duplicated*, one
@@ -234,6 +236,7 @@ class Measured:
     raw_rate: float
     server_rate: float
     append_rate: float
+    quiet_rate: float
     offered_rate: float
     paced_ms: list[float]
     burst_ms: list[float]
@@ -263,6 +266,12 @@ async def measure(args: argparse.Namespace, tmp: Path) -> Measured:
     async with serving(tmp / "home") as server:
         service = server.service
         settings = ThreadSettings(workspace=str(tmp))
+        quiet = [await service.create_thread(settings) for _ in range(args.threads)]
+        began_quiet = time.monotonic()
+        async with anyio.create_task_group() as load:
+            for thread_id in quiet:
+                load.start_soon(_burst, service, thread_id, args.burst)
+        quiet_rate = args.threads * args.burst / (time.monotonic() - began_quiet)
         threads = [await service.create_thread(settings) for _ in range(args.threads)]
         command = [
             sys.executable, __file__, "--subscribe", server.url, "--subscribers",
@@ -298,6 +307,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> Measured:
         stamps = dict(server.stamps)
     received = msgspec.json.decode(bytes(output), type=list[Received])
     measured = _judge(args, received, stamps, burst_began, raw_rate, appended, until)
+    measured.quiet_rate = quiet_rate
     measured.server_cpu = _cpu(resource.RUSAGE_SELF) - cpu
     measured.client_cpu = _cpu(resource.RUSAGE_CHILDREN)
     measured.wall = time.monotonic() - began
@@ -341,6 +351,7 @@ def _judge(
         raw_rate=raw_rate,
         server_rate=events / max(last_burst - burst_began, 1e-9),
         append_rate=events / appended,
+        quiet_rate=0.0,
         offered_rate=args.threads / args.interval,
         paced_ms=paced,
         burst_ms=burst,
@@ -368,6 +379,7 @@ def report(args: argparse.Namespace, m: Measured) -> bool:
     p99 = _pct(m.paced_ms, 99)
     ratio = m.server_rate / m.raw_rate
     raw, append = f"{m.raw_rate:,.0f} ev/s", f"{m.append_rate:,.0f} ev/s"
+    quiet = f"{m.quiet_rate:,.0f} ev/s = {m.quiet_rate / m.raw_rate:.2f}x raw"
     server = f"{m.server_rate:,.0f} ev/s = {ratio:.2f}x raw"
     deliveries = f"{m.server_rate * args.subscribers:,.0f} /s"
     server_cpu = f"{m.server_cpu:.1f} s of {m.wall:.1f} s"
@@ -381,6 +393,7 @@ def report(args: argparse.Namespace, m: Measured) -> bool:
         ("events duplicated", f"{m.duplicated}", "0", m.duplicated == 0),
         ("events out of order", f"{m.out_of_order}", "0", m.out_of_order == 0),
         ("raw log append rate (JsonlEventStore, fsync each)", raw, "baseline", True),
+        ("server append rate, no subscribers (TurnService.write)", quiet, "", True),
         ("server append rate, burst (TurnService.write)", append, "", True),
         ("server event throughput, burst (append -> all got it)", server, ">= 0.8x", ratio >= 0.8),
         ("deliveries (events x subscribers) per second, burst", deliveries, "", True),

@@ -19,6 +19,7 @@ ROWS = (
     "events duplicated",
     "events out of order",
     "raw log append rate",
+    "server append rate, no subscribers",
     "server append rate, burst",
     "server event throughput, burst",
     "deliveries (events x subscribers) per second",
