@@ -20,6 +20,7 @@ from kun.cli.colors import no_color_option
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import home_option
+from kun.cli.remote import keep_server, remote_target, server_options
 from kun.cli.replay import replay
 from kun.cli.serve import serve
 from kun.cli.threads import fork, reconcile, rewind, threads, usage
@@ -104,14 +105,25 @@ def _fail(message: str, code: int = EXIT_FAILURE) -> None:
     help="Resume the latest thread of this workspace.",
 )  # fmt: skip
 @session_options
+@server_options
 @click.pass_context
-def cli(ctx: click.Context, /, continue_latest: bool, **options: Any) -> None:
+def cli(
+    ctx: click.Context,
+    /,
+    continue_latest: bool,
+    server: str | None,
+    token_env: str | None,
+    **options: Any,
+) -> None:
     """kun: an event-sourced runtime for LLM agents.
 
     Alone, kun opens an interactive session on a new thread (-c: on this
     workspace's latest). Every change to a thread is an event in its
     events.jsonl; the commands below rebuild what you see from that log.
+    With --server URL, run, replay, threads and usage work on the threads
+    of a running kun serve.
     """
+    keep_server(ctx, server, token_env)
     if ctx.invoked_subcommand is None:
         start_session(continue_latest=continue_latest, **options)
     elif continue_latest or any(v is not None for v in options.values()) or _runtime_given():
@@ -204,6 +216,16 @@ def run(
     from kun.cli.runjson import prompt_argument
     from kun.store.paths import resolve_home
 
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_run import run_over_server
+
+        run_over_server(
+            remote, prompt_argument(prompt, sys.stdin), thread_id=thread_id, as_json=as_json,
+            workspace=workspace, provider=provider, model=model, approval=approval,
+            config=config, home=home,
+        )  # fmt: skip
+        return
     if thread_id is not None:
         thread_id = resolve_thread_id(resolve_home(home), thread_id)
     options = RunOptions(

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from kun.cli.options import home_option, log_of
+from kun.cli.remote import local_only, remote_target
 
 __all__ = ["json_chunks", "replay", "report_notes", "transcript_chunks"]
 
@@ -62,6 +63,14 @@ def replay(
     from kun.store.port import ReadMode, ReadReport
     from kun.store.streaming import stream_replay
 
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_reads import remote_replay
+
+        local_only(home=home, strict=strict, from_seq=from_seq)
+        flags = {"hidden": hidden, "reasoning": reasoning}
+        remote_replay(remote, thread, as_json=as_json, until_seq=until_seq, **flags)
+        return
     _, path = log_of(home, thread)
     mode: ReadMode = "strict" if strict else "tolerant"
     if from_seq is not None:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import click
 
 from kun.cli.options import home_option, log_of, service_call
+from kun.cli.remote import local_only, remote_target
 
 __all__ = ["fork", "reconcile", "rewind", "threads", "usage"]
 
@@ -57,6 +58,13 @@ def threads(
     from kun.app.listing import list_threads, to_json
     from kun.store.paths import resolve_home
 
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_reads import remote_threads
+
+        local_only(home=home)
+        remote_threads(remote, here=here, limit=limit, show_all=show_all, as_json=as_json)
+        return
     root = resolve_home(home)
     found = list_threads(
         root,
@@ -121,6 +129,13 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
 
     if len(threads) > 2:
         raise click.UsageError("give one thread, or two to compare")
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_reads import remote_usage
+
+        local_only(home=home)
+        remote_usage(remote, threads, as_json=as_json)
+        return
     totals, labels, shown = [], [], []
     for name, thread in zip("AB", threads, strict=False):
         thread_id, path = log_of(home, thread)

@@ -1,0 +1,178 @@
+"""``kun --server URL ...``: the commands that can work on a thread held by a
+running ``kun serve`` instead of the local home (``run``, ``replay``,
+``threads``, ``usage``), so one server holds the threads while several
+terminals and programs follow them.
+
+The server is named by ``--server URL`` or ``$KUN_SERVER``; its bearer token
+is read from the environment variable named by ``--token-env VAR`` (default
+``$KUN_TOKEN``), never from the command line, where ``ps`` would show it.
+``$KUN_SERVER`` only applies to the commands that can use it (``kun serve``
+and ``kun chat`` stay local); ``--server`` given to any other command is a
+usage error. Everything goes through :mod:`kun.client`; a server that is not
+there, a refused token and every other refusal are one line, exit status 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from kun.errors import UserMistake
+
+if TYPE_CHECKING:
+    from kun.client import AsyncKunClient, KunClient
+
+__all__ = [
+    "REMOTE_COMMANDS",
+    "Remote",
+    "explained",
+    "local_only",
+    "remote_target",
+    "server_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+REMOTE_COMMANDS = frozenset({"run", "replay", "threads", "usage"})
+TOKEN_ENV = "KUN_TOKEN"
+_META = "kun.remote"
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Where the server is and how to prove who we are."""
+
+    url: str
+    token: str | None
+    token_env: str
+
+    def client(self) -> KunClient:
+        from kun.client import KunClient
+
+        return KunClient(self.url, token=self.token)
+
+    def async_client(self) -> AsyncKunClient:
+        from kun.client import AsyncKunClient
+
+        return AsyncKunClient(self.url, token=self.token)
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+def server_options(func: F) -> F:
+    """The group's ``--server`` and ``--token-env``."""
+    func = click.option(
+        "--token-env",
+        "token_env",
+        default=None,
+        metavar="VAR",
+        help=f"With --server: the bearer token is in $VAR (default: ${TOKEN_ENV}).",
+    )(func)
+    return click.option(
+        "--server",
+        "server",
+        default=None,
+        envvar="KUN_SERVER",
+        metavar="URL",
+        help="Work on the threads of the kun serve at URL (run, replay, threads, usage; "
+        "default: $KUN_SERVER).",
+    )(func)
+
+
+def keep_server(ctx: click.Context, server: str | None, token_env: str | None) -> None:
+    """Record the server for the command about to run; refuse ``--server``
+    (not ``$KUN_SERVER``) for a command that cannot use it."""
+    from click.core import ParameterSource
+
+    if server is None:
+        if token_env is not None:
+            raise click.UsageError("--token-env goes with --server URL")
+        return
+    if ctx.invoked_subcommand not in REMOTE_COMMANDS:
+        if ctx.get_parameter_source("server") is ParameterSource.ENVIRONMENT:
+            return
+        what = f"kun {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "the session"
+        raise click.UsageError(
+            f"--server works with {', '.join(sorted(REMOTE_COMMANDS))}; not with {what}"
+        )
+    variable = token_env or TOKEN_ENV
+    token = os.environ.get(variable) or None
+    if token_env is not None and token is None:
+        raise click.UsageError(f"--token-env {token_env}: ${token_env} is not set or empty")
+    ctx.meta[_META] = Remote(_url(server), token, variable)
+
+
+def _url(server: str) -> str:
+    server = server.strip().rstrip("/")
+    if not server:
+        raise click.UsageError("--server: expected a URL such as http://127.0.0.1:8765")
+    return server if "://" in server else f"http://{server}"
+
+
+def remote_target() -> Remote | None:
+    """The server the running command works on, or ``None`` (local)."""
+    ctx = click.get_current_context(silent=True)
+    remote: Remote | None = ctx.meta.get(_META) if ctx is not None else None
+    return remote
+
+
+def local_only(**given: object) -> None:
+    """Refuse options that mean something only here (a home, a config file)
+    or that the API does not offer."""
+    for name, value in given.items():
+        if value not in (None, False):
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{flag} does not go with --server")
+
+
+@contextmanager
+def explained(remote: Remote) -> Iterator[None]:
+    """Say in one line why the server could not be used: nothing listening,
+    a missing or wrong token, a lost connection, or its refusal."""
+    import httpx
+
+    from kun.client import ApiError
+
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaf = _first_leaf(group)
+        if isinstance(leaf, httpx.HTTPError | httpx.InvalidURL | ApiError):
+            raise _mistake(remote, leaf) from None
+        raise
+    except (httpx.HTTPError, httpx.InvalidURL, ApiError) as exc:
+        raise _mistake(remote, exc) from None
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def _mistake(remote: Remote, exc: Exception) -> UserMistake:
+    import httpx
+
+    from kun.client import ApiError
+
+    if isinstance(exc, ApiError):
+        if exc.status != 401:
+            return exc
+        if remote.token is None:
+            return UserMistake(
+                f"the server at {remote.url} wants a token: put it in ${remote.token_env} "
+                "(or name its variable with --token-env VAR)"
+            )
+        return UserMistake(f"the server at {remote.url} refused the token in ${remote.token_env}")
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        return UserMistake(f"nothing is listening at {remote.url} — is `kun serve` running?")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return UserMistake(f"--server {remote.url}: not an http:// or https:// URL")
+    return UserMistake(f"lost the server at {remote.url}: {exc or type(exc).__name__}")
