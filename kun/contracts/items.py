@@ -131,8 +131,13 @@ class Plan(ItemBase, tag="plan", frozen=True, kw_only=True):
 
 
 class Compaction(ItemBase, tag="compaction", frozen=True, kw_only=True):
+    """A summary standing for the history up to and including the item
+    ``covers_until`` names (see :mod:`kun.domain.compaction`); without it
+    (older logs) the summary is only a user entry where it stands."""
+
     summary: str
     replaced_items: int = 0
+    covers_until: str | None = None
 
 
 class WarningItem(ItemBase, tag="warning", frozen=True, kw_only=True):
