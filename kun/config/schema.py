@@ -118,7 +118,9 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     where each value came from). ``approval_policy`` is the policy of new
     threads (a thread keeps its own); the limits fail a turn that reaches
     them (``turn_step_limit``, ``turn_wall_time_limit``,
-    ``budget_exhausted``); ``system_prompt`` replaces kun's persona."""
+    ``budget_exhausted``); ``system_prompt`` replaces kun's persona;
+    ``compact_at`` is the share of the model's context window the estimated
+    prompt may fill before the history is compacted (kun's default 0.8)."""
 
     approval_policy: ApprovalPolicy | None = None
     reasoning_effort: Effort | None = None
@@ -126,6 +128,7 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_wall_seconds: PositiveFloat | None = None
     max_cost_usd: PositiveFloat | None = None
     system_prompt: NonBlank | None = None
+    compact_at: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
 
 
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
