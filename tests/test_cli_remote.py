@@ -217,6 +217,8 @@ class CuttingProxy:
 
     target: int
     markers: list[bytes]
+    delay: float = 0.0
+    """Seconds each event stream's request is held before it is sent on."""
     port: int = 0
     cut: int = 0
     stream_requests: list[bytes] = field(default_factory=list)
@@ -229,6 +231,7 @@ class CuttingProxy:
                 self.stream_requests.append(head)
                 if len(self.stream_requests) <= len(self.markers):
                     marker = self.markers[len(self.stream_requests) - 1]
+                await anyio.sleep(self.delay)
             await upstream.send(head)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_pipe, client, upstream, None)
@@ -252,8 +255,10 @@ async def _pipe(source: SocketStream, sink: SocketStream, marker: bytes | None) 
 
 
 @asynccontextmanager
-async def cutting(url: str, markers: list[bytes]) -> AsyncIterator[CuttingProxy]:
-    proxy = CuttingProxy(int(url.rsplit(":", 1)[1]), markers)
+async def cutting(
+    url: str, markers: list[bytes], delay: float = 0.0
+) -> AsyncIterator[CuttingProxy]:
+    proxy = CuttingProxy(int(url.rsplit(":", 1)[1]), markers, delay)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     proxy.port = listener.extra(SocketAttribute.local_port)
     async with listener, anyio.create_task_group() as tg:
@@ -355,3 +360,14 @@ async def test_server_options_that_do_not_apply_are_one_line(tmp_path: Path) -> 
     assert "--home does not go with --server" in home
     unset = _one_line(await nobody.kun("--token-env", "UNSET_VAR", "threads"))
     assert "$UNSET_VAR is not set or empty" in unset
+
+
+async def test_an_answer_streamed_at_once_is_shown_whole(tmp_path: Path) -> None:
+    """The stream is open before the turn starts, however slow it is to
+    open: one opened after the model's first words would get previews that
+    are not a prefix of their durable delta, and the text would come out
+    garbled."""
+    async with serving(tmp_path, [SLOW_ANSWER]) as s, cutting(s.url, [], delay=0.5) as proxy:
+        ran = await s.kun("run", "talk", server=f"http://127.0.0.1:{proxy.port}")
+    assert ran.returncode == 0, ran.stderr.decode()
+    assert ran.stdout.decode().startswith(WORDS + "\nturn completed")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import aclosing, contextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -90,6 +90,7 @@ class RemoteView(LiveView):
         self.seen = 0
         self._projection: ThreadState | None = None
         self._open: AsyncGenerator[ev.Event, None] | None = None
+        self._first: httpx.Response | None = None
 
     async def follow(self, after: int, turn_id: str) -> None:
         try:
@@ -123,31 +124,48 @@ class RemoteView(LiveView):
                 raise UserMistake(f"lost the event stream at seq {self.seen}: {reason}")
             await anyio.sleep(min(0.1 * 2**failures, 2.0))
 
-    async def _connect(self, resumed: bool) -> AsyncGenerator[ev.Event, None]:
-        """One connection's events. A resumed one asks for no previews: the
-        previews sent while away are lost, so later ones would not be a
-        prefix of their durable delta, which is what lets the view
-        (:class:`~kun.runtime.bus.LiveText`) show each character once. The
-        durable deltas carry the text instead (at most a second apart)."""
+    async def connect(self, after: int, stack: AsyncExitStack) -> None:
+        """Open the stream (on ``stack``) before the turn starts: previews
+        are a prefix of their durable delta only for a stream that was there
+        when the item began, which is what lets the view
+        (:class:`~kun.runtime.bus.LiveText`) show each character once."""
+        self.seen = after
+        response = await stack.enter_async_context(self._request(resumed=False))
+        await _accepted(response)
+        self._first = response
+
+    def _request(self, *, resumed: bool) -> AbstractAsyncContextManager[httpx.Response]:
+        """A resumed stream asks for no previews: those sent while away are
+        lost, so later ones would not be a prefix of their durable delta.
+        The durable deltas carry the text instead (at most a second apart)."""
         headers = {"Last-Event-ID": str(self.seen)} if self.seen else {}
         params = {"live": "1"} if self.live and not resumed else {}
         url = f"/v1/threads/{self.thread_id}/events"
         timeout = httpx.Timeout(10.0, read=READ_TIMEOUT)
-        async with self.stream.stream(
-            "GET", url, headers=headers, params=params, timeout=timeout
-        ) as response:
-            if response.status_code != 200:
-                await response.aread()
-                raise _refusal(response)
-            parser = SSEParser()
-            async for chunk in response.aiter_bytes():
-                for message in parser.feed(chunk):
-                    event = _decoded(message)
-                    if event is None:
-                        continue
-                    if event.seq:
-                        self.seen = max(self.seen, event.seq)
-                    yield event
+        return self.stream.stream("GET", url, headers=headers, params=params, timeout=timeout)
+
+    async def _connect(self, resumed: bool) -> AsyncGenerator[ev.Event, None]:
+        """One connection's events: the one :meth:`connect` opened, or a new one."""
+        first, self._first = self._first, None
+        if first is not None:
+            async for event in self._read(first):
+                yield event
+            return
+        async with self._request(resumed=resumed) as response:
+            await _accepted(response)
+            async for event in self._read(response):
+                yield event
+
+    async def _read(self, response: httpx.Response) -> AsyncIterator[ev.Event]:
+        parser = SSEParser()
+        async for chunk in response.aiter_bytes():
+            for message in parser.feed(chunk):
+                event = _decoded(message)
+                if event is None:
+                    continue
+                if event.seq:
+                    self.seen = max(self.seen, event.seq)
+                yield event
 
     async def show(self, event: ev.Event) -> None:
         if self.out is not None and event.seq:
@@ -191,6 +209,12 @@ def _decoded(message: SSEEvent) -> ev.Event | None:
         return None
 
 
+async def _accepted(response: httpx.Response) -> None:
+    if response.status_code != 200:
+        await response.aread()
+        raise _refusal(response)
+
+
 def _refusal(response: httpx.Response) -> ApiError:
     try:
         error = response.json()["error"]
@@ -221,7 +245,9 @@ async def run_remote(remote: Remote, run: RemoteRun) -> tuple[str, str, str]:
             prompter = TtyPrompter(terminal) if terminal is not None else None
             out = sys.stdout.buffer if run.json else None
             view = RemoteView(client, stream, thread_id, _sink(run.json), prompter, out)
-            turn_id, status = await _drive(view, after, run.prompt, unattended=terminal is None)
+            async with AsyncExitStack() as stack:
+                await view.connect(after, stack)
+                turn_id, status = await _drive(view, after, run.prompt, unattended=terminal is None)
     if terminal is not None:
         terminal.close()
     return thread_id, turn_id, status
