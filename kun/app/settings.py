@@ -18,11 +18,13 @@ from kun.app.overrides import RuntimeFlags
 from kun.app.session import SYSTEM_PROMPT
 from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy
+from kun.domain.repetition import RepetitionSettings
 from kun.runtime.context import TurnLimits
 
 __all__ = ["RUNTIME_KEYS", "RuntimeSettings", "Sourced", "resolve_runtime", "runtime_settings"]
 
 _LIMITS = TurnLimits()
+_REPETITION = RepetitionSettings()
 
 RUNTIME_KEYS: tuple[tuple[str, str, Any], ...] = (
     ("approval_policy", "--approval", "on-request"),
@@ -31,8 +33,11 @@ RUNTIME_KEYS: tuple[tuple[str, str, Any], ...] = (
     ("max_wall_seconds", "--max-wall-seconds", _LIMITS.max_wall_seconds),
     ("max_cost_usd", "--max-cost", _LIMITS.cost_budget_usd),
     ("system_prompt", "--system", SYSTEM_PROMPT),
+    ("repetition_dice", "", _REPETITION.dice),
+    ("repetition_min_chars", "", _REPETITION.min_chars),
+    ("repetition_max_repeats", "", _REPETITION.max_repeats),
 )
-"""Each ``[runtime]`` key, its flag and kun's default."""
+"""Each ``[runtime]`` key, its flag (``""``: none) and kun's default."""
 
 
 @dataclass(frozen=True)
@@ -47,20 +52,22 @@ class Sourced:
 @dataclass(frozen=True)
 class RuntimeSettings:
     """``approval_policy`` is for new threads (a thread keeps its own
-    unless ``--approval`` names one)."""
+    unless ``--approval`` names one); ``repetition`` is for the loop's
+    repeated-reply check (SPEC §7.2)."""
 
     approval_policy: ApprovalPolicy
     reasoning_effort: str | None
     limits: TurnLimits
     system_prompt: str
     sources: Mapping[str, str]
+    repetition: RepetitionSettings = _REPETITION
 
 
 def resolve_runtime(config: Config, flags: RuntimeFlags) -> dict[str, Sourced]:
     """Every ``[runtime]`` key's value in force, with its source."""
     resolved: dict[str, Sourced] = {}
     for key, flag, default in RUNTIME_KEYS:
-        given = getattr(flags, key)
+        given = getattr(flags, key, None)
         written = getattr(config.runtime, key)
         if given is not None:
             resolved[key] = Sourced(given, flag)
@@ -84,4 +91,9 @@ def runtime_settings(config: Config, flags: RuntimeFlags | None = None) -> Runti
         ),
         system_prompt=values["system_prompt"].value,
         sources={key: sourced.source for key, sourced in values.items()},
+        repetition=RepetitionSettings(
+            dice=values["repetition_dice"].value,
+            min_chars=values["repetition_min_chars"].value,
+            max_repeats=values["repetition_max_repeats"].value,
+        ),
     )

@@ -120,7 +120,9 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     them (``turn_step_limit``, ``turn_wall_time_limit``,
     ``budget_exhausted``); ``system_prompt`` replaces kun's persona;
     ``compact_at`` is the share of the model's context window the estimated
-    prompt may fill before the history is compacted (kun's default 0.8)."""
+    prompt may fill before the history is compacted (kun's default 0.8); the
+    ``repetition_*`` keys tune the repeated-reply check of goal turns
+    (:class:`kun.domain.repetition.RepetitionSettings`, SPEC §7.2)."""
 
     approval_policy: ApprovalPolicy | None = None
     reasoning_effort: Effort | None = None
@@ -129,6 +131,9 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_cost_usd: PositiveFloat | None = None
     system_prompt: NonBlank | None = None
     compact_at: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
+    repetition_dice: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
+    repetition_min_chars: Annotated[int, msgspec.Meta(ge=2)] | None = None
+    repetition_max_repeats: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
