@@ -40,7 +40,7 @@ from msgspec import UNSET
 from kun.contracts import events as ev
 from kun.contracts.items import ToolCall, ToolResult
 from kun.contracts.threads import Todo
-from kun.ids import new_id
+from kun.ids import new_id, new_thread_local_id
 from kun.runtime.context import TurnRun, draft
 from kun.tools.allow import allows
 from kun.tools.approval import decide
@@ -213,7 +213,7 @@ async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
     if run.side_files is not None:
         text, ref = await run.side_files.spill(output.output)
     result = ToolResult(
-        id=new_id("res"),
+        id=new_thread_local_id("res"),
         call_id=call.call_id,
         name=call.name,
         output=text,

@@ -50,7 +50,7 @@ from kun.contracts.model import (
     UsageChunk,
 )
 from kun.domain.state import ThreadState
-from kun.ids import new_id
+from kun.ids import new_thread_local_id
 from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.runtime.context import TurnRun, draft
 from kun.runtime.dispatch import dispatch
@@ -144,7 +144,9 @@ def _turn_cost(run: TurnRun) -> float:
 async def drain_steering(run: TurnRun) -> None:
     entries = run.steering.drain()
     if entries:
-        items = [UserMessage(id=new_id("msg"), text=text, steered=True) for text in entries]
+        items = [
+            UserMessage(id=new_thread_local_id("msg"), text=text, steered=True) for text in entries
+        ]
         await run.write(*(draft(ev.ItemCompleted, run.turn_id, item=item) for item in items))
 
 
@@ -205,7 +207,7 @@ class _Answer:
     def tool_calls(self) -> list[ToolCall]:
         calls = []
         for index, chunk in sorted(self.calls.items()):
-            item_id = self.call_ids.get(index) or new_id("call")
+            item_id = self.call_ids.get(index) or new_thread_local_id("call")
             calls.append(
                 ToolCall(
                     id=item_id,
@@ -267,14 +269,14 @@ async def model_step(run: TurnRun, step: int) -> Outcome:
 async def _on_chunk(run: TurnRun, answer: _Answer, chunk: object) -> None:
     if isinstance(chunk, TextDeltaChunk):
         if answer.text_id is None:
-            answer.text_id = new_id("txt")
+            answer.text_id = new_thread_local_id("txt")
         answer.text.append(chunk.text)
         await run.write(
             draft(ev.AssistantTextDelta, run.turn_id, item_id=answer.text_id, text=chunk.text)
         )
     elif isinstance(chunk, ReasoningDeltaChunk):
         if answer.reasoning_id is None:
-            answer.reasoning_id = new_id("rsn")
+            answer.reasoning_id = new_thread_local_id("rsn")
             if not chunk.text:
                 opened = AssistantReasoning(id=answer.reasoning_id, status="in_progress")
                 await run.write(draft(ev.ItemCreated, run.turn_id, item=opened))
@@ -291,7 +293,9 @@ async def _on_chunk(run: TurnRun, answer: _Answer, chunk: object) -> None:
                 )
             )
     elif isinstance(chunk, ToolCallDeltaChunk):
-        item_id = answer.call_ids.setdefault(chunk.index, new_id("call"))
+        item_id = answer.call_ids.get(chunk.index)
+        if item_id is None:
+            item_id = answer.call_ids[chunk.index] = new_thread_local_id("call")
         await run.write(
             draft(
                 ev.ToolCallDelta,
@@ -333,7 +337,7 @@ def settle_events(run: TurnRun, outcome: Outcome) -> list[ev.Event]:
         return [draft(ev.TurnCompleted, run.turn_id, stop_reason=outcome.stop_reason)]
     code = outcome.code or "error"
     message = outcome.message or code
-    error = ErrorItem(id=new_id("err"), code=code, message=message)
+    error = ErrorItem(id=new_thread_local_id("err"), code=code, message=message)
     return [
         draft(ev.ItemCompleted, run.turn_id, item=error),
         draft(ev.TurnFailed, run.turn_id, code=code, message=message),

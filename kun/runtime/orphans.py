@@ -30,7 +30,7 @@ from kun.contracts.items import (
     ToolResult,
 )
 from kun.domain.state import ThreadState, TurnState
-from kun.ids import new_id
+from kun.ids import new_thread_local_id
 from kun.runtime.context import draft
 
 UNKNOWN_AFTER_CRASH = (
@@ -52,7 +52,7 @@ def orphan_events(state: ThreadState, running: set[str]) -> list[ev.Event]:
             continue
         for result in _crash_results(turn):
             events.append(draft(ev.ItemCompleted, turn.turn_id, item=result))
-        error = ErrorItem(id=new_id("err"), code="orphaned", message=ORPHANED)
+        error = ErrorItem(id=new_thread_local_id("err"), code="orphaned", message=ORPHANED)
         events.append(draft(ev.ItemCompleted, turn.turn_id, item=error))
         events.append(draft(ev.TurnFailed, turn.turn_id, code="orphaned", message=ORPHANED))
     return events
@@ -129,7 +129,7 @@ def _steps(items: Sequence[Item]) -> Iterator[_Step]:
 
 def _result(call: ToolCall, output: str, code: str) -> ToolResult:
     return ToolResult(
-        id=new_id("res"),
+        id=new_thread_local_id("res"),
         call_id=call.call_id,
         name=call.name,
         output=output,

@@ -26,7 +26,7 @@ from kun.contracts.threads import ThreadSettings, TitleSource
 from kun.domain.fork import fork_events
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.titles import title_changes, title_from_prompt
-from kun.ids import new_id
+from kun.ids import new_id, new_thread_local_id
 from kun.model.port import ModelClient
 from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.errors import SeqOutOfRange, ThreadBusy, TurnNotRunning, UnknownTurn
@@ -216,13 +216,15 @@ class TurnService:
             orphans = orphan_events(self.recorder.state(thread_id), set())
             if orphans:
                 await self.recorder.record(thread_id, *orphans)
-            turn_id = new_id("turn")
+            turn_id = new_thread_local_id("turn")
             settings = state.settings
             if not state.turns:
                 title = title_changes(settings, title_from_prompt(text), "prompt")
                 if title:
                     await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **title))
-            message = UserMessage(id=new_id("msg"), text=text, attachments=tuple(attachments))
+            message = UserMessage(
+                id=new_thread_local_id("msg"), text=text, attachments=tuple(attachments)
+            )
             await self.recorder.record(
                 thread_id,
                 draft(
