@@ -12,10 +12,12 @@ the bytes of the lines that carry the streamed items (their deltas and
 log per text byte, for:
 
 - ``before``: the recorder with one 30 ms window for log and followers, its
-  lines in the full envelope (every field, ``thread_id`` included) and
-  ``item_completed`` repeating the text: the log as kun wrote it before;
+  lines in the full envelope (every field, ``thread_id`` included), turn
+  and item ids of 26 characters after the prefix and ``item_completed``
+  repeating the text: the log as kun wrote it before;
 - ``now``: the defaults (log window 1 s / 4 KB, followers 30 ms), compact
-  lines (no ``thread_id``, defaults left out) and ``text_from_deltas``.
+  lines (no ``thread_id``, defaults left out), thread-local ids (14
+  characters) and ``text_from_deltas``.
 
 Three cases: the answer alone (the issue's measure), the whole turn, and a
 ``write_file``-like call streaming the same tokens as a file's content.
@@ -38,7 +40,7 @@ import msgspec
 from kun.contracts import events as ev
 from kun.contracts.items import AssistantReasoning, AssistantText, ToolCall
 from kun.domain.reduce import replay
-from kun.ids import new_id
+from kun.ids import IdMinter, new_id, new_thread_local_id
 from kun.runtime.recorder import EventRecorder
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import log_path
@@ -74,24 +76,26 @@ def _draft(cls: type[ev.EventBase], turn_id: str | None, **fields: object) -> ev
     return cls(seq=0, at=0, thread_id="", turn_id=turn_id, **fields)  # type: ignore[return-value]
 
 
-async def _stream(home: Path, tokens: int, pace_ms: int, full: str, **windows: float) -> str:
+async def _stream(
+    home: Path, tokens: int, pace_ms: int, full: str, mint: IdMinter, **windows: float
+) -> str:
     """Record one turn (``full``: the ``answer`` alone, a ``turn`` with
     reasoning and a tool call before it, or a ``write`` call whose arguments
     stream ``tokens`` fragments of file content); the thread id."""
     clock = Clock()
-    thread_id, turn_id = new_id("thr"), new_id("turn")
-    text_id = new_id("txt")
+    thread_id, turn_id = new_id("thr"), mint("turn")
+    text_id = mint("txt")
     async with JsonlEventStore(home) as store, EventRecorder(store, clock=clock, **windows) as rec:
         await rec.record(thread_id, _draft(ev.ThreadCreated, None))
         await rec.record(thread_id, _draft(ev.TurnStarted, turn_id, provider="p", model="m"))
         if full == "write":
             content = "".join(_pieces(ANSWER, tokens))
             arguments = _encode({"path": "notes.md", "content": content}).decode()
-            await _call(rec, clock, thread_id, turn_id, pace_ms, arguments)
+            await _call(rec, clock, thread_id, turn_id, pace_ms, arguments, mint)
             await rec.record(thread_id, _draft(ev.TurnCompleted, turn_id, stop_reason="stop"))
             return thread_id
         if full == "turn":
-            await _reason_and_call(rec, clock, thread_id, turn_id, pace_ms, tokens)
+            await _reason_and_call(rec, clock, thread_id, turn_id, pace_ms, tokens, mint)
         answer = _pieces(ANSWER, tokens)
         for piece in answer:
             await rec.record(
@@ -105,9 +109,15 @@ async def _stream(home: Path, tokens: int, pace_ms: int, full: str, **windows: f
 
 
 async def _reason_and_call(
-    rec: EventRecorder, clock: Clock, thread_id: str, turn_id: str, pace_ms: int, tokens: int
+    rec: EventRecorder,
+    clock: Clock,
+    thread_id: str,
+    turn_id: str,
+    pace_ms: int,
+    tokens: int,
+    mint: IdMinter,
 ) -> None:
-    reasoning_id = new_id("rsn")
+    reasoning_id = mint("rsn")
     thought = _pieces(THOUGHT, max(tokens // 4, 1))
     for piece in thought:
         await rec.record(
@@ -117,13 +127,19 @@ async def _reason_and_call(
         clock.now += pace_ms
     done = AssistantReasoning(id=reasoning_id, text="".join(thought))
     await rec.record(thread_id, _draft(ev.ItemCompleted, turn_id, item=done))
-    await _call(rec, clock, thread_id, turn_id, pace_ms, ARGUMENTS)
+    await _call(rec, clock, thread_id, turn_id, pace_ms, ARGUMENTS, mint)
 
 
 async def _call(
-    rec: EventRecorder, clock: Clock, thread_id: str, turn_id: str, pace_ms: int, arguments: str
+    rec: EventRecorder,
+    clock: Clock,
+    thread_id: str,
+    turn_id: str,
+    pace_ms: int,
+    arguments: str,
+    mint: IdMinter,
 ) -> None:
-    call_id, item_call = new_id("call"), new_id("call")
+    call_id, item_call = mint("call"), mint("call")
     for i, piece in enumerate(arguments[j : j + 4] for j in range(0, len(arguments), 4)):
         name = "read_file" if i == 0 else ""
         await rec.record(
@@ -225,10 +241,10 @@ def _row(home: Path, tokens: int, pace: int, full: str) -> tuple[float, float, f
     """Before and now, streamed items' lines then whole log, per text byte."""
 
     async def before() -> str:
-        return await _stream(home / "before", tokens, pace, full, coalesce_ms=30)
+        return await _stream(home / "before", tokens, pace, full, new_id, coalesce_ms=30)
 
     async def now() -> str:
-        return await _stream(home / "now", tokens, pace, full)
+        return await _stream(home / "now", tokens, pace, full, new_thread_local_id)
 
     b_items, b_log = _measure(home / "before", anyio.run(before), full=True)
     n_items, n_log = _measure(home / "now", anyio.run(now), full=False)
