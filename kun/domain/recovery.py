@@ -23,26 +23,39 @@ Pure: :class:`RoundFacts` (what the step produced) and :class:`RecoveryState`
 (the counters carried across the rounds of a turn, the repetition tracker
 across a goal's turns) in, a :class:`Decision` and the next state out. Every
 decision carries a reason code for the log, so a replay shows why the loop
-continued, stopped or failed; every instruction is a function of (reason,
-attempt), so a request rebuilt from a recorded decision is the one sent.
+continued, stopped or failed.
+
+How a decision is recorded needs no new event kind: a decision that goes on
+(:class:`Continue`, :class:`FinalAnswer`) or warns is a ``warning`` event
+(:func:`warning_of`: the reason code, and as message the very instruction
+sent), which the reducer makes a ``warning`` item of the turn, so ``kun
+replay`` shows it and the request of the next step is rebuilt from the log:
+while such an item is the running turn's last, :func:`pending_recovery`
+gives the instruction to send after the history and whether tools are off.
+A failure is the turn's ``turn_failed`` code; a stop, ``turn_completed``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
 
+from kun.contracts.items import Item, WarningItem
 from kun.domain.repetition import RepetitionSettings, RepetitionTracker, recovery_instruction
 
 __all__ = [
     "EMPTY_REPLY_MAX_RECOVERIES",
+    "FINAL_ANSWER_CODE",
     "POST_FAILURE_MAX_RECOVERIES",
+    "RECOVERY_CODES",
     "Continue",
     "Decision",
     "Fail",
     "FinalAnswer",
+    "PendingRecovery",
     "RecoveryState",
     "ResolveSoftRequired",
     "RoundFacts",
@@ -51,12 +64,20 @@ __all__ = [
     "decide",
     "instruction_for",
     "is_progress_report",
+    "pending_recovery",
+    "warning_of",
 ]
 
 EMPTY_REPLY_MAX_RECOVERIES = 2
 """Attempt 1 continues with an instruction, attempt 2 is final-answer mode."""
 POST_FAILURE_MAX_RECOVERIES = 2
 """Recovery instructions after a failed tool before the turn fails."""
+FINAL_ANSWER_CODE = "empty_post_tool_final_answer"
+"""The warning code of a :class:`FinalAnswer`: the next step runs without tools."""
+RECOVERY_CODES = frozenset(
+    {"empty_post_tool_reply", FINAL_ANSWER_CODE, "goal_repetition", "post_tool_failure"}
+)
+"""The warning codes whose message is an instruction for the next request."""
 
 ReasonCode = Literal[
     "soft_required_tool",
@@ -272,3 +293,36 @@ def _post_failure(state: RecoveryState) -> tuple[Decision, RecoveryState]:
     settings = state.repetition.settings
     instruction = instruction_for("post_tool_failure", attempt, settings)
     return Continue(reason="post_tool_failure", attempt=attempt, instruction=instruction), after
+
+
+def warning_of(decision: Decision) -> tuple[str, str] | None:
+    """The ``(code, message)`` of the ``warning`` event the loop records for
+    ``decision`` before acting on it; ``None`` when the turn's own end
+    (``turn_completed``, ``turn_failed``) says it all."""
+    if isinstance(decision, Continue):
+        return decision.reason, decision.instruction
+    if isinstance(decision, FinalAnswer):
+        return FINAL_ANSWER_CODE, decision.instruction
+    if isinstance(decision, WarnStop):
+        return decision.code, decision.message
+    return None
+
+
+class PendingRecovery(msgspec.Struct, frozen=True, kw_only=True):
+    """What the next request carries because of a recorded decision."""
+
+    code: str
+    instruction: str
+    tools_off: bool
+
+
+def pending_recovery(turn_items: Sequence[Item]) -> PendingRecovery | None:
+    """The recovery the next step of the running turn must apply: its last
+    item is a recovery warning (the model has not answered it yet)."""
+    if not turn_items:
+        return None
+    last = turn_items[-1]
+    if not isinstance(last, WarningItem) or last.code not in RECOVERY_CODES:
+        return None
+    tools_off = last.code == FINAL_ANSWER_CODE
+    return PendingRecovery(code=last.code, instruction=last.message, tools_off=tools_off)

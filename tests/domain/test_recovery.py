@@ -17,10 +17,19 @@ from kun.domain.recovery import (
     decide,
     instruction_for,
     is_progress_report,
+    pending_recovery,
+    warning_of,
 )
+from kun.domain.reduce import replay
 from kun.domain.repetition import RepetitionSettings
+from kun.domain.state import ThreadState
+from kun.domain.transcript import render_transcript
+from kun.testing.logbuilder import LogBuilder
 
 STATUS = "I will now fix the failing test in parser.py."
+_TRUNCATED_MESSAGE = (
+    "The answer hit the output limit: raise max output tokens, or ask for smaller steps."
+)
 
 
 def _decide(state: RecoveryState | None = None, **facts: object) -> Decision:
@@ -179,3 +188,59 @@ def test_a_recorded_decision_rebuilds_its_instruction() -> None:
         assert rebuilt == decision.instruction
     with pytest.raises(ValueError, match="soft_required_tool"):
         instruction_for("soft_required_tool", 1, settings)
+
+
+# -- recorded as warnings, rebuilt from the log ------------------------------
+
+
+def _recorded(decision: Decision) -> ThreadState:
+    log = LogBuilder()
+    log.create(workspace="/w")
+    log.start_turn("fix it")
+    log.run_tool("edit_file", {"path": "a.py"}, "ok")
+    log.assistant_text([""])
+    recorded = warning_of(decision)
+    assert recorded is not None
+    log.warning(*recorded)
+    return replay(log.events)
+
+
+def test_an_empty_reply_decision_is_a_warning_the_next_request_rebuilds() -> None:
+    empty = RoundFacts(text="", changed_files=True)
+    first, second, _ = _series([empty] * 3)
+    state = _recorded(first)
+    pending = pending_recovery(state.turns[-1].items)
+    assert isinstance(first, Continue) and pending is not None
+    assert (pending.instruction, pending.tools_off) == (first.instruction, False)
+    final = pending_recovery(_recorded(second).turns[-1].items)
+    assert isinstance(second, FinalAnswer) and final is not None
+    assert (final.code, final.instruction, final.tools_off) == (
+        "empty_post_tool_final_answer",
+        second.instruction,
+        True,
+    )
+    shown = "\n".join(render_transcript(state))
+    assert "warning empty_post_tool_reply: [kun] Your last reply was empty" in shown
+
+
+def test_a_recovery_applies_to_one_request_only() -> None:
+    decision, _ = decide(RoundFacts(text="", changed_files=True), RecoveryState())
+    log = LogBuilder()
+    log.create(workspace="/w")
+    log.start_turn("fix it")
+    recorded = warning_of(decision)
+    assert recorded is not None
+    log.warning(*recorded)
+    log.assistant_text(["Changed a.py; tests pass."])
+    assert pending_recovery(replay(log.events).turns[-1].items) is None
+    log.warning("output_truncated", "cut")
+    assert pending_recovery(replay(log.events).turns[-1].items) is None
+    assert pending_recovery(()) is None
+
+
+def test_only_going_on_and_warning_decisions_are_warnings() -> None:
+    truncated = _decide(text="half", stop_reason="length")
+    assert warning_of(truncated) == ("output_truncated", _TRUNCATED_MESSAGE)
+    assert warning_of(Stop()) is None
+    assert warning_of(Fail(code="required_tool_missing", message="x")) is None
+    assert warning_of(ResolveSoftRequired(tool="create_plan")) is None
