@@ -207,21 +207,27 @@ _POST_FAILURE = (
 )
 
 _PROGRESS_CUES = re.compile(
-    r"\b(i'll|i will|i'm going to|i am going to|let me|let's|next,? i|now i|i need to)\b"
+    r"\b(i'll|i will|i'm going to|i am going to|let me(?! know)|let's|next,? i|now i|i need to)\b"
     r"|我将|我会|我这就|让我|接下来|下一步|现在我|我来",
     re.IGNORECASE,
 )
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。!?\n]+")
 _PROGRESS_REPORT_MAX_CHARS = 600
 
 
 def is_progress_report(text: str) -> bool:
-    """Whether ``text`` only reports progress: nothing, or a short text that
-    announces what the model is about to do (English and Chinese cues)
-    instead of doing it or answering."""
+    """Whether ``text`` only reports progress: nothing, or a short text whose
+    last sentence announces what the model is about to do (English and
+    Chinese cues) instead of doing it. Only the last sentence counts, so an
+    answer that mentions a plan and then concludes is not one; "let me know"
+    is a closing courtesy, not a plan."""
     stripped = text.strip()
     if not stripped:
         return True
-    return len(stripped) <= _PROGRESS_REPORT_MAX_CHARS and bool(_PROGRESS_CUES.search(stripped))
+    if len(stripped) > _PROGRESS_REPORT_MAX_CHARS:
+        return False
+    sentences = [s for s in _SENTENCE_END.split(stripped) if s.strip()]
+    return bool(sentences) and bool(_PROGRESS_CUES.search(sentences[-1]))
 
 
 def decide(facts: RoundFacts, state: RecoveryState) -> tuple[Decision, RecoveryState]:

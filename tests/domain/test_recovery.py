@@ -134,6 +134,10 @@ def test_a_real_answer_after_a_failed_tool_completes() -> None:
         ("接下来我会修改配置文件。", True),
         ("The tests pass and the bug is fixed.", False),
         ("Let me " + "explain at length. " * 60, False),
+        ("The file is missing. Let me check the logs:", True),
+        ("I'll leave the config alone: the file does not exist. Done.", False),
+        ("Fixed the import. Let me know if you need anything else.", False),
+        ("...", False),
     ],
 )
 def test_a_progress_report_announces_instead_of_answering(text: str, report: bool) -> None:
