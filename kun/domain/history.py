@@ -15,7 +15,10 @@ What is kept:
 * ``user_message``: whatever its status (the user's words do not fail), when
   it has non-blank text or attachments. Steering messages are user messages.
 * ``compaction`` (completed, non-empty): a user entry carrying the summary
-  that stands for the items it replaced.
+  that stands for the items it replaced. Dropping those items is the
+  window's job, before the repair (:func:`kun.domain.compaction.history_window`):
+  a compaction that names its cut arrives here first, with only the items
+  after that cut.
 * ``assistant_text``: ``completed``, and also ``aborted`` — the text the user
   saw before stopping the reply, so a following "go on" has its context.
   ``failed`` (a broken stream) and open text are dropped, as is blank text
