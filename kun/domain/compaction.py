@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import msgspec
 
@@ -123,22 +124,44 @@ it was superseded."""
 
 def history_window(items: Sequence[Item]) -> Sequence[Item]:
     """The items a request is built from (see the module docstring).
-    Without any compaction that names a cut, ``items`` itself."""
+    Without any compaction that names a cut, ``items`` itself. It runs
+    before every step over the whole visible history, so the scans are
+    C-level list searches, not a Python loop over every item."""
+    marks = _windowed_marks(items)
+    if not marks:
+        return items
     applied: int | None = None
     cut = -1
-    for at in range(len(items) - 1, -1, -1):
+    for at in reversed(marks):
         item = items[at]
-        if isinstance(item, Compaction) and item.covers_until is not None and _is_summary(item):
-            found = _index_of(items, item.covers_until, at)
-            if found is not None and _safe_cut(items, found):
-                applied, cut = at, found
-                break
-    if applied is None:
-        if not any(_is_windowed(item) for item in items):
-            return items
-        return [item for item in items if not _is_windowed(item)]
-    kept = (*items[cut + 1 : applied], *items[applied + 1 :])
-    return [items[applied], *(item for item in kept if not _is_windowed(item))]
+        if not isinstance(item, Compaction) or not _is_summary(item):
+            continue
+        found = _index_of(items, item.covers_until, at)
+        if found is not None and _safe_cut(items, found):
+            applied, cut = at, found
+            break
+    window: list[Item] = [] if applied is None else [items[applied]]
+    start = cut + 1
+    for at in marks:
+        if at > cut:
+            window += items[start:at]
+            start = at + 1
+    window += items[start:]
+    return window
+
+
+def _windowed_marks(items: Sequence[Item]) -> list[int]:
+    """Where the compactions that name a cut are, in order."""
+    types = list(map(type, items))
+    marks: list[int] = []
+    at = -1
+    while True:
+        try:
+            at = types.index(Compaction, at + 1)
+        except ValueError:
+            return marks
+        if cast(Compaction, items[at]).covers_until is not None:
+            marks.append(at)
 
 
 def visible_history(turns: Iterable[TurnState]) -> Sequence[Item]:
@@ -314,7 +337,9 @@ def _sent(item: Item) -> bool:
     )
 
 
-def _index_of(items: Sequence[Item], item_id: str, before: int) -> int | None:
+def _index_of(items: Sequence[Item], item_id: str | None, before: int) -> int | None:
+    """Where ``item_id`` is before ``before``, searched backwards: a cut is
+    near its compaction (what follows it fits in the context window)."""
     for at in range(before - 1, -1, -1):
         if items[at].id == item_id:
             return at
@@ -331,12 +356,15 @@ def _safe_cut(items: Sequence[Item], cut: int) -> bool:
     step before it, and the cut is refused whatever its id. Compactions
     that name a cut are not where they stand in a window, so they are
     passed over here."""
-    for item in items[cut + 1 :]:
+    end = len(items)
+    for at in range(cut + 1, end):
+        item = items[at]
         if _user_entry(item):
             break
         if _sent(item) and not _is_windowed(item) and not isinstance(item, UserMessage):
             return False
-    for item in items[cut + 1 :]:
+    for at in range(cut + 1, end):
+        item = items[at]
         if isinstance(item, AssistantText | AssistantReasoning | ToolCall):
             break
         if isinstance(item, ToolResult):
