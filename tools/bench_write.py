@@ -13,6 +13,14 @@ Prints, as ratios measured in this one run (issue 10, item 7):
   every fragment is written, so the whole per-delta path is timed). With
   the default 30 ms window the fragments merge into a few writes, and the
   recorder's cost per fragment is printed for information.
+- the same without any fsync (both sides), for information: the CPU the
+  recorder spends per fragment (stamp, validate, encode, append, publish)
+  against the bare ``os.write``. fsync latency on a shared disk swings the
+  first ratio from run to run; this one does not.
+
+Each figure pairs a recorder run with a bare run right after it (five
+pairs) and prints the median of the pairs' ratios, so both sides of a ratio
+meet the same disk.
 
 fsyncs per tool step are printed by ``tools/bench_loop.py``.
 """
@@ -20,21 +28,27 @@ fsyncs per tool step are printed by ``tools/bench_loop.py``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 
 from kun.contracts import events as ev
 from kun.runtime.recorder import EventRecorder
+from kun.store import jsonl
 from kun.store.jsonl import JsonlEventStore
 
 TID = "t_write"
+ROUNDS = 5
+_sync = getattr(os, "fdatasync", os.fsync)
+"""The store's own call (``kun.store.jsonl``), so both sides sync alike."""
 
 
 def _drafts(n: int) -> list[ev.Event]:
@@ -83,25 +97,43 @@ def _bare(path: Path, n: int, lines: list[bytes]) -> float:
                 first = now
             unsynced += 1
             if unsynced >= 64 or now - first >= 0.005:
-                os.fsync(fd)
+                _sync(fd)
                 unsynced = 0
-        os.fsync(fd)
+        _sync(fd)
         return n / (time.perf_counter() - start)
     finally:
         os.close(fd)
 
 
-def bench_recorder_deltas(root: Path, n: int, window_ms: float) -> tuple[float, float, int]:
-    """(recorder rate, bare rate, writes), medians of 3 alternating runs."""
-    kun, bare, writes = [], [], 0
-    for i in range(3):
+def bench_recorder_deltas(
+    root: Path, n: int, window_ms: float, rounds: int = ROUNDS
+) -> tuple[float, float, float, int]:
+    """(recorder rate, bare rate, ratio, writes): medians over ``rounds``
+    pairs of a recorder run and a bare run right after it; the ratio is the
+    median of each pair's, so both sides of it meet the same disk."""
+    kun, bare, ratios, writes = [], [], [], 0
+    for i in range(rounds):
         home = root / f"rec-{window_ms:g}-{i}"
         rate, lines = anyio.run(_recorder, home, n, window_ms)
         kun.append(rate)
         bare.append(_bare(root / f"bare-{window_ms:g}-{i}.jsonl", n, lines))
+        ratios.append(kun[-1] / bare[-1])
         writes = len(lines)
         shutil.rmtree(home, ignore_errors=True)
-    return statistics.median(kun), statistics.median(bare), writes
+        (root / f"bare-{window_ms:g}-{i}.jsonl").unlink()
+    return statistics.median(kun), statistics.median(bare), statistics.median(ratios), writes
+
+
+@contextlib.contextmanager
+def _no_fsync() -> Iterator[None]:
+    """Both sides without fsync: the store's and the bare loop's."""
+    global _sync
+    saved = _sync, jsonl._fsync
+    _sync = jsonl._fsync = lambda fd: None
+    try:
+        yield
+    finally:
+        _sync, jsonl._fsync = saved
 
 
 def main() -> int:
@@ -111,8 +143,7 @@ def main() -> int:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="kun-bench-write-", dir=args.dir))
     try:
-        kun, bare, writes = bench_recorder_deltas(root, args.deltas, 0.0)
-        ratio = kun / bare
+        kun, bare, ratio, writes = bench_recorder_deltas(root, args.deltas, 0.0)
         missed = ratio < 0.5
         print(
             f"recorder delta path, window closed: {kun:,.0f} fragments/s vs bare "
@@ -120,7 +151,14 @@ def main() -> int:
             f"[{'ok' if not missed else 'MISSED'}]",
             flush=True,
         )
-        kun, _, writes = bench_recorder_deltas(root, args.deltas, 30.0)
+        with _no_fsync():
+            kun, bare, ratio, _ = bench_recorder_deltas(root, args.deltas, 0.0)
+        print(
+            f"recorder delta path, window closed, no fsync: {1e6 / kun:.2f} us vs bare "
+            f"{1e6 / bare:.2f} us per fragment: ratio {ratio:.2f} (for information)",
+            flush=True,
+        )
+        kun, _, _, writes = bench_recorder_deltas(root, args.deltas, 30.0, rounds=3)
         print(
             f"recorder delta path, 30 ms window: {1e6 / kun:.2f} us per fragment "
             f"({writes:,} writes of {args.deltas:,} fragments; for information)",

@@ -155,9 +155,10 @@ class DeltaBuffer:
     def unshown(self) -> bool:
         return self.shown < len(self.parts)
 
-    def preview(self) -> Delta | None:
+    def preview(self, **stamp: object) -> Delta | None:
         """The fragments not previewed yet as one event (``seq`` 0, ``at``
-        the first one's arrival), now marked previewed; ``None`` if none."""
+        the first one's arrival, and ``stamp``'s fields), now marked
+        previewed; ``None`` if none."""
         shown = self.shown
         if shown == len(self.parts):
             return None
@@ -166,20 +167,30 @@ class DeltaBuffer:
         if type(first) is ToolCallDelta:
             name = "".join(self.names[shown:])
             return _replace(
-                first, at=self.live_at, name=name, arguments="".join(self.parts[shown:])
+                first,
+                at=self.live_at,
+                name=name,
+                arguments="".join(self.parts[shown:]),
+                **stamp,
             )
-        return _replace(first, at=self.live_at, text="".join(self.parts[shown:]))
+        return _replace(first, at=self.live_at, text="".join(self.parts[shown:]), **stamp)
 
-    def merged(self) -> Delta:
-        """One event carrying every fragment, stamped with the first's ``at``."""
+    def merged(self, **stamp: object) -> Delta:
+        """One event carrying every fragment, stamped with the first's ``at``
+        and ``stamp``'s fields (the writer's ``seq`` and ``thread_id``, so
+        the event is built once)."""
         first = self.first
         if len(self.parts) == 1:
-            return _replace(first, at=self.at)
+            return _replace(first, at=self.at, **stamp)
         if type(first) is ToolCallDelta:
             return _replace(
-                first, at=self.at, name="".join(self.names), arguments="".join(self.parts)
+                first,
+                at=self.at,
+                name="".join(self.names),
+                arguments="".join(self.parts),
+                **stamp,
             )
-        return _replace(first, at=self.at, text="".join(self.parts))
+        return _replace(first, at=self.at, text="".join(self.parts), **stamp)
 
 
 class Coalescer:

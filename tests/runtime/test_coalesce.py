@@ -301,6 +301,19 @@ async def test_followers_see_the_merged_events_the_log_has(store: EventStore) ->
 
 
 @pytest.mark.anyio
+async def test_a_log_window_of_zero_writes_each_delta_in_its_own_call(store: EventStore) -> None:
+    async with recorder_for(store, log_window_ms=0, coalesce_ms=None) as recorder:
+        await start(recorder)
+        follower = recorder.subscribe(TID, after=3, live=True)
+        for piece in ("a", "b", "c"):
+            assert texts(await recorder.record(TID, text(piece))) == [piece]
+        assert texts(logged(store)) == ["a", "b", "c"]
+        live = [await follower.__anext__() for _ in range(3)]
+        await follower.aclose()
+    assert live == logged(store)
+
+
+@pytest.mark.anyio
 async def test_a_failed_background_flush_is_raised_by_the_next_call() -> None:
     class Flaky(MemoryEventStore):
         broken = False

@@ -96,6 +96,17 @@ async def test_events_are_numbered_stamped_and_returned_as_written(store: EventS
     assert recorder.state(TID).turns[0].status == "running"
 
 
+async def test_a_draft_is_never_changed_so_it_can_be_recorded_again(store: EventStore) -> None:
+    again = warning("again")
+    async with EventRecorder(store) as recorder:
+        await recorder.record(TID, created())
+        first = await recorder.record(TID, again, again)
+        second = await recorder.record(TID, again)
+    assert [e.seq for e in first + second] == [2, 3, 4]
+    assert (again.seq, again.at, again.thread_id) == (0, 0, "")
+    assert logged(store)[1:] == first + second
+
+
 async def test_a_thread_starts_with_thread_created_or_is_opened(store: EventStore) -> None:
     async with EventRecorder(store) as recorder:
         with pytest.raises(ThreadNotOpen):
