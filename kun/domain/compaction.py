@@ -389,15 +389,18 @@ def _user_entry(item: Item) -> bool:
 
 def _fit(items: list[Item], budget: int) -> list[Item]:
     """``items`` without the oldest ones after a leading summary, so the rest
-    is within ``budget`` tokens (with room for the prompt), cut safely."""
+    is within ``budget`` tokens (with room for the prompt). This is the
+    summariser's input, not a window: the cut may fall anywhere, and
+    results whose call it left out are skipped (the history repair would
+    drop them as orphans)."""
     budget -= MESSAGE_OVERHEAD_TOKENS + text_tokens(COMPACTION_PROMPT)
     start = 1 if items and _is_windowed(items[0]) else 0
     costs = [item_tokens(item) for item in items]
     total = sum(costs)
-    if total <= budget:
-        return items
-    for cut in range(start, len(items)):
-        total -= costs[cut]
-        if total <= budget and _safe_cut(items, cut):
-            return [*items[:start], *items[cut + 1 :]]
-    return items[:start]
+    at = start
+    while at < len(items) and total > budget:
+        total -= costs[at]
+        at += 1
+    while at < len(items) and isinstance(items[at], ToolResult):
+        at += 1
+    return [*items[:start], *items[at:]]

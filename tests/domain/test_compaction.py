@@ -103,7 +103,7 @@ def test_a_compaction_not_completed_or_naming_nothing_before_it_is_left_out() ->
     for bad in (
         summary("c", "a1", status="in_progress"),
         summary("c", "nowhere"),
-        summary("c", "a1").__class__(id="c", summary="  ", covers_until="a1"),
+        Compaction(id="c", summary="  ", covers_until="a1"),
     ):
         assert ids(history_window([*items, bad])) == ids(items)
     assert ids(history_window([user(1), summary("c", "later"), say(9)])) == ["u1", "a9"]
@@ -215,3 +215,19 @@ def test_the_summary_request_leaves_out_the_oldest_items_to_fit() -> None:
     kept = ids(fitted.history)
     assert kept[-3:] == ["tc_x", "tr_x", "compaction_prompt"]
     assert "u0" not in kept and "u9" in kept
+
+
+def test_a_single_turn_too_big_to_summarise_keeps_its_latest_steps() -> None:
+    steps: list[Item] = [UserMessage(id="u", text="go")]
+    for n in range(20):
+        steps += [
+            call(f"x{n}"),
+            ToolResult(id=f"tr_x{n}", call_id=f"x{n}", output="y" * 4000),
+        ]
+    whole = estimate_request_tokens(summary_request(steps))
+    fitted = summary_request(steps, budget_tokens=whole // 3)
+    assert estimate_request_tokens(fitted) <= whole // 3
+    kept = fitted.history[:-1]
+    assert kept and isinstance(kept[0], ToolCall), "no orphan result at the head"
+    assert kept[-1].id == "tr_x19"
+    assert len(repair_history(fitted.history)) == len(kept) // 2 + 1
