@@ -22,7 +22,8 @@ def test_normalize_drops_space_punctuation_and_symbols_in_every_script() -> None
 
 
 def test_normalize_lowers_each_character_alone() -> None:
-    assert normalize("ΟΔΟΣ x") == normalize("ΟΔΟΣx") == "οδοσx"  # no final sigma
+    odos = "\u039f\u0394\u039f\u03a3"  # Greek capitals; lowered alone, no final sigma
+    assert normalize(odos + " x") == normalize(odos + "x") == "\u03bf\u03b4\u03bf\u03c3x"
 
 
 def test_dice_is_two_shared_over_the_bigram_total() -> None:
