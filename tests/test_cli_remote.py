@@ -33,6 +33,7 @@ from kun.domain.reduce import replay
 from kun.model.scripted import tool_reply
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
+from tests.terminal_support import finish, plain, spawn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -371,3 +372,30 @@ async def test_an_answer_streamed_at_once_is_shown_whole(tmp_path: Path) -> None
         ran = await s.kun("run", "talk", server=f"http://127.0.0.1:{proxy.port}")
     assert ran.returncode == 0, ran.stderr.decode()
     assert ran.stdout.decode().startswith(WORDS + "\nturn completed")
+
+
+async def test_an_approval_asked_at_the_terminal_is_answered_over_http(tmp_path: Path) -> None:
+    write = FakeResponse(
+        chunks=tuple(tool_reply("write_file", {"path": "b.py", "content": "new\n"}))
+    )
+    async with serving(tmp_path, [write, ANSWER]) as s:
+        (s.workspace / "b.py").write_text("old\n")
+
+        def drive() -> tuple[int | None, str, str]:
+            args = ["--server", s.url, "run", "write b.py", "--approval", "untrusted"]
+            child = spawn(args, cwd=s.workspace)
+            child.expect(r"allow\? ")
+            asked = plain(child.before)
+            child.sendline("y")
+            code, text = finish(child)
+            return code, asked, text
+
+        code, asked, text = await anyio.to_thread.run_sync(drive)
+        thread = next(line for line in text.splitlines() if line.startswith("thread "))
+        events = s.events(thread.split()[1])
+    assert code == 0, text
+    assert "approval needed: write_file b.py" in asked and "+new" in asked
+    assert "no always: the server's API sets no allow rules" in asked
+    assert "turn completed" in text and (s.workspace / "b.py").read_text() == "new\n"
+    resolved = [e for e in events if isinstance(e, ev.ApprovalResolved)]
+    assert [r.decision for r in resolved] == ["approved"]
