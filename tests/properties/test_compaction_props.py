@@ -24,7 +24,8 @@ from kun.contracts.items import AssistantText, Compaction, Item, ToolCall, ToolR
 from kun.domain.compaction import history_window, visible_history
 from kun.domain.history import ModelEntry, repair_history
 from kun.domain.state import TurnState
-from tests.properties.test_request_invariants import histories
+from tests.model.request.rules import violations
+from tests.properties.test_request_invariants import SETTINGS, encode, histories
 
 
 def _pairs(items: Sequence[Item]) -> set[tuple[str, str]]:
@@ -128,3 +129,11 @@ def test_a_compaction_in_hidden_turns_is_ignored(
     assert list(visible_history(state_turns)) == list(visible_history(turns[:rewind]))
     shown = {i.id for i in visible_history(state_turns)}
     assert not shown & {i.id for t in hidden for i in t.items}
+
+
+@given(compacted())
+def test_every_windowed_body_keeps_the_providers_rules(case: tuple[list[Item], Compaction]) -> None:
+    items, _ = case
+    history = tuple(history_window(items))
+    for fmt, capabilities, url, effort in SETTINGS:
+        assert violations(fmt, encode(fmt, capabilities, url, effort, history)) == [], fmt
