@@ -113,6 +113,30 @@ class ItemHandlers:
         field = streamed_field(item)
         return None if field is None else str(getattr(item, field))
 
+    def check_delta(
+        self, e: ev.AssistantTextDelta | ev.AssistantReasoningDelta | ev.ToolCallDelta, seq: int
+    ) -> None:
+        """Raise the ``ProjectionError`` that applying ``e`` as event ``seq``
+        would raise, changing nothing: a writer that holds a stream's first
+        fragment back (to merge it with the next) still refuses a bad one in
+        the call that made it."""
+        fold = self._turn(_replace(e, seq=seq))
+        if not fold.open:
+            return
+        kind = _DELTA_ITEMS[type(e)]
+        frags = fold.pending.get(e.item_id)
+        if frags is not None:
+            current: type[Item] = frags.kind
+        else:
+            i = fold.index.get(e.item_id)
+            if i is None:
+                return
+            current = type(fold.items[i])
+        if current is not kind:
+            raise ProjectionError(
+                seq, f"{type(e).__name__} for item {e.item_id!r} of type {current.__name__}"
+            )
+
     def _delta(
         self, e: ev.EventBase, item_id: str, kind: type[Item], text: str, name: str = ""
     ) -> None:
@@ -235,6 +259,13 @@ class ItemHandlers:
         item = fold.get(e.request_id)
         assert isinstance(item, UserInput)
         fold.put(_replace(item, status=e.status, answer=e.answer))
+
+
+_DELTA_ITEMS: dict[type, type[Item]] = {
+    ev.AssistantTextDelta: AssistantText,
+    ev.AssistantReasoningDelta: AssistantReasoning,
+    ev.ToolCallDelta: ToolCall,
+}
 
 
 def _with_streamed_text(e: ev.ItemCompleted, item: Item, current: Item | None) -> Item:
