@@ -44,7 +44,13 @@ a durable delta of length ``L`` skips its first ``min(L, pending)``
 characters. A follower drops a preview whose durable event it has already
 served (read from the log while the preview was queued) or that follows a
 gap, and drops previews on overflow: the durable event carries their text
-later, and the rule shows it once.
+later, and the rule shows it once. The rule needs every preview of a buffer
+from its first, so a follower that joins (or overflows) while a buffer is
+being previewed takes none of that buffer's previews: all of a buffer's
+previews follow the same durable seq (writing it publishes the next), and
+only the first is marked ``first``. Unless the writer can say what such a
+follower missed (``catch_up``): the recorder hands it the pending buffer's
+text previewed so far, as that buffer's first preview.
 """
 
 from __future__ import annotations
@@ -71,6 +77,9 @@ _YIELD_EVERY = 64
 a consumer replaying a long backlog does not starve the writer."""
 
 Backlog = Callable[[int], Iterator[Event]]
+CatchUp = Callable[[], "tuple[Delta, int] | None"]
+"""What a live follower joining now missed of the buffer being previewed:
+its text previewed so far as one delta, and the seq it follows."""
 _replace = msgspec.structs.replace
 Sink = Callable[[Event], None]
 
@@ -100,27 +109,36 @@ class EventBus:
         for follower in followers:
             follower.push(event)
 
-    def preview(self, delta: Delta, after: int) -> None:
+    def preview(self, delta: Delta, after: int, *, first: bool = True) -> None:
         """Hand a preview (a delta with ``seq`` 0, not persisted) to the
         thread's live followers; ``after`` is the seq of the thread's last
-        durable event, published before it. Never blocks."""
+        durable event, published before it; ``first`` says it starts its
+        buffer's text (the others continue it, with the same ``after``).
+        Never blocks."""
         followers = self._followers.get(delta.thread_id)
         if not followers:
             return
-        entry = _Preview(delta, after)
+        entry = _Preview(delta, after, first)
         for follower in followers:
             if follower.live:
                 follower.push(entry)
 
     def follow(
-        self, thread_id: str, *, after: int, backlog: Backlog, live: bool = False
+        self,
+        thread_id: str,
+        *,
+        after: int,
+        backlog: Backlog,
+        live: bool = False,
+        catch_up: CatchUp | None = None,
     ) -> Follower:
         """Every event of ``thread_id`` with ``seq > after``: first from
         ``backlog``, then live, in seq order, with no gap and no duplicate,
-        and with ``live`` the previews too (see the module docstring).
+        and with ``live`` the previews too (see the module docstring),
+        starting with ``catch_up()``'s when it has one.
         The follower subscribes when iteration starts; it ends when the
         caller stops iterating (or calls :meth:`Follower.aclose`)."""
-        return Follower(self, thread_id, after, backlog, self._buffer, live)
+        return Follower(self, thread_id, after, backlog, self._buffer, live, catch_up)
 
     def tap(self, sink: Sink) -> Callable[[], None]:
         """Call ``sink`` with every event of every thread as it is published
@@ -151,13 +169,15 @@ class EventBus:
 
 
 class _Preview:
-    """A preview in a follower's queue, with the seq it follows."""
+    """A preview in a follower's queue, with the seq it follows and whether
+    it starts its buffer."""
 
-    __slots__ = ("after", "delta")
+    __slots__ = ("after", "delta", "first")
 
-    def __init__(self, delta: Delta, after: int) -> None:
+    def __init__(self, delta: Delta, after: int, first: bool) -> None:
         self.delta = delta
         self.after = after
+        self.first = first
 
 
 class Follower:
@@ -174,8 +194,10 @@ class Follower:
         backlog: Backlog,
         capacity: int,
         live: bool = False,
+        catch_up: CatchUp | None = None,
     ) -> None:
         self.thread_id = thread_id
+        self._catch_up = catch_up
         self.live = live
         self.last = after
         self.rereads = 0
@@ -190,6 +212,7 @@ class Follower:
         self._joined = False
         self._closed = False
         self._served = 0
+        self._previewing = -1
 
     def push(self, event: Event | _Preview) -> None:
         """Called by the bus: queue a live event or preview, or overflow."""
@@ -212,6 +235,11 @@ class Follower:
         if not self._joined:
             self._joined = True
             self._bus._join(self)
+            if self.live and self._catch_up is not None:
+                # In the same step as joining: no preview falls in between.
+                caught = self._catch_up()
+                if caught is not None:
+                    self._queue.append(_Preview(caught[0], caught[1], True))
             self._source = self._backlog(self.last)
         while True:
             event = self._next_ready()
@@ -247,6 +275,7 @@ class Follower:
                 # Re-subscribe before re-reading: what is published from now
                 # on is queued, what was dropped is already in the log.
                 self._overflowed = False
+                self._previewing = -1
                 self._queue.clear()
                 self._reread(0)
                 continue
@@ -254,7 +283,10 @@ class Follower:
             while queue:
                 entry = queue.popleft()
                 if isinstance(entry, _Preview):
-                    if entry.after == self.last:
+                    if entry.after == self.last and (
+                        entry.first or entry.after == self._previewing
+                    ):
+                        self._previewing = entry.after
                         return entry.delta
                     continue
                 if entry.seq <= self.last:

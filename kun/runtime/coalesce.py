@@ -175,6 +175,24 @@ class DeltaBuffer:
             )
         return _replace(first, at=self.live_at, text="".join(self.parts[shown:]), **stamp)
 
+    def previewed(self, **stamp: object) -> Delta | None:
+        """The fragments previewed so far as one event (``seq`` 0, the first
+        one's ``at``, and ``stamp``'s fields), or ``None``: what a follower
+        that joins now has missed of this buffer."""
+        shown = self.shown
+        if not shown:
+            return None
+        first = self.first
+        if type(first) is ToolCallDelta:
+            return _replace(
+                first,
+                at=self.at,
+                name="".join(self.names[:shown]),
+                arguments="".join(self.parts[:shown]),
+                **stamp,
+            )
+        return _replace(first, at=self.at, text="".join(self.parts[:shown]), **stamp)
+
     def merged(self, **stamp: object) -> Delta:
         """One event carrying every fragment, stamped with the first's ``at``
         and ``stamp``'s fields (the writer's ``seq`` and ``thread_id``, so

@@ -38,12 +38,16 @@ event, is written as before.
 built is recorded with ``text_from_deltas`` instead of the text
 (:func:`kun.runtime.coalesce.compact_completions`); events returned, published
 and logged are the same.
-One exception keeps validation synchronous: a stream's first delta is written
-at once, so an invalid one (unknown turn, wrong item type) fails the call that
-made it. Once one delta of a stream is in the projection the reducer accepts
-every later one (an item cannot change type; a settled turn counts late
-events, it does not reject them), so a buffered fragment cannot turn into a
-rejected write. Followers also get each item's first token without waiting.
+Validation stays synchronous: a stream's first delta is buffered like the
+rest, but checked first (``Projector.check_delta``, and against the pending
+buffer, whose item the projection does not know yet), so an invalid one
+(unknown turn, an item of another type) fails the call that made it and is
+not buffered. Once a stream's first delta passes, the reducer accepts every
+later one (an item cannot change type; a settled turn counts late events, it
+does not reject them), so a buffered fragment cannot turn into a rejected
+write. The first delta is previewed at once, so a live follower sees an
+item's first token without waiting; a durable-only follower (``live=False``)
+gets it when the buffer is written, at most ``log_window_ms`` later.
 If a timer's write fails, the error is kept and raised by the thread's next
 ``record`` or ``flush``, or on exit, as buffered file writes do. A
 ``log_window_ms`` of 0 turns coalescing off: each delta is written by the call
@@ -78,6 +82,7 @@ from kun.runtime.bus import EventBus, Follower
 from kun.runtime.clock import now_ms
 from kun.runtime.coalesce import (
     Coalescer,
+    Delta,
     DeltaBuffer,
     FlushTimers,
     StreamKey,
@@ -327,7 +332,17 @@ class EventRecorder:
                 return iter(())
             return self.store.read(thread_id, after=after)
 
-        return self.bus.follow(thread_id, after=after, backlog=backlog, live=live)
+        def catch_up() -> tuple[Delta, int] | None:
+            thread = self._threads.get(thread_id)
+            buffer = thread.coalescer.pending if thread is not None else None
+            if thread is None or buffer is None:
+                return None
+            delta = buffer.previewed(thread_id=thread_id)
+            return None if delta is None else (delta, thread.last_seq)
+
+        return self.bus.follow(
+            thread_id, after=after, backlog=backlog, live=live, catch_up=catch_up
+        )
 
     # -- writing ---------------------------------------------------------------
 
@@ -401,8 +416,11 @@ class EventRecorder:
             thread.raise_deferred()
         now = self.clock()
         streams = thread.streams
-        if self._buffering and all(is_delta(d) and stream_key(d) in streams for d in drafts):
-            return await self._buffer(thread, drafts, now)
+        if self._buffering:
+            if all(is_delta(d) and stream_key(d) in streams for d in drafts):
+                return await self._buffer(thread, drafts, now)
+            if len(drafts) == 1 and is_delta(first := drafts[0]):
+                return await self._first(thread, first, now)
         if thread.coalescer.pending is not None:
             await self._write_pending(thread)
         if len(drafts) > 1:
@@ -421,6 +439,35 @@ class EventRecorder:
                     streams.clear()
                 if is_delta(event):
                     streams.add(stream_key(event))
+        return written
+
+    async def _first(self, thread: _Thread, delta: Delta, now: int) -> list[Event]:
+        """A stream's first fragment: checked now against the projection and
+        the pending buffer (a bad one fails this call, nothing buffered),
+        then buffered like the rest, and previewed at once."""
+        seq = thread.last_seq + 1
+        pending = thread.coalescer.pending
+        if pending is not None:
+            first = pending.first
+            if (
+                first.item_id == delta.item_id
+                and first.turn_id == delta.turn_id
+                and type(first) is not type(delta)
+            ):
+                raise ProjectionError(
+                    seq,
+                    f"{type(delta).__name__} for item {delta.item_id!r} streaming "
+                    f"{type(first).__name__}",
+                )
+        thread.projector.check_delta(delta, seq)
+        streams = thread.streams
+        if len(streams) >= _MAX_STREAMS:
+            streams.clear()
+        streams.add(stream_key(delta))
+        written = await self._buffer(thread, [delta], now)
+        pending = thread.coalescer.pending
+        if pending is not None and pending.unshown:
+            self._preview(thread, pending)
         return written
 
     async def _buffer(self, thread: _Thread, deltas: Sequence[Event], now: int) -> list[Event]:
@@ -454,9 +501,10 @@ class EventRecorder:
             await self._write_buffer(thread, buffer)
 
     def _preview(self, thread: _Thread, buffer: DeltaBuffer) -> None:
+        first = buffer.shown == 0
         delta = buffer.preview(thread_id=thread.id)
         if delta is not None:
-            self.bus.preview(delta, thread.last_seq)
+            self.bus.preview(delta, thread.last_seq, first=first)
 
     async def _write_buffer(self, thread: _Thread, buffer: DeltaBuffer) -> list[Event]:
         """Write ``buffer`` as one event, its last fragments previewed first

@@ -9,11 +9,13 @@ from typing import Any
 
 import anyio
 import pytest
+from msgspec.structs import replace
 
 from kun.contracts import events as ev
 from kun.contracts.items import UserMessage
 from kun.domain.errors import ProjectionError
 from kun.ids import new_id
+from kun.runtime.bus import EventBus, LiveText
 from kun.runtime.coalesce import Coalescer, Delta, DeltaBuffer, delta_size, merge_run
 from kun.runtime.recorder import EventRecorder
 from kun.store.errors import LogWriteFailed
@@ -181,16 +183,59 @@ def recorder_for(store: EventStore, **options: Any) -> EventRecorder:
 
 
 @pytest.mark.anyio
-async def test_the_first_fragment_of_a_stream_is_written_at_once(store: EventStore) -> None:
+async def test_the_first_fragment_of_a_stream_is_buffered_with_the_rest(
+    store: EventStore,
+) -> None:
+    """A line of its own would cost an envelope per item; live followers get
+    it at once as a preview (next test), durable-only ones with the rest."""
     async with recorder_for(store) as recorder:
         await start(recorder)
-        assert texts(await recorder.record(TID, text("He"))) == ["He"]
+        assert await recorder.record(TID, text("He")) == []
         assert await recorder.record(TID, text("llo")) == []
         assert await recorder.record(TID, text(", world")) == []
-        assert texts(logged(store)) == ["He"]
+        assert texts(logged(store)) == []
         await recorder.flush(TID)
-        assert texts(logged(store)) == ["He", "llo, world"]
+        assert texts(logged(store)) == ["Hello, world"]
         assert recorder.state(TID).turns[0].items[-1].text == "Hello, world"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_the_first_fragment_is_previewed_at_once(store: EventStore) -> None:
+    async with recorder_for(store, live_window_ms=60_000) as recorder:
+        await start(recorder)
+        follower = recorder.subscribe(TID, after=3, live=True)
+        seen: list[ev.Event] = []
+
+        async def follow() -> None:
+            with anyio.fail_after(1):
+                seen.append(await follower.__anext__())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await anyio.sleep(0.01)
+            await recorder.record(TID, text("He"))
+        await follower.aclose()
+        assert logged(store) == []
+    assert [(e.seq, texts([e])) for e in seen] == [(0, ["He"])]
+
+
+@pytest.mark.anyio
+async def test_a_live_follower_joining_mid_buffer_catches_up(store: EventStore) -> None:
+    """It gets what it missed of the pending buffer as that buffer's first
+    preview, so the durable delta's prefix rule shows each character once."""
+    with anyio.fail_after(5):
+        async with recorder_for(store, live_window_ms=60_000) as recorder:
+            await start(recorder)
+            await recorder.record(TID, text("He"))
+            follower = recorder.subscribe(TID, after=3, live=True)
+            got = [await follower.__anext__()]
+            await recorder.record(TID, text("llo"))
+            await recorder.flush(TID)
+            got += [await follower.__anext__(), await follower.__anext__()]
+            await follower.aclose()
+    assert [(e.seq, texts([e])) for e in got] == [(0, ["He"]), (0, ["llo"]), (4, ["Hello"])]
+    live = LiveText()
+    assert texts([e for e in map(live.fresh, got) if e is not None]) == ["He", "llo"]
 
 
 @pytest.mark.anyio
@@ -203,6 +248,22 @@ async def test_an_invalid_first_fragment_fails_its_own_call(store: EventStore) -
 
 
 @pytest.mark.anyio
+async def test_a_first_fragment_of_another_type_fails_its_own_call(store: EventStore) -> None:
+    """The item streams as text: in the buffer, or already in the log."""
+    async with recorder_for(store) as recorder:
+        await start(recorder)
+        await recorder.record(TID, text("a"))
+        with pytest.raises(ProjectionError):
+            await recorder.record(TID, reasoning("b"))
+        await recorder.flush(TID)
+        with pytest.raises(ProjectionError):
+            await recorder.record(TID, reasoning("c"))
+        await recorder.flush(TID)
+    assert texts(logged(store)) == ["a"]
+    assert len(logged(store)) == 1
+
+
+@pytest.mark.anyio
 async def test_a_non_delta_event_flushes_the_buffer_first(store: EventStore) -> None:
     async with recorder_for(store) as recorder:
         await start(recorder)
@@ -211,10 +272,10 @@ async def test_a_non_delta_event_flushes_the_buffer_first(store: EventStore) -> 
         await recorder.record(TID, text("c"))
         (warning,) = await recorder.record(TID, draft(ev.WarningEvent, code="c", message="m"))
     events = logged(store)
-    assert [type(e) for e in events] == [ev.AssistantTextDelta] * 2 + [ev.WarningEvent]
-    assert texts(events) == ["a", "bc"]
+    assert [type(e) for e in events] == [ev.AssistantTextDelta, ev.WarningEvent]
+    assert texts(events) == ["abc"]
     assert events[-1] == warning
-    assert [e.seq for e in events] == [4, 5, 6]
+    assert [e.seq for e in events] == [4, 5]
 
 
 @pytest.mark.anyio
@@ -227,10 +288,8 @@ async def test_a_fragment_of_another_item_flushes_the_buffer(store: EventStore) 
         await recorder.record(TID, text("y", item="txt_2"))
         await recorder.record(TID, text("d"))
     assert [(e.item_id, e.text) for e in logged(store)] == [  # type: ignore[union-attr]
-        ("txt_1", "a"),
-        ("txt_1", "bc"),
-        ("txt_2", "x"),
-        ("txt_2", "y"),
+        ("txt_1", "abc"),
+        ("txt_2", "xy"),
         ("txt_1", "d"),
     ]
 
@@ -239,10 +298,11 @@ async def test_a_fragment_of_another_item_flushes_the_buffer(store: EventStore) 
 async def test_the_size_limit_flushes_and_returns_the_merged_event(store: EventStore) -> None:
     async with recorder_for(store, coalesce_bytes=8) as recorder:
         await start(recorder)
-        await recorder.record(TID, text("a"))
-        assert await recorder.record(TID, text("bcde")) == []
-        assert texts(await recorder.record(TID, text("fghi"))) == ["bcdefghi"]
+        assert await recorder.record(TID, text("abcd")) == []
+        assert texts(await recorder.record(TID, text("efgh"))) == ["abcdefgh"]
+        assert await recorder.record(TID, text("ijk")) == []
         assert texts(await recorder.record(TID, text("0123456789"))) == ["0123456789"]
+    assert texts(logged(store)) == ["abcdefgh", "ijk", "0123456789"]
 
 
 @pytest.mark.anyio
@@ -258,22 +318,22 @@ async def test_the_window_closes_on_the_recorders_clock(store: EventStore) -> No
         written = await recorder.record(TID, text("d"))
     assert texts(written) == []
     events = logged(store)
-    assert texts(events) == ["a", "bc", "d"]
-    assert [e.at for e in events] == [clock.now - 30, clock.now - 30, clock.now]
+    assert texts(events) == ["abc", "d"]
+    assert [e.at for e in events] == [clock.now - 30, clock.now]
 
 
 @pytest.mark.anyio
 async def test_the_timer_writes_a_quiet_buffer(store: EventStore) -> None:
     async with EventRecorder(store, coalesce_ms=5) as recorder:
         await start(recorder)
-        follower = recorder.subscribe(TID, after=4)
+        follower = recorder.subscribe(TID, after=3)
         await recorder.record(TID, text("a"))
         await recorder.record(TID, text("b"))
         await recorder.record(TID, text("c"))
         with anyio.fail_after(5):
             merged = await follower.__anext__()
         await follower.aclose()
-        assert texts(logged(store)) == ["a", "bc"]
+        assert texts(logged(store)) == ["abc"]
         assert logged(store)[-1] == merged
 
 
@@ -283,7 +343,8 @@ async def test_exit_writes_the_buffer_and_syncs(store: EventStore) -> None:
         await start(recorder)
         await recorder.record(TID, text("a"))
         await recorder.record(TID, text("b"))
-    assert texts(logged(store)) == ["a", "b"]
+        assert texts(logged(store)) == []
+    assert texts(logged(store)) == ["ab"]
 
 
 @pytest.mark.anyio
@@ -294,10 +355,10 @@ async def test_followers_see_the_merged_events_the_log_has(store: EventStore) ->
         for piece in ("a", "b", "c", "d"):
             await recorder.record(TID, text(piece))
         await recorder.flush(TID)
-        live = [await follower.__anext__(), await follower.__anext__()]
+        live = [await follower.__anext__()]
         await follower.aclose()
     assert live == logged(store)
-    assert texts(live) == ["a", "bcd"]
+    assert texts(live) == ["abcd"]
 
 
 @pytest.mark.anyio
@@ -334,8 +395,8 @@ async def test_a_failed_background_flush_is_raised_by_the_next_call() -> None:
         with pytest.raises(LogWriteFailed):
             await recorder.record(TID, draft(ev.WarningEvent, code="c", message="m"))
         (warning,) = await recorder.record(TID, draft(ev.WarningEvent, code="c", message="m"))
-    assert warning.seq == 5
-    assert texts(logged(store)) == ["a"]
+    assert warning.seq == 4
+    assert texts(logged(store)) == []
 
 
 # -- what it saves --------------------------------------------------------------
@@ -378,3 +439,26 @@ async def test_log_bytes_per_1000_streamed_tokens(
     )
     print(figure)
     assert ratio < limit, figure
+
+
+@pytest.mark.anyio
+async def test_a_follower_takes_a_buffers_previews_only_from_its_first() -> None:
+    """Without a catch-up, a follower that missed a buffer's first preview
+    takes none of that buffer's: the prefix rule would show text twice."""
+    bus = EventBus()
+    follower = bus.follow(TID, after=0, backlog=lambda after: iter(()), live=True)
+    piece = replace(text("x"), thread_id=TID)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            got: list[ev.Event] = []
+
+            async def follow() -> None:
+                got.extend([await follower.__anext__(), await follower.__anext__()])
+
+            tg.start_soon(follow)
+            await anyio.sleep(0.01)
+            bus.preview(replace(piece, text="missed-start"), 0, first=False)
+            bus.preview(replace(piece, text="a"), 0, first=True)
+            bus.preview(replace(piece, text="b"), 0, first=False)
+    await follower.aclose()
+    assert texts(got) == ["a", "b"]
