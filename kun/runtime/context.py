@@ -15,8 +15,9 @@ import anyio
 
 from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
-from kun.contracts.model import ToolSpec
+from kun.contracts.model import ToolSpec, UsageChunk
 from kun.contracts.threads import ApprovalPolicy
+from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.state import ThreadState
 from kun.model.port import ModelClient
 from kun.runtime.gates import Gate
@@ -62,8 +63,28 @@ def draft(cls: type[Any], turn_id: str | None = None, **fields: Any) -> Any:
     return cls(seq=0, at=0, thread_id="", turn_id=turn_id, **fields)
 
 
+def usage_event(run: TurnRun, chunk: UsageChunk, step: int) -> ev.Usage:
+    """The ``usage`` event of one model call of ``run`` (a step's, or the
+    summariser's)."""
+    usage: ev.Usage = draft(
+        ev.Usage,
+        run.turn_id,
+        usage=chunk.usage,
+        provider=run.model.provider,
+        model=chunk.model or run.model.model,
+        request_id=chunk.request_id,
+        price_source=chunk.price_source,
+        step=step,
+    )
+    return usage
+
+
 @dataclass
 class TurnRun:
+    """``context_window`` is the model's, in tokens (``None``: unknown, so
+    only a context-overflow error compacts); ``compact_at`` the share of it
+    the estimated prompt may fill (:mod:`kun.runtime.compact`)."""
+
     thread_id: str
     turn_id: str
     workspace: Path
@@ -87,6 +108,8 @@ class TurnRun:
     aborted: bool = False
     storm: StormBreaker = field(default_factory=StormBreaker)
     side_files: SideFiles | None = None
+    context_window: int | None = None
+    compact_at: float = DEFAULT_COMPACT_AT
 
     def __post_init__(self) -> None:
         self.steering = SteeringQueue(self.turn_id)

@@ -49,10 +49,17 @@ from kun.contracts.model import (
     ToolCallDeltaChunk,
     UsageChunk,
 )
+from kun.domain.compaction import visible_history
 from kun.domain.state import ThreadState
 from kun.ids import new_thread_local_id
 from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
-from kun.runtime.context import TurnRun, draft
+from kun.runtime.compact import (
+    CONTEXT_OVERFLOW,
+    OVERFLOW_AFTER_COMPACTION,
+    compact_if_due,
+    compact_now,
+)
+from kun.runtime.context import TurnRun, draft, usage_event
 from kun.runtime.dispatch import dispatch
 from kun.runtime.project import render_project_context
 from kun.store.blobs import BlobError
@@ -103,7 +110,7 @@ async def loop(run: TurnRun) -> Outcome:
         if limit is not None:
             return limit
         await drain_steering(run)
-        result = await model_step(run, step)
+        result = await compacting_step(run, step)
         if result is CONTINUE or (
             result.status == "completed" and not run.steering.close_if_empty()
         ):
@@ -154,9 +161,7 @@ def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
     """The request of the next step. Everything but the history and the
     notes comes from the turn's recorded context when it has one, so the
     log holds what was sent and every step sends the same leading bytes."""
-    history: list[Item] = []
-    for turn in state.visible_turns:
-        history.extend(turn.items)
+    history = list(visible_history(state.turns))
     if run.side_files is not None:
         history = run.side_files.resolve(history)
     notes = []
@@ -226,8 +231,37 @@ def thread_call_id(call_id: str, item_id: str) -> str:
     return item_id if call_id.startswith(SYNTHETIC_ID_PREFIX) else call_id
 
 
-async def model_step(run: TurnRun, step: int) -> Outcome:
+async def compacting_step(run: TurnRun, step: int) -> Outcome:
+    """A model step with compaction around it (:mod:`kun.runtime.compact`):
+    compacted first when the prompt is estimated too large, and, after a
+    context overflow, compacted once and sent again."""
     request = build_request(run, run.state())
+    if await compact_if_due(run, request, step):
+        request = build_request(run, run.state())
+    result = await model_step(run, step, request)
+    if result.code != CONTEXT_OVERFLOW:
+        return result
+    why_not = await compact_now(run, step)
+    if why_not is not None:
+        return _overflow(f"{result.message}; it could not be compacted: {why_not}")
+    result = await model_step(run, step, build_request(run, run.state()))
+    if result.code == CONTEXT_OVERFLOW:
+        return _overflow(f"{result.message} (again, after the history was compacted)")
+    return result
+
+
+def _overflow(detail: str) -> Outcome:
+    return Outcome(
+        "failed",
+        code=OVERFLOW_AFTER_COMPACTION,
+        message=f"The conversation does not fit the model's context window: {detail}. "
+        "Start a new thread, or fork this one from an earlier point.",
+    )
+
+
+async def model_step(run: TurnRun, step: int, request: ModelRequest | None = None) -> Outcome:
+    if request is None:
+        request = build_request(run, run.state())
     await run.write(draft(ev.PipelineStage, run.turn_id, stage="pre_send", step=step))
     answer = _Answer()
     async for chunk in run.model.stream(request):
@@ -236,7 +270,7 @@ async def model_step(run: TurnRun, step: int) -> Outcome:
     closing: list[ev.Event] = [
         *(draft(ev.ItemCompleted, run.turn_id, item=item) for item in answer.items()),
         *(draft(ev.ItemCreated, run.turn_id, item=call) for call in calls),
-        *(_usage_event(run, usage, step) for usage in answer.usage),
+        *(usage_event(run, usage, step) for usage in answer.usage),
     ]
     # With calls, the batch rides on the durable write dispatch makes before
     # any tool can run (see kun.runtime.dispatch); without, the turn ends.
@@ -316,20 +350,6 @@ async def _on_chunk(run: TurnRun, answer: _Answer, chunk: object) -> None:
         answer.error = chunk
 
 
-def _usage_event(run: TurnRun, chunk: UsageChunk, step: int) -> ev.Usage:
-    usage: ev.Usage = draft(
-        ev.Usage,
-        run.turn_id,
-        usage=chunk.usage,
-        provider=run.model.provider,
-        model=chunk.model or run.model.model,
-        request_id=chunk.request_id,
-        price_source=chunk.price_source,
-        step=step,
-    )
-    return usage
-
-
 def settle_events(run: TurnRun, outcome: Outcome) -> list[ev.Event]:
     """The events that settle the turn with ``outcome`` (not for aborts,
     which the TurnService records when it interrupts)."""
@@ -354,4 +374,12 @@ def _enriched(run: TurnRun, exc: BaseException) -> str:
     )
 
 
-__all__ = ["CONTINUE", "Outcome", "build_request", "loop", "model_step", "run_turn"]
+__all__ = [
+    "CONTINUE",
+    "Outcome",
+    "build_request",
+    "compacting_step",
+    "loop",
+    "model_step",
+    "run_turn",
+]

@@ -23,6 +23,7 @@ from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
 from kun.contracts.items import Attachment, UserMessage
 from kun.contracts.threads import ThreadSettings, TitleSource
+from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.fork import fork_events
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.titles import title_changes, title_from_prompt
@@ -56,10 +57,15 @@ class TurnService:
         reasoning_effort: str | None = None,
         project_context: bool = False,
         hooks: Sequence[TurnHooks] = (),
+        context_window: int | None = None,
+        compact_at: float = DEFAULT_COMPACT_AT,
     ) -> None:
         """``project_context``: read the workspace's instructions file and
         the environment when each turn starts, record them in its
-        ``turn_started`` and send them (:mod:`kun.runtime.project`)."""
+        ``turn_started`` and send them (:mod:`kun.runtime.project`).
+        ``context_window`` (the model's ``max_context_tokens``, ``None``:
+        unknown) and ``compact_at`` (``[runtime] compact_at``) decide when a
+        turn compacts its history (:mod:`kun.runtime.compact`)."""
         self.recorder = recorder
         self._model = model
         self._tools = tools
@@ -68,6 +74,8 @@ class TurnService:
         self.reasoning_effort = reasoning_effort
         self.project_context = project_context
         self.hooks = tuple(hooks)
+        self.context_window = context_window
+        self.compact_at = compact_at
         self.approvals = Gate("approval")
         self.questions = Gate("user input")
         self._tg = task_group
@@ -195,6 +203,7 @@ class TurnService:
         model: ModelClient | None = None,
         limits: TurnLimits | None = None,
         reasoning_effort: str | None = None,
+        context_window: int | None = None,
     ) -> str:
         """Record the turn and its user message, start it in the background,
         return its id at once. A turn the log still shows open is an orphan
@@ -203,9 +212,13 @@ class TurnService:
         first turn of an untitled thread titles it from ``text``. A
         blank prompt or an attachment that cannot be sent is refused first,
         and nothing is recorded (:mod:`kun.runtime.turn_input`).
-        ``model``, ``limits`` and ``reasoning_effort`` replace the service's
-        for this turn only (a server runs each thread on its own model)."""
+        ``model``, ``limits``, ``reasoning_effort`` and ``context_window``
+        replace the service's for this turn only (a server runs each thread
+        on its own model; the service's window is not assumed for another
+        model)."""
         check_prompt(text, attachments)
+        if context_window is None and model is None:
+            context_window = self.context_window
         model = model or self.model
         limits = limits or self.limits
         effort = reasoning_effort if reasoning_effort is not None else self.reasoning_effort
@@ -254,6 +267,8 @@ class TurnService:
                 context=context,
                 side_files=SideFiles(self.recorder.store.blobs(thread_id)),
                 reasoning_effort=effort,
+                context_window=context_window,
+                compact_at=self.compact_at,
             )
             self._runs[thread_id] = run
         self._tg.start_soon(self._drive, run)
