@@ -9,7 +9,7 @@ group. Nothing is ever deleted: rewind hides, fork copies, interrupt settles.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -57,15 +57,16 @@ class TurnService:
         reasoning_effort: str | None = None,
         project_context: bool = False,
         hooks: Sequence[TurnHooks] = (),
-        context_window: int | None = None,
+        context_windows: Callable[[str, str], int | None] | None = None,
         compact_at: float = DEFAULT_COMPACT_AT,
     ) -> None:
         """``project_context``: read the workspace's instructions file and
         the environment when each turn starts, record them in its
         ``turn_started`` and send them (:mod:`kun.runtime.project`).
-        ``context_window`` (the model's ``max_context_tokens``, ``None``:
-        unknown) and ``compact_at`` (``[runtime] compact_at``) decide when a
-        turn compacts its history (:mod:`kun.runtime.compact`)."""
+        ``context_windows`` (provider and model to the model's
+        ``max_context_tokens``, ``None``: unknown) and ``compact_at``
+        (``[runtime] compact_at``) decide when a turn compacts its history
+        (:mod:`kun.runtime.compact`)."""
         self.recorder = recorder
         self._model = model
         self._tools = tools
@@ -74,7 +75,7 @@ class TurnService:
         self.reasoning_effort = reasoning_effort
         self.project_context = project_context
         self.hooks = tuple(hooks)
-        self.context_window = context_window
+        self.context_windows = context_windows
         self.compact_at = compact_at
         self.approvals = Gate("approval")
         self.questions = Gate("user input")
@@ -214,12 +215,12 @@ class TurnService:
         and nothing is recorded (:mod:`kun.runtime.turn_input`).
         ``model``, ``limits``, ``reasoning_effort`` and ``context_window``
         replace the service's for this turn only (a server runs each thread
-        on its own model; the service's window is not assumed for another
-        model)."""
+        on its own model); without ``context_window`` the turn's model's
+        is looked up in ``context_windows``."""
         check_prompt(text, attachments)
-        if context_window is None and model is None:
-            context_window = self.context_window
         model = model or self.model
+        if context_window is None and self.context_windows is not None:
+            context_window = self.context_windows(model.provider, model.model)
         limits = limits or self.limits
         effort = reasoning_effort if reasoning_effort is not None else self.reasoning_effort
         state = await self._open(thread_id)

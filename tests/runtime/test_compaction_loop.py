@@ -58,7 +58,8 @@ async def test_a_prompt_over_the_threshold_is_compacted_before_the_step(tmp_path
     async with harness(tmp_path, script) as h:
         await h.run("hello")
         base = estimate_request_tokens(h.model.requests[0])
-        h.service.context_window = int((base + 500) / 0.8)
+        window = int((base + 500) / 0.8)
+        h.service.context_windows = lambda provider, model: window
         turn = await h.run("and now?")
         assert turn.status == "completed"
         first, summariser, step = h.model.requests
@@ -83,7 +84,8 @@ async def test_under_the_threshold_or_without_a_window_nothing_is_compacted(
         await h.run("hello")
         await h.run("again")
         second = h.model.requests[1]
-        h.service.context_window = int(estimate_request_tokens(second) / 0.8) + 200
+        window = int(estimate_request_tokens(second) / 0.8) + 200
+        h.service.context_windows = lambda provider, model: window
         turn = await h.run("once more")
         assert turn.status == "completed"
         assert not any(_is_summariser(r) for r in h.model.requests)

@@ -1,0 +1,33 @@
+"""What a TurnService learns from configuration to decide compaction: each
+model's context window and ``[runtime] compact_at``."""
+
+from __future__ import annotations
+
+from kun.app.windows import compact_at, context_windows
+from kun.config import parse_config
+from kun.domain.compaction import DEFAULT_COMPACT_AT
+
+TOML = """
+[runtime]
+compact_at = 0.6
+
+[providers.local]
+base_url = "http://localhost:11434/v1"
+default_model = "qwen3:8b"
+[providers.local.models."qwen3:8b"]
+max_context_tokens = 40960
+"""
+
+
+def test_a_configured_window_and_threshold_reach_the_service() -> None:
+    config = parse_config(TOML, "kun.toml")
+    windows = context_windows(config)
+    assert windows("local", "qwen3:8b") == 40960
+    assert windows("local", "another-model") is None
+    assert windows("scripted", "scripted") is None
+    assert compact_at(config) == 0.6
+
+
+def test_without_a_setting_the_default_threshold_applies() -> None:
+    config = parse_config(TOML.replace("compact_at = 0.6", ""), "kun.toml")
+    assert compact_at(config) == DEFAULT_COMPACT_AT
