@@ -10,7 +10,9 @@ from pathlib import Path
 
 import anyio
 
+from kun.app.windows import compact_at, context_windows
 from kun.config import Config
+from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.model.port import ModelClient
 from kun.model.redact import Redactor
 from kun.runtime.context import TurnLimits
@@ -62,7 +64,9 @@ async def open_service(
     service with a model gets :func:`tool_host` of ``config``, so every
     surface that runs turns keeps the configured secrets from its tools.
     Its turns send the workspace's project context
-    (:mod:`kun.runtime.project`)."""
+    (:mod:`kun.runtime.project`), and compact their history by the model's
+    context window and ``[runtime] compact_at`` of ``config``
+    (:mod:`kun.app.windows`)."""
     store = JsonlEventStore(home)
     async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
         service = TurnService(
@@ -74,6 +78,8 @@ async def open_service(
             system_prompt=system_prompt,
             reasoning_effort=reasoning_effort,
             project_context=True,
+            context_windows=context_windows(config) if config is not None else None,
+            compact_at=compact_at(config) if config is not None else DEFAULT_COMPACT_AT,
         )
         try:
             yield service
