@@ -18,6 +18,7 @@ from kun.app.overrides import RuntimeFlags
 from kun.app.session import SYSTEM_PROMPT
 from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy
+from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.repetition import RepetitionSettings
 from kun.runtime.context import TurnLimits
 
@@ -36,6 +37,7 @@ RUNTIME_KEYS: tuple[tuple[str, str, Any], ...] = (
     ("repetition_dice", "", _REPETITION.dice),
     ("repetition_min_chars", "", _REPETITION.min_chars),
     ("repetition_max_repeats", "", _REPETITION.max_repeats),
+    ("compact_at", "", DEFAULT_COMPACT_AT),
 )
 """Each ``[runtime]`` key, its flag (``""``: none) and kun's default."""
 
