@@ -31,3 +31,14 @@ def test_a_configured_window_and_threshold_reach_the_service() -> None:
 def test_without_a_setting_the_default_threshold_applies() -> None:
     config = parse_config(TOML.replace("compact_at = 0.6", ""), "kun.toml")
     assert compact_at(config) == DEFAULT_COMPACT_AT
+
+
+def test_kun_config_shows_the_threshold_and_where_it_came_from() -> None:
+    from kun.app.overrides import RuntimeFlags
+    from kun.app.settings import resolve_runtime
+
+    config = parse_config(TOML, "kun.toml")
+    assert resolve_runtime(config, RuntimeFlags())["compact_at"].value == 0.6
+    plain = parse_config(TOML.replace("compact_at = 0.6", ""), "kun.toml")
+    resolved = resolve_runtime(plain, RuntimeFlags())["compact_at"]
+    assert (resolved.value, resolved.source) == (DEFAULT_COMPACT_AT, "default")
