@@ -13,6 +13,7 @@ import anyio
 from kun.app.windows import compact_at, context_windows
 from kun.config import Config
 from kun.domain.compaction import DEFAULT_COMPACT_AT
+from kun.domain.repetition import RepetitionSettings
 from kun.model.port import ModelClient
 from kun.model.redact import Redactor
 from kun.runtime.context import TurnLimits
@@ -58,6 +59,7 @@ async def open_service(
     limits: TurnLimits | None = None,
     system_prompt: str = SYSTEM_PROMPT,
     reasoning_effort: str | None = None,
+    repetition: RepetitionSettings | None = None,
 ) -> AsyncIterator[TurnService]:
     """The service, its recorder and store, and the task group its turns
     run in; everything is flushed and closed on exit. Without ``tools``, a
@@ -66,7 +68,8 @@ async def open_service(
     Its turns send the workspace's project context
     (:mod:`kun.runtime.project`), and compact their history by the model's
     context window and ``[runtime] compact_at`` of ``config``
-    (:mod:`kun.app.windows`)."""
+    (:mod:`kun.app.windows`); ``repetition`` (``[runtime] repetition_*``)
+    tunes their round-outcome decisions (:mod:`kun.domain.recovery`)."""
     store = JsonlEventStore(home)
     async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
         service = TurnService(
@@ -80,6 +83,7 @@ async def open_service(
             project_context=True,
             context_windows=context_windows(config) if config is not None else None,
             compact_at=compact_at(config) if config is not None else DEFAULT_COMPACT_AT,
+            repetition=repetition,
         )
         try:
             yield service

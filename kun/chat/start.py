@@ -125,6 +125,7 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
             limits=runtime.limits,
             system_prompt=runtime.system_prompt,
             reasoning_effort=runtime.reasoning_effort,
+            repetition=runtime.repetition,
         ) as service,
     ):
         if thread_id is not None:

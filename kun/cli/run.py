@@ -74,6 +74,7 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
             limits=runtime.limits,
             system_prompt=runtime.system_prompt,
             reasoning_effort=runtime.reasoning_effort,
+            repetition=runtime.repetition,
         ) as service,
     ):
         if options.thread_id is not None:

@@ -18,6 +18,7 @@ from kun.contracts.context import TurnContext
 from kun.contracts.model import ToolSpec, UsageChunk
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.compaction import DEFAULT_COMPACT_AT
+from kun.domain.recovery import RecoveryState
 from kun.domain.state import ThreadState
 from kun.model.port import ModelClient
 from kun.runtime.gates import Gate
@@ -83,7 +84,9 @@ def usage_event(run: TurnRun, chunk: UsageChunk, step: int) -> ev.Usage:
 class TurnRun:
     """``context_window`` is the model's, in tokens (``None``: unknown, so
     only a context-overflow error compacts); ``compact_at`` the share of it
-    the estimated prompt may fill (:mod:`kun.runtime.compact`)."""
+    the estimated prompt may fill (:mod:`kun.runtime.compact`).
+    ``recovery`` carries the round-outcome counters (:mod:`kun.domain.recovery`)
+    between the steps of the turn; a new turn starts from a fresh state."""
 
     thread_id: str
     turn_id: str
@@ -110,6 +113,7 @@ class TurnRun:
     side_files: SideFiles | None = None
     context_window: int | None = None
     compact_at: float = DEFAULT_COMPACT_AT
+    recovery: RecoveryState = field(default_factory=RecoveryState.initial)
 
     def __post_init__(self) -> None:
         self.steering = SteeringQueue(self.turn_id)

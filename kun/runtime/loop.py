@@ -2,10 +2,12 @@
 outcome, appending every step to the log and nothing else.
 
 ``run_turn`` → setup stages, drain steering, ``loop`` → settle. ``loop`` runs
-``model_step`` until a step returns anything but ``CONTINUE``: only "the model
-called tools and they ran" continues. A step streams the model's answer,
-recording every delta as it arrives and each item once at the end, then
-either dispatches the tool calls or ends the turn.
+``model_step`` until a step returns anything but ``CONTINUE``: "the model
+called tools and they ran" continues, and so does a reply without calls that
+the round-outcome decision (SPEC §7, :mod:`kun.runtime.rounds`) sends back
+with a recovery instruction. A step streams the model's answer, recording
+every delta as it arrives and each item once at the end, then either
+dispatches the tool calls or settles the round.
 
 Items take their place in the turn when their first chunk arrives, so the
 log keeps the stream's order: a reasoning chunk with no text (a Claude
@@ -50,6 +52,7 @@ from kun.contracts.model import (
     UsageChunk,
 )
 from kun.domain.compaction import visible_history
+from kun.domain.recovery import PendingRecovery, pending_recovery
 from kun.domain.state import ThreadState
 from kun.ids import new_thread_local_id
 from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
@@ -62,6 +65,7 @@ from kun.runtime.compact import (
 from kun.runtime.context import TurnRun, draft, usage_event
 from kun.runtime.dispatch import dispatch
 from kun.runtime.project import render_project_context
+from kun.runtime.rounds import settle_round
 from kun.store.blobs import BlobError
 
 NO_DIALOG = (
@@ -171,15 +175,28 @@ def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
     if todos:
         rows = "\n".join(f"- [{t.status}] {t.content}" for t in todos)
         notes.append(f"<thread_todos>\n{rows}\n</thread_todos>")
+    tools = run.tool_specs
+    pending = _pending(run, state)
+    if pending is not None:
+        notes.append(pending.instruction)
+        if pending.tools_off:
+            tools = ()
     context = run.context
     return ModelRequest(
         system_prompt=context.system_prompt if context is not None else run.system_prompt,
         project_context=render_project_context(context) if context is not None else None,
         history=tuple(history),
         context_instructions="\n\n".join(notes) or None,
-        tools=run.tool_specs,
+        tools=tools,
         reasoning_effort=context.reasoning_effort if context is not None else run.reasoning_effort,
     )
+
+
+def _pending(run: TurnRun, state: ThreadState) -> PendingRecovery | None:
+    """The recovery instruction a recorded round decision asks this step to
+    send (last among the notes, so the leading bytes stay the same)."""
+    turn = next((t for t in state.turns if t.turn_id == run.turn_id), None)
+    return pending_recovery(turn.items) if turn is not None else None
 
 
 class _Answer:
@@ -287,16 +304,11 @@ async def model_step(run: TurnRun, step: int, request: ModelRequest | None = Non
             )
         await dispatch(run, calls)
         return ABORTED if run.aborted else CONTINUE
-    if answer.stop_reason == "length":
-        await run.write(
-            draft(
-                ev.WarningEvent,
-                run.turn_id,
-                code="output_truncated",
-                message="The answer hit the output limit: raise max output tokens, "
-                "or ask for smaller steps.",
-            )
-        )
+    verdict = await settle_round(run, "".join(answer.text), answer.stop_reason or "stop")
+    if verdict.status == "continue":
+        return ABORTED if run.aborted else CONTINUE
+    if verdict.status == "failed":
+        return Outcome("failed", code=verdict.code, message=verdict.message)
     return Outcome("completed", stop_reason=answer.stop_reason)
 
 

@@ -25,6 +25,8 @@ from kun.contracts.items import Attachment, UserMessage
 from kun.contracts.threads import ThreadSettings, TitleSource
 from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.fork import fork_events
+from kun.domain.recovery import RecoveryState
+from kun.domain.repetition import RepetitionSettings
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.titles import title_changes, title_from_prompt
 from kun.ids import new_id, new_thread_local_id
@@ -59,6 +61,7 @@ class TurnService:
         hooks: Sequence[TurnHooks] = (),
         context_windows: Callable[[str, str], int | None] | None = None,
         compact_at: float = DEFAULT_COMPACT_AT,
+        repetition: RepetitionSettings | None = None,
     ) -> None:
         """``project_context``: read the workspace's instructions file and
         the environment when each turn starts, record them in its
@@ -66,7 +69,9 @@ class TurnService:
         ``context_windows`` (provider and model to the model's
         ``max_context_tokens``, ``None``: unknown) and ``compact_at``
         (``[runtime] compact_at``) decide when a turn compacts its history
-        (:mod:`kun.runtime.compact`)."""
+        (:mod:`kun.runtime.compact`). ``repetition`` (``[runtime]
+        repetition_*``) tunes the round-outcome decisions
+        (:mod:`kun.domain.recovery`)."""
         self.recorder = recorder
         self._model = model
         self._tools = tools
@@ -77,11 +82,13 @@ class TurnService:
         self.hooks = tuple(hooks)
         self.context_windows = context_windows
         self.compact_at = compact_at
+        self.repetition = repetition
         self.approvals = Gate("approval")
         self.questions = Gate("user input")
         self._tg = task_group
         self._locks: dict[str, anyio.Lock] = {}
         self._runs: dict[str, TurnRun] = {}
+        self._recovery: dict[str, RecoveryState] = {}
 
     @property
     def model(self) -> ModelClient:
@@ -270,6 +277,7 @@ class TurnService:
                 reasoning_effort=effort,
                 context_window=context_window,
                 compact_at=self.compact_at,
+                recovery=self._next_recovery(thread_id),
             )
             self._runs[thread_id] = run
         self._tg.start_soon(self._drive, run)
@@ -308,9 +316,28 @@ class TurnService:
             run.steering.seal()
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
+            self._keep_recovery(run)
             run.done.set()
             with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
                 await self._call_hooks("turn_ended", run, status)
+
+    def _next_recovery(self, thread_id: str) -> RecoveryState:
+        """A new turn's round-outcome state: under a goal, the repetition
+        tracker of the goal's last turn, so a status repeated across resumed
+        turns is still caught (:mod:`kun.domain.recovery`)."""
+        prior = self._recovery.get(thread_id)
+        return prior.for_new_turn() if prior is not None else RecoveryState.initial(self.repetition)
+
+    def _keep_recovery(self, run: TurnRun) -> None:
+        try:
+            goal = self.recorder.state(run.thread_id).settings.goal
+        except Exception:
+            _log.exception("reading the goal of thread %s failed", run.thread_id)
+            goal = None
+        if goal is not None and goal.status == "active":
+            self._recovery[run.thread_id] = run.recovery
+        else:
+            self._recovery.pop(run.thread_id, None)
 
     async def _sync_turn(self, run: TurnRun) -> None:
         """Make the whole turn durable before it counts as ended: a tool

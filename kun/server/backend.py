@@ -218,6 +218,7 @@ async def backend_over(
         limits=limits,
         system_prompt=runtime.system_prompt if runtime is not None else SYSTEM_PROMPT,
         reasoning_effort=runtime.reasoning_effort if runtime is not None else None,
+        repetition=runtime.repetition if runtime is not None else None,
     ) as service:
         yield Backend(
             service,
