@@ -64,6 +64,7 @@ from kun.runtime.compact import (
 )
 from kun.runtime.context import TurnRun, draft, usage_event
 from kun.runtime.dispatch import dispatch
+from kun.runtime.media import REQUEST_TOO_LARGE, drop_attachments, still_without_media
 from kun.runtime.project import render_project_context
 from kun.runtime.rounds import settle_round
 from kun.store.blobs import BlobError
@@ -251,11 +252,16 @@ def thread_call_id(call_id: str, item_id: str) -> str:
 async def compacting_step(run: TurnRun, step: int) -> Outcome:
     """A model step with compaction around it (:mod:`kun.runtime.compact`):
     compacted first when the prompt is estimated too large, and, after a
-    context overflow, compacted once and sent again."""
+    context overflow, compacted once and sent again; a body refused as too
+    large is sent once more without its attachments (:mod:`kun.runtime.media`)."""
     request = build_request(run, run.state())
     if await compact_if_due(run, request, step):
         request = build_request(run, run.state())
+    request = still_without_media(run, request)
     result = await model_step(run, step, request)
+    if result.code == REQUEST_TOO_LARGE:
+        bare = await drop_attachments(run, request, result.message or REQUEST_TOO_LARGE)
+        return result if bare is None else await model_step(run, step, bare)
     if result.code != CONTEXT_OVERFLOW:
         return result
     why_not = await compact_now(run, step)
