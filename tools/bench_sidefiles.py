@@ -30,8 +30,8 @@ from kun.contracts.threads import ThreadSettings
 from kun.domain.reduce import replay
 from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
 from kun.runtime.context import TurnRun
-from kun.runtime.loop import build_request
 from kun.runtime.recorder import EventRecorder
+from kun.runtime.request import build_request
 from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import blobs_dir, log_path

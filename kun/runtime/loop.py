@@ -51,9 +51,6 @@ from kun.contracts.model import (
     ToolCallDeltaChunk,
     UsageChunk,
 )
-from kun.domain.compaction import visible_history
-from kun.domain.recovery import PendingRecovery, pending_recovery
-from kun.domain.state import ThreadState
 from kun.ids import new_thread_local_id
 from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.runtime.compact import (
@@ -65,14 +62,9 @@ from kun.runtime.compact import (
 from kun.runtime.context import TurnRun, draft, usage_event
 from kun.runtime.dispatch import dispatch
 from kun.runtime.media import REQUEST_TOO_LARGE, drop_attachments, still_without_media
-from kun.runtime.project import render_project_context
+from kun.runtime.request import build_request
 from kun.runtime.rounds import settle_round
 from kun.store.blobs import BlobError
-
-NO_DIALOG = (
-    "This turn runs unattended: nobody can answer questions. Do not promise a dialog "
-    "or ask the user to choose; decide, act, and report what you did."
-)
 
 
 @dataclass(frozen=True)
@@ -160,44 +152,6 @@ async def drain_steering(run: TurnRun) -> None:
             UserMessage(id=new_thread_local_id("msg"), text=text, steered=True) for text in entries
         ]
         await run.write(*(draft(ev.ItemCompleted, run.turn_id, item=item) for item in items))
-
-
-def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
-    """The request of the next step. Everything but the history and the
-    notes comes from the turn's recorded context when it has one, so the
-    log holds what was sent and every step sends the same leading bytes."""
-    history = list(visible_history(state.turns))
-    if run.side_files is not None:
-        history = run.side_files.resolve(history)
-    notes = []
-    if run.disable_user_input:
-        notes.append(NO_DIALOG)
-    todos = state.settings.todos
-    if todos:
-        rows = "\n".join(f"- [{t.status}] {t.content}" for t in todos)
-        notes.append(f"<thread_todos>\n{rows}\n</thread_todos>")
-    tools = run.tool_specs
-    pending = _pending(run, state)
-    if pending is not None:
-        notes.append(pending.instruction)
-        if pending.tools_off:
-            tools = ()
-    context = run.context
-    return ModelRequest(
-        system_prompt=context.system_prompt if context is not None else run.system_prompt,
-        project_context=render_project_context(context) if context is not None else None,
-        history=tuple(history),
-        context_instructions="\n\n".join(notes) or None,
-        tools=tools,
-        reasoning_effort=context.reasoning_effort if context is not None else run.reasoning_effort,
-    )
-
-
-def _pending(run: TurnRun, state: ThreadState) -> PendingRecovery | None:
-    """The recovery instruction a recorded round decision asks this step to
-    send (last among the notes, so the leading bytes stay the same)."""
-    turn = next((t for t in state.turns if t.turn_id == run.turn_id), None)
-    return pending_recovery(turn.items) if turn is not None else None
 
 
 class _Answer:
