@@ -17,13 +17,20 @@ model, or set by the user (which nothing automatic replaces)."""
 
 
 class Goal(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """An objective that outlives a single turn."""
+    """An objective that outlives a single turn.
+
+    ``time_used_ms`` and ``tokens_used`` are charged by the reducer from the
+    turns that ran while the goal was active (:mod:`kun.domain.goals`), so
+    a replay gives the same numbers. ``tokens_used`` is unset until the
+    first charge, so a goal written before it existed is written as before;
+    read it through :func:`kun.domain.goals.tokens_used`."""
 
     objective: str
     status: GoalStatus = "active"
     token_budget: int | None = None
     created_at: int = 0
     time_used_ms: int = 0
+    tokens_used: int | UnsetType = UNSET
 
 
 class Todo(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -22,7 +22,9 @@ from kun.contracts.items import (
     UserInput,
     WarningItem,
 )
+from kun.contracts.threads import Goal
 from kun.domain.errors import ProjectionError
+from kun.domain.goals import charge_turn, goal_active, same_goal
 from kun.domain.item_handlers import ItemHandlers
 from kun.domain.state import (
     ForkOrigin,
@@ -254,7 +256,23 @@ class Projector(ItemHandlers):
             for name in _SETTING_FIELDS
             if (value := getattr(e, name)) is not msgspec.UNSET
         }
+        before = self._settings.goal
+        after = changes.get("goal", before)
+        if goal_active(before) and isinstance(after, Goal) and not goal_active(after):
+            changes["goal"] = self._charge_open_turns(before, after, e.at)  # type: ignore[arg-type]
         self._settings = _replace(self._settings, **changes)
+
+    def _charge_open_turns(self, before: Goal, after: Goal, at: int) -> Goal:
+        """A goal that stops being active (completed, blocked, paused) is
+        charged with the open turns up to now: they ran for it so far."""
+        if not same_goal(before, after):
+            return after
+        for fold in self._turns.values():
+            if fold.open:
+                after = charge_turn(
+                    after, fold.base.started_at, at, fold.usage.totals(), timed=True
+                )
+        return after
 
     def _thread_forked(self, e: ev.ThreadForked) -> None:
         for fold in self._turns.values():
@@ -370,6 +388,12 @@ class Projector(ItemHandlers):
         for request_id in inputs:
             self._inputs.pop(request_id, None)
         discarded = fold.discard_generated() if discard else 0
+        goal = self._settings.goal
+        if goal is not None and goal_active(goal):
+            goal = charge_turn(
+                goal, fold.base.started_at, e.at, fold.usage.totals(), timed=not orphaned
+            )
+            self._settings = _replace(self._settings, goal=goal)
         fold.update(
             status=status,
             ended_at=e.at,

@@ -1,0 +1,139 @@
+"""Goals (SPEC §7.1): pure rules the tools, the request builder, the
+approval check and the interactive session share, so each reads a goal the
+same way.
+
+A goal is *active* while the model should keep working on it; its time and
+tokens are charged by the reducer (:func:`charge`) from the turns that ran
+while it was active, so a replay gives the same numbers. Its budget is
+*exhausted* once the tokens used reach ``token_budget``: the goal stays
+active (only the user or the system changes that) but the resume logic
+stops scheduling turns for it and the instruction says the budget is spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from kun.contracts.model import ToolSpec
+from kun.contracts.threads import Goal
+from kun.contracts.usage import UsageTotals
+
+__all__ = [
+    "ALWAYS_ALLOWED_WITH_GOAL",
+    "MODEL_SETTABLE_STATUSES",
+    "budget_exhausted",
+    "charge",
+    "charge_turn",
+    "describe_goal",
+    "format_duration",
+    "goal_active",
+    "keep_goal_tools",
+    "same_goal",
+    "tokens_used",
+    "usage_tokens",
+]
+
+ALWAYS_ALLOWED_WITH_GOAL = frozenset({"get_goal", "update_goal", "todo_list", "todo_write"})
+"""Tools the model keeps, and runs without approval, while a goal is active:
+without them it could not report the goal's state, whatever narrowed the
+tool set."""
+
+MODEL_SETTABLE_STATUSES = ("complete", "blocked")
+"""The statuses ``update_goal`` accepts: pausing, resuming and clearing are
+the user's (or the system's), never the model's."""
+
+
+def goal_active(goal: Goal | None) -> bool:
+    return goal is not None and goal.status == "active"
+
+
+def tokens_used(goal: Goal) -> int:
+    """The goal's tokens so far (unset, in a goal never charged, is 0)."""
+    used = goal.tokens_used
+    return used if isinstance(used, int) else 0
+
+
+def budget_exhausted(goal: Goal | None) -> bool:
+    """The goal has a token budget and has used all of it."""
+    return (
+        goal is not None
+        and goal.token_budget is not None
+        and tokens_used(goal) >= goal.token_budget
+    )
+
+
+def usage_tokens(usage: UsageTotals) -> int:
+    """The tokens a turn's usage counts against a goal: prompt plus
+    completion (cached prompt tokens included: the budget is what was sent)."""
+    return usage.prompt_tokens + usage.completion_tokens
+
+
+def charge(goal: Goal, elapsed_ms: int, tokens: int) -> Goal:
+    """``goal`` with a turn's wall time and tokens added."""
+    return msgspec.structs.replace(
+        goal,
+        time_used_ms=goal.time_used_ms + max(0, elapsed_ms),
+        tokens_used=tokens_used(goal) + max(0, tokens),
+    )
+
+
+def charge_turn(goal: Goal, started_at: int, at: int, usage: UsageTotals, *, timed: bool) -> Goal:
+    """``goal`` charged with a turn that ran while it was active, up to
+    ``at`` (the turn's settling event, or the event that made the goal stop
+    being active): the turn's tokens so far and, when ``timed``, the wall
+    time since the later of the turn's start and the goal's creation (an
+    orphaned turn is not timed: its end is the restart, and the downtime
+    was no work)."""
+    elapsed = at - max(started_at, goal.created_at) if timed else 0
+    return charge(goal, elapsed, usage_tokens(usage))
+
+
+def same_goal(a: Goal, b: Goal) -> bool:
+    """The same goal, whatever its status and numbers: the resume key's
+    parts (created-at and objective)."""
+    return a.created_at == b.created_at and a.objective == b.objective
+
+
+def keep_goal_tools(
+    specs: Sequence[ToolSpec], all_specs: Sequence[ToolSpec], goal: Goal | None
+) -> tuple[ToolSpec, ...]:
+    """``specs`` (a narrowed tool set) with the always-allowed goal and todo
+    tools of ``all_specs`` it lacks appended while ``goal`` is active (in
+    ``all_specs``' order, so the same inputs always give the same bytes)."""
+    if not goal_active(goal):
+        return tuple(specs)
+    kept = {s.name for s in specs}
+    missing = (s for s in all_specs if s.name in ALWAYS_ALLOWED_WITH_GOAL and s.name not in kept)
+    return (*specs, *missing)
+
+
+def format_duration(ms: int) -> str:
+    """``2h 05m``, ``3m 07s`` or ``12s``."""
+    seconds = ms // 1000
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {seconds:02d}s"
+    return f"{seconds}s"
+
+
+def describe_goal(goal: Goal) -> str:
+    """The goal as ``get_goal`` and ``/goal`` show it: objective, status,
+    time and tokens used, and the budget (said to be spent when it is)."""
+    used = tokens_used(goal)
+    if goal.token_budget is None:
+        budget = "no token budget"
+    elif budget_exhausted(goal):
+        budget = f"token budget {goal.token_budget:,} (exhausted)"
+    else:
+        budget = f"token budget {goal.token_budget:,} ({goal.token_budget - used:,} left)"
+    return (
+        f"Objective: {goal.objective}\n"
+        f"Status: {goal.status}\n"
+        f"Time used: {format_duration(goal.time_used_ms)}\n"
+        f"Tokens used: {used:,}; {budget}"
+    )
