@@ -127,7 +127,13 @@ class UserInput(ItemBase, tag="user_input", frozen=True, kw_only=True):
 
 
 class Plan(ItemBase, tag="plan", frozen=True, kw_only=True):
+    """A plan (SPEC §7.5): ``markdown`` the plan itself, ``summary`` one
+    line about it, ``workspace`` the workspace it was written for (a plan
+    for another workspace is stale, :mod:`kun.domain.plan_mode`)."""
+
     markdown: str
+    summary: str = ""
+    workspace: str = ""
 
 
 class Compaction(ItemBase, tag="compaction", frozen=True, kw_only=True):
