@@ -9,6 +9,7 @@ from kun.contracts.model import ModelRequest
 from kun.domain.compaction import visible_history
 from kun.domain.recovery import PendingRecovery, pending_recovery
 from kun.domain.state import ThreadState
+from kun.domain.verification import VERIFICATION_SUGGESTION, needs_verification
 from kun.runtime.context import TurnRun
 from kun.runtime.project import render_project_context
 
@@ -34,6 +35,8 @@ def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
     if todos:
         rows = "\n".join(f"- [{t.status}] {t.content}" for t in todos)
         notes.append(f"<thread_todos>\n{rows}\n</thread_todos>")
+    if needs_verification(history):
+        notes.append(VERIFICATION_SUGGESTION)
     tools = run.tool_specs
     pending = _pending(run, state)
     if pending is not None:
