@@ -39,15 +39,25 @@ from msgspec import UNSET
 
 from kun.contracts import events as ev
 from kun.contracts.items import ToolCall, ToolResult
-from kun.contracts.threads import Todo
+from kun.contracts.threads import Goal, Todo
+from kun.domain.goals import exempt_with_goal
+from kun.domain.suspension import Suspension
 from kun.ids import new_id, new_thread_local_id
 from kun.runtime.context import TurnRun, draft
+from kun.runtime.plan import plan_recorder, refuse_outside_plan
 from kun.tools.allow import allows
 from kun.tools.approval import decide
 from kun.tools.base import ToolContext, ToolOutput
+from kun.tools.builtin.user_input import answer_output
 from kun.tools.preview import proposed_diff, summary
 
-__all__ = ["PARALLEL_READ_CAP", "READ_ONLY_BUILTINS", "dispatch", "plan_batches"]
+__all__ = [
+    "PARALLEL_READ_CAP",
+    "READ_ONLY_BUILTINS",
+    "dispatch",
+    "plan_batches",
+    "resume_suspended",
+]
 
 READ_ONLY_BUILTINS = frozenset({"read_file", "list_dir", "glob", "grep"})
 PARALLEL_READ_CAP = 3
@@ -101,6 +111,9 @@ async def _run_batch(run: TurnRun, batch: list[ToolCall]) -> None:
 
 
 async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
+    refused = refuse_outside_plan(run, call.name)
+    if refused is not None:
+        return refused
     effect = run.tools.effect(call.name)
     call_args = bytes(call.arguments)
     repeats = run.storm.admit(
@@ -126,7 +139,11 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
             code="tool_storm_suppressed",
         )
     verdict = decide(run.policy, effect) if effect is not None else "allow"
-    if verdict == "ask" and allows(run.state().settings.allow_rules, call.name, call_args):
+    settings = run.state().settings
+    if verdict == "ask" and (
+        allows(settings.allow_rules, call.name, call_args)
+        or exempt_with_goal(settings.goal, call.name)
+    ):
         verdict = "allow"
     if verdict == "deny":
         return ToolOutput(
@@ -138,12 +155,20 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
     if verdict == "ask":
         approved, reason = await _ask_approval(run, call)
         if not approved:
-            why = f" Their reason: {reason}." if reason else ""
-            return ToolOutput(
-                output=f"The user denied {call.name}.{why} Do not retry the same call.",
-                is_error=True,
-                code="denied_by_user",
-            )
+            return _denied(call, reason)
+    return await _execute(run, call)
+
+
+def _denied(call: ToolCall, reason: str | None) -> ToolOutput:
+    why = f" Their reason: {reason}." if reason else ""
+    return ToolOutput(
+        output=f"The user denied {call.name}.{why} Do not retry the same call.",
+        is_error=True,
+        code="denied_by_user",
+    )
+
+
+async def _execute(run: TurnRun, call: ToolCall) -> ToolOutput:
     await run.write(
         draft(
             ev.ToolCallStarted, run.turn_id, item_id=call.id, call_id=call.call_id, name=call.name
@@ -157,6 +182,10 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
         ask_user=None if run.disable_user_input else _asker(run),
         get_todos=lambda: run.state().settings.todos,
         set_todos=_todo_setter(run),
+        record_plan=plan_recorder(run),
+        get_goal=lambda: run.state().settings.goal,
+        set_goal=_goal_setter(run),
+        save_side_file=None if run.side_files is None else run.side_files.blobs.put,
     )
     return await run.tools.execute(call.name, bytes(call.arguments), context)
 
@@ -180,6 +209,22 @@ async def _ask_approval(run: TurnRun, call: ToolCall) -> tuple[bool, str | None]
     return status == "approved", reason
 
 
+async def resume_suspended(run: TurnRun, suspension: Suspension) -> None:
+    """Go on from where a re-armed turn waited (:mod:`kun.domain.suspension`):
+    wait again for the same approval or question, then finish its step as
+    :func:`dispatch` would have. An approved call runs here, once: it had not
+    started. A question's call had started; its answer is its result."""
+    call = suspension.call
+    if suspension.kind == "approval":
+        status, reason = await run.approvals.wait(suspension.pending_id, run.thread_id, run.turn_id)
+        output = await _execute(run, call) if status == "approved" else _denied(call, reason)
+    else:
+        status, answer = await run.questions.wait(suspension.pending_id, run.thread_id, run.turn_id)
+        output = answer_output(answer if status == "answered" else None)
+    await _persist(run, call, output)
+    await dispatch(run, list(suspension.rest))
+
+
 def _asker(run: TurnRun) -> Callable[[str, tuple[str, ...]], Awaitable[str | None]]:
     async def ask(question: str, options: tuple[str, ...]) -> str | None:
         request_id = new_id("ask")
@@ -196,6 +241,13 @@ def _asker(run: TurnRun) -> Callable[[str, tuple[str, ...]], Awaitable[str | Non
         return answer if status == "answered" else None
 
     return ask
+
+
+def _goal_setter(run: TurnRun) -> Callable[[Goal | None], Awaitable[None]]:
+    async def set_goal(goal: Goal | None) -> None:
+        await run.write(draft(ev.ThreadUpdated, goal=goal))
+
+    return set_goal
 
 
 def _todo_setter(run: TurnRun) -> Callable[[tuple[Todo, ...]], Awaitable[None]]:
@@ -222,6 +274,7 @@ async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
         code=output.code,
         attachments=output.attachments,
         diff=output.diff,
+        checkpoint=output.checkpoint,
     )
     await run.write(
         draft(

@@ -45,10 +45,24 @@ class Gate:
             raise AnswerConflict(self.kind, pending_id)
         return entry.thread_id, entry.turn_id
 
+    def arm(self, pending_id: str, thread_id: str, turn_id: str) -> None:
+        """Take answers to ``pending_id`` from now on, before its waiter runs:
+        a re-armed turn (:mod:`kun.runtime.rearm`) is answerable the moment
+        it is re-armed, though its task has not started yet."""
+        self._pending.setdefault(pending_id, _Pending(thread_id, turn_id))
+
+    def disarm(self, pending_id: str) -> None:
+        """Stop taking answers to an armed id whose waiter will not come
+        (its turn ended first)."""
+        entry = self._pending.get(pending_id)
+        if entry is not None and not entry.claimed:
+            del self._pending[pending_id]
+
     async def wait(self, pending_id: str, thread_id: str, turn_id: str) -> tuple[str, str | None]:
-        """Await the answer ``(status, value)`` to ``pending_id``. Cancelled:
-        the entry is dropped (its item is settled by the turn's end)."""
-        entry = self._pending[pending_id] = _Pending(thread_id, turn_id)
+        """Await the answer ``(status, value)`` to ``pending_id`` (armed
+        before, or from now). Cancelled: the entry is dropped (its item is
+        settled by the turn's end)."""
+        entry = self._pending.setdefault(pending_id, _Pending(thread_id, turn_id))
         try:
             await entry.done.wait()
         finally:

@@ -48,10 +48,14 @@ class RequestUserInput:
                 "assumption, say which, and continue.",
             )
         options = tuple(str(o) for o in args.get("options", ()))
-        answer = await ctx.ask_user(args["question"], options)
-        if answer is None:
-            return ToolOutput(
-                output="The user gave no answer. Continue with your best judgement and say "
-                "what you assumed."
-            )
-        return ToolOutput(output=f"The user answered: {answer}")
+        return answer_output(await ctx.ask_user(args["question"], options))
+
+
+def answer_output(answer: str | None) -> ToolOutput:
+    """The call's result for ``answer`` (``None``: no answer came)."""
+    if answer is None:
+        return ToolOutput(
+            output="The user gave no answer. Continue with your best judgement and say "
+            "what you assumed."
+        )
+    return ToolOutput(output=f"The user answered: {answer}")
