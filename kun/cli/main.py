@@ -20,6 +20,7 @@ from kun.cli.colors import no_color_option
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import home_option
+from kun.cli.portable import export_command, import_command
 from kun.cli.remote import keep_server, remote_target, server_options
 from kun.cli.replay import replay
 from kun.cli.serve import serve
@@ -252,6 +253,8 @@ for _command in (replay, threads, usage, rewind, fork, reconcile):
 cli.add_command(resume)
 cli.add_command(config_command)
 cli.add_command(serve)
+cli.add_command(export_command)
+cli.add_command(import_command)
 
 
 def main() -> None:

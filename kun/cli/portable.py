@@ -1,0 +1,63 @@
+"""``kun export`` and ``kun import``: threads in and out of a home.
+
+Only click is imported at module level; the work lives in
+:mod:`kun.portable`, imported when a command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kun.cli.options import home_option
+
+__all__ = ["export_command", "import_command"]
+
+
+@click.command("export")
+@click.argument("thread")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Bundle to write (default: ./<thread-id>.kun.tar.gz; a .tar name is not compressed).",
+)
+@click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
+@home_option
+def export_command(thread: str, output: Path | None, force: bool, home: Path | None) -> None:
+    """Write THREAD (an id or a unique prefix) as one bundle: its log byte for
+    byte, its side files and a manifest with the SHA-256 of each."""
+    from kun.app.lookup import resolve_thread_id
+    from kun.portable.bundle import default_bundle_name, export_thread
+    from kun.store.paths import resolve_home
+
+    root = resolve_home(home)
+    thread_id = resolve_thread_id(root, thread)
+    out = output if output is not None else Path(default_bundle_name(thread_id))
+    manifest = export_thread(root, thread_id, out, force=force)
+    blobs = len(manifest.files) - 1
+    click.echo(f"exported {thread_id} ({manifest.events} events, {blobs} side file(s)) to {out}")
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--as", "as_id", default=None, help="Import a bundle under this thread id.")
+@home_option
+def import_command(file: Path, as_id: str | None, home: Path | None) -> None:
+    """Add the thread in FILE to the home and print its id.
+
+    A bundle is verified (every size and SHA-256) before anything is
+    written; a thread id already taken is refused unless --as gives another."""
+    from kun.store.paths import resolve_home
+
+    root = resolve_home(home)
+    from kun.portable.unbundle import import_bundle
+
+    result = import_bundle(root, file, as_id=as_id)
+    if result.outcome == "already_imported":
+        click.echo(f"already imported: {result.thread_id} (unchanged)", err=True)
+    else:
+        click.echo(f"{result.outcome} {result.thread_id} ({result.events} events)", err=True)
+    click.echo(result.thread_id)

@@ -1,0 +1,103 @@
+"""Installing a thread all at once.
+
+An import assembles the thread in a staging home, ``<home>/.import-<random>``
+(hidden, on the same filesystem, so never listed as a thread and renamed
+without a copy), then renames ``threads/<id>`` into the real home. A crash
+leaves at worst a staging directory, never a half-written thread; a rename
+onto an existing, non-empty thread fails, so two imports cannot overwrite
+each other.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kun.portable.errors import ImportConflict
+from kun.store.lock import lock_thread
+from kun.store.paths import BLOBS_NAME, LOCK_NAME, LOG_NAME, thread_dir, threads_root
+
+__all__ = ["fsync_tree", "install", "replace", "same_thread", "staging_home"]
+
+
+@contextmanager
+def staging_home(home: Path) -> Iterator[Path]:
+    """A fresh staging home under ``home``, removed whatever happens."""
+    home.mkdir(parents=True, exist_ok=True)
+    stage = home / f".import-{secrets.token_hex(6)}"
+    stage.mkdir()
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def fsync_tree(directory: Path) -> None:
+    """Make every file under ``directory``, and the directories, durable."""
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(root))
+
+
+def install(stage: Path, home: Path, thread_id: str, hint: str) -> None:
+    """Rename the staged thread into ``home``; :class:`ImportConflict` (with
+    ``hint``) if a thread of that id got there first."""
+    staged = thread_dir(stage, thread_id)
+    (staged / LOCK_NAME).unlink(missing_ok=True)
+    fsync_tree(staged)
+    root = threads_root(home)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(staged, thread_dir(home, thread_id))
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise ImportConflict(thread_id, hint) from None
+        raise
+    _fsync_dir(root)
+
+
+def replace(stage: Path, home: Path, thread_id: str) -> None:
+    """Put the staged thread in place of the existing one, holding its
+    writer lock so a running turn is never swapped out under its writer."""
+    target = thread_dir(home, thread_id)
+    staged = thread_dir(stage, thread_id)
+    (staged / LOCK_NAME).unlink(missing_ok=True)
+    fsync_tree(staged)
+    lock_fd = lock_thread(thread_id, target / LOCK_NAME)
+    try:
+        os.rename(target, stage / "replaced")
+        os.rename(staged, target)
+    finally:
+        os.close(lock_fd)
+    _fsync_dir(threads_root(home))
+
+
+def same_thread(staged: Path, existing: Path) -> bool:
+    """Whether the thread at ``existing`` holds the staged log byte for byte
+    and every staged side file."""
+    try:
+        if (existing / LOG_NAME).read_bytes() != (staged / LOG_NAME).read_bytes():
+            return False
+    except FileNotFoundError:
+        return False
+    blobs = staged / BLOBS_NAME
+    names = sorted(os.listdir(blobs)) if blobs.is_dir() else []
+    return all((existing / BLOBS_NAME / name).is_file() for name in names)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

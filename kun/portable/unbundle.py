@@ -1,0 +1,180 @@
+"""``kun import FILE``: verify a bundle, then install its thread at once.
+
+Refused, with the bundle and the member named: a file that is not a tar
+archive; a member that is not a regular file or whose name is not one a
+bundle has (``manifest.json``, ``events.jsonl``, ``blobs/<sha256>``), which
+covers absolute names and ``..``; a member listed twice; a manifest from a
+newer format; a member the manifest does not list or a listed one missing;
+any size or SHA-256 that differs; a side file whose hash is not its name; a
+log that does not replay or whose event count and last seq differ from the
+manifest's. Nothing is written to the home before all of that passed.
+
+The thread keeps its id unless ``as_id`` gives another
+(:mod:`kun.portable.rethread`). If the id is taken: by the same log and
+side files, the import is a no-op reported as already imported; by anything
+else, it is refused (``--as`` imports a copy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from kun.portable.errors import BundleRefused
+from kun.portable.install import install, same_thread, staging_home
+from kun.portable.logcheck import LogFacts, check_log
+from kun.portable.manifest import (
+    BLOB_MEMBER,
+    FORMAT_VERSION,
+    LOG_MEMBER,
+    MANIFEST_MEMBER,
+    Manifest,
+    decode_manifest,
+)
+from kun.portable.rethread import rethread_log
+from kun.store.errors import CorruptLog, InvalidThreadId
+from kun.store.paths import BLOBS_NAME, LOG_NAME, thread_dir, validate_thread_id
+
+__all__ = ["ImportResult", "import_bundle"]
+
+_CHUNK = 1 << 20
+_MAX_MANIFEST = 1 << 24
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    thread_id: str
+    outcome: Literal["imported", "already_imported", "replaced"]
+    events: int
+
+
+def import_bundle(home: Path, path: Path, *, as_id: str | None = None) -> ImportResult:
+    """Verify the bundle at ``path`` and install its thread in ``home``."""
+    wanted = validate_thread_id(as_id) if as_id is not None else None
+    try:
+        tar = tarfile.open(path, "r:*")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError | IsADirectoryError | PermissionError):
+            raise
+        raise BundleRefused(path, "not a kun bundle (not a tar archive)") from None
+    with tar, staging_home(home) as stage:
+        try:
+            members = _members(path, tar)
+            manifest = _manifest(path, tar, members)
+            source_id = _thread_id(path, manifest.thread_id)
+            target_id = wanted or source_id
+            staged = thread_dir(stage, source_id)
+            _extract(path, tar, members, manifest, staged)
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BundleRefused(path, f"unreadable archive ({reason})") from None
+        if target_id != source_id:
+            staged = _move(staged, thread_dir(stage, target_id), source_id, target_id)
+        facts = _replay(path, staged / LOG_NAME)
+        if (facts.events, facts.last_seq) != (manifest.events, manifest.last_seq):
+            raise BundleRefused(
+                path,
+                f"{LOG_MEMBER} holds {facts.events} events up to seq {facts.last_seq}, "
+                f"the manifest says {manifest.events} up to {manifest.last_seq}",
+            )
+        if same_thread(staged, thread_dir(home, target_id)):
+            return ImportResult(target_id, "already_imported", facts.events)
+        hint = "give --as NEW_ID to import it as another thread"
+        install(stage, home, target_id, hint)
+        return ImportResult(target_id, "imported", facts.events)
+
+
+def _members(path: Path, tar: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
+    members: dict[str, tarfile.TarInfo] = {}
+    for member in tar.getmembers():
+        name = member.name
+        if name.startswith("/") or ".." in PurePosixPath(name).parts:
+            raise BundleRefused(path, f"member {name!r} points outside the bundle (refused)")
+        if name not in (MANIFEST_MEMBER, LOG_MEMBER) and not BLOB_MEMBER.fullmatch(name):
+            raise BundleRefused(path, f"unexpected member {name!r}")
+        if not member.isreg():
+            raise BundleRefused(path, f"member {name!r} is not a regular file")
+        if name in members:
+            raise BundleRefused(path, f"member {name!r} appears twice")
+        members[name] = member
+    return members
+
+
+def _manifest(path: Path, tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo]) -> Manifest:
+    member = members.get(MANIFEST_MEMBER)
+    if member is None:
+        raise BundleRefused(path, f"no {MANIFEST_MEMBER}: not a kun bundle")
+    if member.size > _MAX_MANIFEST:
+        raise BundleRefused(path, f"{MANIFEST_MEMBER} is too large")
+    file = tar.extractfile(member)
+    assert file is not None
+    try:
+        manifest = decode_manifest(file.read())
+    except ValueError as exc:
+        raise BundleRefused(path, str(exc)) from None
+    if manifest.format_version > FORMAT_VERSION:
+        raise BundleRefused(
+            path, f"format version {manifest.format_version} is newer than this kun's"
+        )
+    listed = {entry.path for entry in manifest.files}
+    if len(listed) != len(manifest.files) or LOG_MEMBER not in listed:
+        raise BundleRefused(path, f"{MANIFEST_MEMBER} must list {LOG_MEMBER} and each file once")
+    for name in sorted(set(members) - listed - {MANIFEST_MEMBER}):
+        raise BundleRefused(path, f"unexpected member {name!r} (not in the manifest)")
+    for name in sorted(listed - set(members)):
+        raise BundleRefused(path, f"{name}: missing (the manifest lists it)")
+    return manifest
+
+
+def _thread_id(path: Path, thread_id: str) -> str:
+    try:
+        return validate_thread_id(thread_id)
+    except InvalidThreadId as exc:
+        raise BundleRefused(path, str(exc)) from None
+
+
+def _extract(
+    path: Path,
+    tar: tarfile.TarFile,
+    members: dict[str, tarfile.TarInfo],
+    manifest: Manifest,
+    staged: Path,
+) -> None:
+    (staged / BLOBS_NAME).mkdir(parents=True)
+    for entry in manifest.files:
+        member = members[entry.path]
+        if member.size != entry.size:
+            raise BundleRefused(
+                path, f"{entry.path}: {member.size} bytes, the manifest says {entry.size} (altered)"
+            )
+        if entry.path != LOG_MEMBER and entry.path != f"blobs/{entry.sha256}":
+            raise BundleRefused(path, f"{entry.path}: not named by its SHA-256 (altered)")
+        source = tar.extractfile(member)
+        assert source is not None
+        target = staged / (LOG_NAME if entry.path == LOG_MEMBER else entry.path)
+        digest = hashlib.sha256()
+        with open(target, "wb") as out:
+            while chunk := source.read(_CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != entry.sha256:
+            raise BundleRefused(path, f"{entry.path}: SHA-256 differs from the manifest (altered)")
+
+
+def _move(staged: Path, target: Path, source_id: str, target_id: str) -> Path:
+    target.mkdir(parents=True)
+    rethread_log(staged / LOG_NAME, target / LOG_NAME, source_id, target_id)
+    (staged / BLOBS_NAME).rename(target / BLOBS_NAME)
+    shutil.rmtree(staged)
+    return target
+
+
+def _replay(path: Path, log: Path) -> LogFacts:
+    try:
+        return check_log(log)
+    except CorruptLog as exc:
+        raise BundleRefused(path, f"{LOG_MEMBER} does not replay: {exc}") from None

@@ -1,0 +1,77 @@
+"""``kun export`` / ``kun import`` from the command line: ids on stdout,
+every mistake one ``kun: error:`` line and exit status 1."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kun.cli import cli
+from kun.store.paths import log_path
+from tests.portable.conftest import stored_thread
+
+
+def _kun(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_export_then_import_elsewhere(tmp_path: Path) -> None:
+    home, other = tmp_path / "a", tmp_path / "b"
+    stored_thread(home)
+    out = tmp_path / "x.kun.tar.gz"
+    code, stdout, _ = _kun("export", "thr_sou", "-o", str(out), "--home", str(home))
+    assert code == 0 and "exported thr_source" in stdout
+    code, stdout, stderr = _kun("import", str(out), "--home", str(other))
+    assert (code, stdout) == (0, "thr_source\n")
+    assert "imported thr_source" in stderr
+    assert log_path(other, "thr_source").read_bytes() == log_path(home, "thr_source").read_bytes()
+    code, stdout, stderr = _kun("import", str(out), "--home", str(other))
+    assert (code, stdout) == (0, "thr_source\n") and "already imported" in stderr
+
+
+def test_default_name_is_the_thread_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "a"
+    stored_thread(home)
+    monkeypatch.chdir(tmp_path)
+    assert _kun("export", "thr_source", "--home", str(home))[0] == 0
+    assert (tmp_path / "thr_source.kun.tar.gz").is_file()
+
+
+def test_conflict_then_as(tmp_path: Path) -> None:
+    home = tmp_path / "a"
+    stored_thread(home)
+    out = tmp_path / "x.kun.tar.gz"
+    _kun("export", "thr_source", "-o", str(out), "--home", str(home))
+    log_path(home, "thr_source").write_bytes(log_path(home, "thr_source").read_bytes()[:-1])
+    code, _, stderr = _kun("import", str(out), "--home", str(home))
+    assert code == 1 and stderr.count("\n") == 1
+    assert stderr.startswith("kun: error: thread thr_source already exists") and "--as" in stderr
+    code, stdout, _ = _kun("import", str(out), "--as", "thr_copy", "--home", str(home))
+    assert (code, stdout) == (0, "thr_copy\n")
+
+
+def test_mistakes_are_one_line(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"junk")
+    evil = tmp_path / "evil.tar"
+    with tarfile.open(evil, "w") as tar:
+        info = tarfile.TarInfo("../../evil")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    home = str(tmp_path / "h")
+    for args, words in [
+        (["import", str(tmp_path / "missing.tar.gz")], "does not exist"),
+        (["import", str(junk)], "not a kun bundle"),
+        (["import", str(evil)], "'../../evil' points outside the bundle"),
+        (["export", "thr_none"], "not found"),
+        (["import", str(junk), "--as", "../x"], "thread id"),
+    ]:
+        code, _, stderr = _kun(*args, "--home", home)
+        assert code == 1, args
+        assert stderr.startswith("kun: error:") and stderr.count("\n") == 1, (args, stderr)
+        assert words in stderr, (args, stderr)
