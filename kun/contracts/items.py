@@ -64,9 +64,14 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class UserMessage(ItemBase, tag="user_message", frozen=True, kw_only=True):
+    """``goal_resume``: kun started this turn on its own to continue the
+    thread's goal (SPEC §7.4), and this is resume attempt number
+    ``goal_resume``; 0 for a message a person sent."""
+
     text: str
     attachments: tuple[Attachment, ...] = ()
     steered: bool = False
+    goal_resume: int = 0
 
 
 class AssistantText(ItemBase, tag="assistant_text", frozen=True, kw_only=True):
