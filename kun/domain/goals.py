@@ -27,8 +27,10 @@ __all__ = [
     "charge",
     "charge_turn",
     "describe_goal",
+    "exempt_with_goal",
     "format_duration",
     "goal_active",
+    "goal_instruction",
     "keep_goal_tools",
     "same_goal",
     "tokens_used",
@@ -47,6 +49,12 @@ the user's (or the system's), never the model's."""
 
 def goal_active(goal: Goal | None) -> bool:
     return goal is not None and goal.status == "active"
+
+
+def exempt_with_goal(goal: Goal | None, tool: str) -> bool:
+    """``tool`` runs without asking approval: it is one of the
+    :data:`ALWAYS_ALLOWED_WITH_GOAL` and ``goal`` is active."""
+    return tool in ALWAYS_ALLOWED_WITH_GOAL and goal_active(goal)
 
 
 def tokens_used(goal: Goal) -> int:
@@ -119,6 +127,38 @@ def format_duration(ms: int) -> str:
     if minutes:
         return f"{minutes}m {seconds:02d}s"
     return f"{seconds}s"
+
+
+def goal_instruction(goal: Goal | None) -> str | None:
+    """The goal continuation note sent after the history of every request
+    while ``goal`` is active (SPEC §7.1), else ``None``. It states the total
+    budget only: live usage would change every step and break the cached
+    prefix (the numbers change only when a turn settles, and the note only
+    once, when the budget is spent)."""
+    if goal is None or not goal_active(goal):
+        return None
+    lines = [
+        "<thread_goal>",
+        f"Objective: {goal.objective}",
+        "This goal outlives the current turn: keep working toward it across turns. Do not "
+        "shrink it to what fits in this turn, and do not stop at a plan, a promise or a "
+        "status update.",
+        "Completion audit: before calling update_goal with status complete, check the real "
+        "state (files, command output, test results) against every explicit requirement. "
+        "Weak, indirect or missing evidence means it is not done: keep working.",
+        "Blocker audit: call update_goal with status blocked only when the same blocker has "
+        "persisted for 3 goal turns in a row; a blocker met for the first time is something "
+        "to work around, not to report.",
+    ]
+    if goal.token_budget is not None:
+        lines.append(f"Token budget: {goal.token_budget} tokens in total.")
+    if budget_exhausted(goal):
+        lines.append(
+            "The token budget is spent: start no new work. Leave the work in a consistent "
+            "state, say what is done and what is left, and stop."
+        )
+    lines.append("</thread_goal>")
+    return "\n".join(lines)
 
 
 def describe_goal(goal: Goal) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kun.contracts.model import ModelRequest
 from kun.domain.compaction import visible_history
+from kun.domain.goals import goal_instruction, keep_goal_tools
 from kun.domain.recovery import PendingRecovery, pending_recovery
 from kun.domain.state import ThreadState
 from kun.domain.verification import VERIFICATION_SUGGESTION, needs_verification
@@ -24,20 +25,26 @@ NO_DIALOG = (
 def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
     """The request of the next step. Everything but the history and the
     notes comes from the turn's recorded context when it has one, so the
-    log holds what was sent and every step sends the same leading bytes."""
+    log holds what was sent and every step sends the same leading bytes.
+    Under an active goal the goal note comes first among the notes, and
+    the goal and todo tools survive whatever narrowed the tool set (not a
+    step a recovery sends without tools: that one must answer)."""
     history = list(visible_history(state.turns))
     if run.side_files is not None:
         history = run.side_files.resolve(history)
     notes = []
     if run.disable_user_input:
         notes.append(NO_DIALOG)
+    goal = goal_instruction(state.settings.goal)
+    if goal is not None:
+        notes.append(goal)
     todos = state.settings.todos
     if todos:
         rows = "\n".join(f"- [{t.status}] {t.content}" for t in todos)
         notes.append(f"<thread_todos>\n{rows}\n</thread_todos>")
     if needs_verification(history):
         notes.append(VERIFICATION_SUGGESTION)
-    tools = run.tool_specs
+    tools = keep_goal_tools(run.tool_specs, run.tool_specs, state.settings.goal)
     pending = _pending(run, state)
     if pending is not None:
         notes.append(pending.instruction)

@@ -28,7 +28,7 @@ import msgspec
 
 from kun.contracts.items import Attachment
 from kun.contracts.model import ToolSpec
-from kun.contracts.threads import Todo
+from kun.contracts.threads import Goal, Todo
 
 ToolEffect = Literal["read", "write", "exec", "interact", "state"]
 """What running a tool can do, the one fact the approval policy judges:
@@ -61,6 +61,10 @@ def _no_todos() -> tuple[Todo, ...]:
     return ()
 
 
+def _no_goal() -> Goal | None:
+    return None
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """Everything one call may use besides its arguments.
@@ -68,7 +72,8 @@ class ToolContext:
     ``ask_user`` asks the user a question with optional choices and returns
     the answer, or ``None`` when none was given (dismissed, cancelled);
     ``None`` itself means an unattended turn. ``get_todos``/``set_todos``
-    read and replace the thread's todo list (``set_todos`` records it)."""
+    read and replace the thread's todo list (``set_todos`` records it);
+    ``get_goal``/``set_goal`` do the same for its goal."""
 
     workspace: Path
     thread_id: str
@@ -77,6 +82,8 @@ class ToolContext:
     ask_user: Callable[[str, tuple[str, ...]], Awaitable[str | None]] | None = None
     get_todos: Callable[[], tuple[Todo, ...]] = _no_todos
     set_todos: Callable[[tuple[Todo, ...]], Awaitable[None]] | None = None
+    get_goal: Callable[[], Goal | None] = _no_goal
+    set_goal: Callable[[Goal | None], Awaitable[None]] | None = None
 
 
 class Tool(Protocol):

@@ -60,7 +60,9 @@ def test_specs_sorted_and_user_input_optional() -> None:
     assert names == sorted(names)
     assert set(names) == {
         "bash",
+        "create_goal",
         "edit_file",
+        "get_goal",
         "glob",
         "grep",
         "list_dir",
@@ -68,6 +70,7 @@ def test_specs_sorted_and_user_input_optional() -> None:
         "request_user_input",
         "todo_list",
         "todo_write",
+        "update_goal",
         "write_file",
     }
     unattended = [s.name for s in HOST.specs(user_input=False)]
@@ -87,6 +90,9 @@ def test_effects_and_lookup() -> None:
         "request_user_input": "interact",
         "todo_list": "state",
         "todo_write": "state",
+        "get_goal": "state",
+        "create_goal": "state",
+        "update_goal": "state",
     }
     assert {name: HOST.effect(name) for name in expected} == expected
     assert HOST.effect("nope") is None

@@ -6,6 +6,7 @@ from kun.tools.base import Tool
 from kun.tools.builtin.bash import Bash
 from kun.tools.builtin.edit_file import EditFile
 from kun.tools.builtin.glob import Glob
+from kun.tools.builtin.goal_tools import CreateGoal, GetGoal, UpdateGoal
 from kun.tools.builtin.grep import Grep
 from kun.tools.builtin.list_dir import ListDir
 from kun.tools.builtin.read_file import ReadFile
@@ -17,7 +18,9 @@ from kun.tools.environment import ToolEnvironment
 
 __all__ = [
     "Bash",
+    "CreateGoal",
     "EditFile",
+    "GetGoal",
     "Glob",
     "Grep",
     "ListDir",
@@ -25,6 +28,7 @@ __all__ = [
     "RequestUserInput",
     "TodoList",
     "TodoWrite",
+    "UpdateGoal",
     "WriteFile",
     "builtin_tools",
 ]
@@ -44,4 +48,7 @@ def builtin_tools(environment: ToolEnvironment | None = None) -> tuple[Tool, ...
         RequestUserInput(),
         TodoList(),
         TodoWrite(),
+        GetGoal(),
+        CreateGoal(),
+        UpdateGoal(),
     )
