@@ -15,6 +15,8 @@ The summary is written by the same model client, with a dedicated request
 and no tools; its usage is recorded like a step's, so the thread's cost is
 exact. Nothing of the summariser's stream is recorded but the finished
 item: a summary that failed leaves no trace in the history but a warning.
+A summarising request the provider refuses as too large (413) is sent once
+more without its attachments, as a step's is (:mod:`kun.runtime.media`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from kun.domain.compaction import (
 )
 from kun.ids import new_thread_local_id
 from kun.runtime.context import TurnRun, draft, usage_event
+from kun.runtime.media import REQUEST_TOO_LARGE, drop_attachments
 
 __all__ = [
     "CONTEXT_OVERFLOW",
@@ -77,16 +80,14 @@ async def compact_now(run: TurnRun, step: int) -> str | None:
         budget_tokens=int(window * run.compact_at) if window is not None else None,
         max_tokens=SUMMARY_MAX_TOKENS,
     )
-    text: list[str] = []
-    usage: list[ev.Event] = []
-    error: ErrorChunk | None = None
-    async for chunk in run.model.stream(request):
-        if isinstance(chunk, TextDeltaChunk):
-            text.append(chunk.text)
-        elif isinstance(chunk, UsageChunk):
-            usage.append(usage_event(run, chunk, step))
-        elif isinstance(chunk, ErrorChunk):
-            error = chunk
+    text, usage, error = await _summarise(run, request, step)
+    if error is not None and error.code == REQUEST_TOO_LARGE:
+        if usage:
+            await run.write(*usage)
+            usage = []
+        bare = await drop_attachments(run, request, error.message or REQUEST_TOO_LARGE)
+        if bare is not None:
+            text, usage, error = await _summarise(run, bare, step)
     summary = "".join(text)
     if error is None and summary.strip():
         item = compaction_item(new_thread_local_id("cmp"), summary, plan)
@@ -105,3 +106,21 @@ async def compact_now(run: TurnRun, step: int) -> str | None:
     )
     await run.write(*usage, warning)
     return reason
+
+
+async def _summarise(
+    run: TurnRun, request: ModelRequest, step: int
+) -> tuple[list[str], list[ev.Event], ErrorChunk | None]:
+    """The summariser's text, its usage events (not yet recorded) and its
+    error, if any."""
+    text: list[str] = []
+    usage: list[ev.Event] = []
+    error: ErrorChunk | None = None
+    async for chunk in run.model.stream(request):
+        if isinstance(chunk, TextDeltaChunk):
+            text.append(chunk.text)
+        elif isinstance(chunk, UsageChunk):
+            usage.append(usage_event(run, chunk, step))
+        elif isinstance(chunk, ErrorChunk):
+            error = chunk
+    return text, usage, error

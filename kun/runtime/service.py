@@ -9,7 +9,7 @@ group. Nothing is ever deleted: rewind hides, fork copies, interrupt settles.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -23,7 +23,7 @@ from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
 from kun.contracts.items import Attachment, UserMessage
 from kun.contracts.threads import ThreadSettings, TitleSource
-from kun.domain.compaction import DEFAULT_COMPACT_AT
+from kun.domain.compaction import DEFAULT_COMPACT_AT, plan_compaction
 from kun.domain.fork import fork_events
 from kun.domain.recovery import RecoveryState
 from kun.domain.repetition import RepetitionSettings
@@ -31,10 +31,11 @@ from kun.domain.state import ThreadState, TurnState
 from kun.domain.titles import title_changes, title_from_prompt
 from kun.ids import new_id, new_thread_local_id
 from kun.model.port import ModelClient
+from kun.runtime.compact_turn import run_compaction
 from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.errors import SeqOutOfRange, ThreadBusy, TurnNotRunning, UnknownTurn
 from kun.runtime.gates import Gate
-from kun.runtime.loop import run_turn, settle_events
+from kun.runtime.loop import Outcome, run_turn, settle_events
 from kun.runtime.orphans import interrupt_results, orphan_events
 from kun.runtime.project import read_turn_context
 from kun.runtime.recorder import EventRecorder
@@ -283,6 +284,51 @@ class TurnService:
         self._tg.start_soon(self._drive, run)
         return turn_id
 
+    async def start_compaction(
+        self, thread_id: str, *, model: ModelClient | None = None, context_window: int | None = None
+    ) -> str | None:
+        """Compact the history now, as its own short turn run in the
+        background (:mod:`kun.runtime.compact_turn`); returns its id, or
+        ``None`` when there is nothing to summarise yet. Refused while a
+        turn runs; an orphaned turn is settled first, as ``start_turn`` does."""
+        model = model or self.model
+        if context_window is None and self.context_windows is not None:
+            context_window = self.context_windows(model.provider, model.model)
+        state = await self._open(thread_id)
+        async with self._lock(thread_id):
+            self._refuse_if_running(thread_id, "compact")
+            orphans = orphan_events(self.recorder.state(thread_id), set())
+            if orphans:
+                await self.recorder.record(thread_id, *orphans)
+            if plan_compaction(self.recorder.state(thread_id).visible_turns) is None:
+                return None
+            turn_id = new_thread_local_id("turn")
+            await self.recorder.record(
+                thread_id,
+                draft(ev.TurnStarted, turn_id, provider=model.provider, model=model.model),
+            )
+            run = TurnRun(
+                thread_id=thread_id,
+                turn_id=turn_id,
+                workspace=Path(state.settings.workspace or "."),
+                policy=state.settings.approval_policy,
+                disable_user_input=True,
+                model=model,
+                tools=self.tools,
+                limits=self.limits,
+                write=lambda *events, durable=True: self.write(thread_id, *events, durable=durable),
+                state=lambda: self.recorder.state(thread_id),
+                approvals=self.approvals,
+                questions=self.questions,
+                system_prompt=self.system_prompt,
+                side_files=SideFiles(self.recorder.store.blobs(thread_id)),
+                context_window=context_window,
+                compact_at=self.compact_at,
+            )
+            self._runs[thread_id] = run
+        self._tg.start_soon(self._drive, run, run_compaction)
+        return turn_id
+
     async def _turn_context(self, workspace: Path, effort: str | None) -> TurnContext | None:
         """The turn's context, read off the event loop (the file may sit on
         a slow disk); the date is the recorder's clock's, local."""
@@ -299,10 +345,12 @@ class TurnService:
             )
         )
 
-    async def _drive(self, run: TurnRun) -> None:
+    async def _drive(
+        self, run: TurnRun, body: Callable[[TurnRun], Awaitable[Outcome]] = run_turn
+    ) -> None:
         status = "failed"
         try:
-            outcome = await run_turn(run)
+            outcome = await body(run)
             status = "aborted" if run.aborted else outcome.status
             if outcome.status != "aborted" and not run.aborted:
                 with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
