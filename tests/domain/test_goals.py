@@ -13,6 +13,7 @@ from kun.contracts.threads import Goal
 from kun.domain.goals import (
     budget_exhausted,
     describe_goal,
+    goal_instruction,
     keep_goal_tools,
     tokens_used,
 )
@@ -146,3 +147,25 @@ def test_keep_goal_tools_puts_the_four_back_only_under_an_active_goal() -> None:
     assert keep_goal_tools(narrowed, every, None) == narrowed
     paused = msgspec.structs.replace(GOAL, status="paused")
     assert keep_goal_tools(narrowed, every, paused) == narrowed
+
+
+def test_the_instruction_is_there_only_while_the_goal_is_active() -> None:
+    assert goal_instruction(None) is None
+    for status in ("paused", "blocked", "complete"):
+        assert goal_instruction(msgspec.structs.replace(GOAL, status=status)) is None
+    text = goal_instruction(GOAL)
+    assert text is not None and text.startswith("<thread_goal>\nObjective: Ship it\n")
+    assert "outlives the current turn" in text
+    assert "Weak, indirect or missing evidence means it is not done" in text
+    assert "persisted for 3 goal turns" in text
+    assert "Token budget: 1000 tokens in total." in text
+    assert "spent" not in text
+
+
+def test_the_instruction_states_the_budget_never_the_usage() -> None:
+    used = msgspec.structs.replace(GOAL, tokens_used=400, time_used_ms=9_000)
+    assert goal_instruction(used) == goal_instruction(GOAL)
+    spent = msgspec.structs.replace(GOAL, tokens_used=1_000)
+    text = goal_instruction(spent)
+    assert text is not None and "The token budget is spent: start no new work." in text
+    assert "1,000" not in text and "400" not in text
