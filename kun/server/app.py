@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.server.auth import BearerAuth
 from kun.server.backend import Backend
+from kun.server.compact import compact_routes
 from kun.server.errors import exception_handlers
 from kun.server.openapi import openapi_routes
 from kun.server.reads import read_routes
@@ -81,6 +82,7 @@ def create_app(
         routes=[
             *thread_routes(),
             *turn_routes(),
+            *compact_routes(),
             *read_routes(),
             *_stream_routes(),
             *openapi_routes(),
