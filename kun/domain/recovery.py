@@ -6,8 +6,11 @@ reply after editing files, the same status report again and again, output cut
 at the token limit. Ending the turn as ``completed`` on each of these hides
 the failure, so :func:`decide` walks SPEC §7's branches, first match wins:
 
-1. a soft-required tool is unmet (plan mode's ``create_plan``) -> hand over
-   to the plan-mode resolver, or fail ``required_tool_missing`` on no text;
+1. a soft-required tool is unmet (plan mode's ``create_plan``, SPEC §7.5)
+   -> a clarifying question stops for the user's answer
+   (:func:`kun.domain.plan_mode.is_clarifying_question`), other text is
+   materialised into the tool's call (:class:`ResolveSoftRequired`), no text
+   fails ``required_tool_missing``;
 2. the turn changed files and the reply is empty (stop reason ``stop``) ->
    a continuation instruction, then final-answer mode (tools off), then fail
    ``empty_post_tool_continuation``;
@@ -44,6 +47,7 @@ from typing import Literal
 import msgspec
 
 from kun.contracts.items import Item, WarningItem
+from kun.domain.plan_mode import is_clarifying_question
 from kun.domain.repetition import RepetitionSettings, RepetitionTracker, recovery_instruction
 
 __all__ = [
@@ -143,9 +147,9 @@ class FinalAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="final_answer")
 
 
 class ResolveSoftRequired(msgspec.Struct, frozen=True, kw_only=True, tag="soft_required"):
-    """The soft-required ``tool`` was not called but the reply has text:
-    the plan-mode resolver (SPEC §7.5) decides between a clarifying question
-    (stop) and materialising the text into a synthetic call."""
+    """The soft-required ``tool`` was not called but the reply has text that
+    is no clarifying question: the loop materialises the text into a
+    synthetic call of ``tool`` (SPEC §7.5), recorded like any call."""
 
     tool: str
     reason: ReasonCode = "soft_required_tool"
@@ -238,6 +242,8 @@ def decide(facts: RoundFacts, state: RecoveryState) -> tuple[Decision, RecoveryS
         if empty:
             message = f"the model ended without calling {facts.soft_required_tool}"
             return Fail(code="required_tool_missing", message=message), state
+        if is_clarifying_question(facts.text):
+            return Stop(), state
         return ResolveSoftRequired(tool=facts.soft_required_tool), state
     if facts.changed_files and empty and facts.stop_reason == "stop":
         return _empty_reply(state)

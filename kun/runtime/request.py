@@ -12,6 +12,7 @@ from kun.domain.recovery import PendingRecovery, pending_recovery
 from kun.domain.state import ThreadState
 from kun.domain.verification import VERIFICATION_SUGGESTION, needs_verification
 from kun.runtime.context import TurnRun
+from kun.runtime.plan import plan_note, step_tools
 from kun.runtime.project import render_project_context
 
 __all__ = ["NO_DIALOG", "build_request"]
@@ -44,7 +45,10 @@ def build_request(run: TurnRun, state: ThreadState) -> ModelRequest:
         notes.append(f"<thread_todos>\n{rows}\n</thread_todos>")
     if needs_verification(history):
         notes.append(VERIFICATION_SUGGESTION)
-    tools = keep_goal_tools(run.tool_specs, run.tool_specs, state.settings.goal)
+    plan = plan_note(run, state)
+    if plan is not None:
+        notes.append(plan)
+    tools = keep_goal_tools(step_tools(run, state), run.tool_specs, state.settings.goal)
     pending = _pending(run, state)
     if pending is not None:
         notes.append(pending.instruction)

@@ -73,7 +73,9 @@ class ToolContext:
     the answer, or ``None`` when none was given (dismissed, cancelled);
     ``None`` itself means an unattended turn. ``get_todos``/``set_todos``
     read and replace the thread's todo list (``set_todos`` records it);
-    ``get_goal``/``set_goal`` do the same for its goal."""
+    ``get_goal``/``set_goal`` do the same for its goal.
+    ``record_plan`` records a plan (summary, markdown) as the turn's ``plan``
+    item and returns a line saying what became of its checklist."""
 
     workspace: Path
     thread_id: str
@@ -84,6 +86,7 @@ class ToolContext:
     set_todos: Callable[[tuple[Todo, ...]], Awaitable[None]] | None = None
     get_goal: Callable[[], Goal | None] = _no_goal
     set_goal: Callable[[Goal | None], Awaitable[None]] | None = None
+    record_plan: Callable[[str, str], Awaitable[str]] | None = None
 
 
 class Tool(Protocol):

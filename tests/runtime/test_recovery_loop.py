@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from kun.cli import cli
 from kun.contracts.items import ErrorItem, WarningItem
-from kun.contracts.model import CompletedChunk
+from kun.contracts.model import CompletedChunk, ModelRequest
 from kun.contracts.threads import Goal, ThreadSettings
 from kun.domain.recovery import FINAL_ANSWER_CODE, instruction_for
 from kun.domain.repetition import RepetitionSettings, recovery_instruction
@@ -30,6 +30,11 @@ EMPTY = [CompletedChunk(stop_reason="stop")]
 SETTINGS = RepetitionSettings()
 
 
+def _notes(request: ModelRequest) -> str:
+    """The notes after the history; a recovery instruction is the last."""
+    return request.context_instructions or ""
+
+
 async def test_an_empty_reply_after_a_file_change_is_recovered_then_fails(
     tmp_path: Path,
 ) -> None:
@@ -41,12 +46,12 @@ async def test_an_empty_reply_after_a_file_change_is_recovered_then_fails(
         warnings = [i.code for i in turn.items if isinstance(i, WarningItem)]
         assert warnings == ["empty_post_tool_reply", FINAL_ANSWER_CODE]
         first, after_edit, recovery, final = h.model.requests
-        assert after_edit.context_instructions is None
-        assert recovery.context_instructions == instruction_for(
-            "empty_post_tool_reply", 1, SETTINGS
+        assert not _notes(after_edit).endswith(
+            instruction_for("empty_post_tool_reply", 1, SETTINGS)
         )
+        assert _notes(recovery).endswith(instruction_for("empty_post_tool_reply", 1, SETTINGS))
         assert recovery.tools == first.tools and recovery.tools
-        assert final.context_instructions == instruction_for("empty_post_tool_reply", 2, SETTINGS)
+        assert _notes(final).endswith(instruction_for("empty_post_tool_reply", 2, SETTINGS))
         assert final.tools == ()
     result = CliRunner().invoke(cli, ["replay", h.thread_id, "--home", str(h.home)])
     assert result.exit_code == 0, result.output
@@ -110,4 +115,47 @@ async def test_the_repetition_settings_reach_a_goal_across_its_turns(tmp_path: P
     assert second.status == "completed"
     warnings = [i for i in second.items if isinstance(i, WarningItem)]
     assert [w.code for w in warnings] == ["goal_repetition", "goal_repetition_stop"]
-    assert model.requests[2].context_instructions == recovery_instruction(1, 1)
+    assert _notes(model.requests[2]).endswith(recovery_instruction(1, 1))
+
+
+MISSING = tool_reply("read_file", {"path": "missing.py"})
+ANNOUNCE = "I'll fix the path and read it again."
+
+
+async def test_a_stall_after_a_failed_tool_is_recovered_then_fails(tmp_path: Path) -> None:
+    """SPEC §7 step 4: after a failed call, a reply that only announces the
+    next move gets the recovery instruction twice, then fails the turn."""
+    script = [MISSING, text_reply(ANNOUNCE), text_reply(ANNOUNCE), text_reply(ANNOUNCE)]
+    async with harness(tmp_path, script) as h:
+        turn = await h.run("read missing.py")
+        assert turn.status == "failed"
+        assert turn.error is not None and turn.error.code == "post_tool_failure_stalled"
+        warnings = [i for i in turn.items if isinstance(i, WarningItem)]
+        assert [w.code for w in warnings] == ["post_tool_failure", "post_tool_failure"]
+        instruction = instruction_for("post_tool_failure", 1, SETTINGS)
+        _, after_failure, first, second = h.model.requests
+        assert not _notes(after_failure).endswith(instruction)
+        assert _notes(first).endswith(instruction) and _notes(second).endswith(instruction)
+        assert first.tools == after_failure.tools and first.tools
+
+
+async def test_acting_after_the_recovery_instruction_completes(tmp_path: Path) -> None:
+    script = [
+        MISSING,
+        text_reply(ANNOUNCE),
+        tool_reply("read_file", {"path": "a.py"}),
+        text_reply("a.py prints a."),
+    ]
+    async with harness(tmp_path, script) as h:
+        turn = await h.run("read missing.py")
+        assert turn.status == "completed"
+        assert [i.code for i in turn.items if isinstance(i, WarningItem)] == ["post_tool_failure"]
+        assert len(h.model.requests) == 4
+
+
+async def test_a_conclusion_after_a_failed_tool_completes_at_once(tmp_path: Path) -> None:
+    script = [MISSING, text_reply("missing.py does not exist, so there is nothing to read.")]
+    async with harness(tmp_path, script) as h:
+        turn = await h.run("read missing.py")
+        assert turn.status == "completed" and len(h.model.requests) == 2
+        assert not [i for i in turn.items if isinstance(i, WarningItem)]

@@ -61,6 +61,7 @@ def test_specs_sorted_and_user_input_optional() -> None:
     assert set(names) == {
         "bash",
         "create_goal",
+        "create_plan",
         "edit_file",
         "get_goal",
         "glob",
@@ -121,7 +122,7 @@ async def test_unknown_tool_lists_the_available_ones(tmp_path: Path) -> None:
     result = await HOST.execute("read_fil", b"{}", ctx(tmp_path))
     assert result.is_error and result.code == "unknown_tool"
     assert "There is no tool named 'read_fil'. Did you mean 'read_file'?" in result.output
-    assert "bash, edit_file, glob" in result.output
+    assert "Available tools: bash, " in result.output
     assert "request_user_input" in result.output
     unattended = await HOST.execute("zzz", b"{}", ctx(tmp_path, attended=False))
     assert "request_user_input" not in unattended.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kun.tools.base import Tool
 from kun.tools.builtin.bash import Bash
+from kun.tools.builtin.create_plan import CreatePlan
 from kun.tools.builtin.edit_file import EditFile
 from kun.tools.builtin.glob import Glob
 from kun.tools.builtin.goal_tools import CreateGoal, GetGoal, UpdateGoal
@@ -18,6 +19,7 @@ from kun.tools.environment import ToolEnvironment
 
 __all__ = [
     "Bash",
+    "CreatePlan",
     "CreateGoal",
     "EditFile",
     "GetGoal",
@@ -48,6 +50,7 @@ def builtin_tools(environment: ToolEnvironment | None = None) -> tuple[Tool, ...
         RequestUserInput(),
         TodoList(),
         TodoWrite(),
+        CreatePlan(),
         GetGoal(),
         CreateGoal(),
         UpdateGoal(),

@@ -1,0 +1,123 @@
+"""Plan mode in the loop (SPEC §7.5): the narrowed tools, the refused change
+tool, create_plan and its todos, and the soft-required resolver (a question
+stops, prose is materialised, nothing fails)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from kun.cli import cli
+from kun.contracts.items import Plan, ToolCall, ToolResult
+from kun.contracts.model import CompletedChunk, ModelRequest
+from kun.contracts.threads import Todo
+from kun.domain.plan_mode import MATERIALIZED_SUMMARY, PLAN_MODE_INSTRUCTION
+from kun.model.scripted import text_reply, tool_reply
+from tests.runtime.support import Harness, harness
+
+pytestmark = pytest.mark.anyio
+
+PLAN = "## Plan\n- [ ] add the flag\n- [x] read a.py\n"
+CREATE = tool_reply("create_plan", {"summary": "Add a flag", "markdown": PLAN})
+CHANGE_TOOLS = {"bash", "edit_file", "write_file", "todo_write", "todo_list"}
+
+
+def names(request: ModelRequest) -> set[str]:
+    return {t.name for t in request.tools}
+
+
+async def plan_turn(h: Harness, text: str = "plan a flag") -> str:
+    return await h.service.start_turn(h.thread_id, text, plan_mode=True)
+
+
+async def test_a_plan_turn_reads_then_records_its_plan_and_todos(tmp_path: Path) -> None:
+    script = [tool_reply("read_file", {"path": "a.py"}), CREATE, text_reply("Plan ready.")]
+    async with harness(tmp_path, script) as h:
+        turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        assert turn.status == "completed" and turn.plan_mode
+        first, second, third = h.model.requests
+        assert names(first) == {
+            "create_plan",
+            "glob",
+            "grep",
+            "list_dir",
+            "read_file",
+            "request_user_input",
+        }
+        assert names(second) == names(first)
+        assert "create_plan" not in names(third) and "read_file" in names(third)
+        assert (first.context_instructions or "").endswith(PLAN_MODE_INSTRUCTION)
+        assert PLAN_MODE_INSTRUCTION not in (third.context_instructions or "")
+        plans = [i for i in turn.items if isinstance(i, Plan)]
+        assert [(p.markdown, p.summary, p.workspace) for p in plans] == [
+            (PLAN, "Add a flag", str(h.workspace))
+        ]
+        assert h.state().settings.todos == (
+            Todo(content="add the flag", status="pending"),
+            Todo(content="read a.py", status="completed"),
+        )
+    events = (h.home / "threads" / h.thread_id / "events.jsonl").read_text()
+    assert '"plan_mode":true' in events
+    replay = CliRunner().invoke(cli, ["replay", h.thread_id, "--home", str(h.home)])
+    assert replay.exit_code == 0, replay.output
+    assert "add the flag" in replay.output
+
+
+async def test_a_change_tool_is_refused_in_plan_mode(tmp_path: Path) -> None:
+    write = tool_reply("write_file", {"path": "a.py", "content": "gone\n"})
+    async with harness(tmp_path, [write, CREATE, text_reply("ok")]) as h:
+        turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        results = [i for i in turn.items if isinstance(i, ToolResult)]
+        assert results[0].is_error and results[0].code == "not_allowed_in_plan_mode"
+        assert "create_plan" in results[0].output
+        assert (h.workspace / "a.py").read_text() == "print('a')\n"
+
+
+async def test_plan_prose_is_materialised_into_the_plan(tmp_path: Path) -> None:
+    prose = "1. Add the flag\n2. Write tests\n\nDoes this look right?"
+    async with harness(tmp_path, [text_reply(prose)]) as h:
+        turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        assert turn.status == "completed"
+        assert len(h.model.requests) == 1
+        calls = [i for i in turn.items if isinstance(i, ToolCall)]
+        assert [c.name for c in calls] == ["create_plan"] and calls[0].status == "completed"
+        assert msgspec.json.decode(calls[0].arguments) == {
+            "summary": MATERIALIZED_SUMMARY,
+            "markdown": prose,
+        }
+        plans = [i for i in turn.items if isinstance(i, Plan)]
+        assert [p.markdown for p in plans] == [prose]
+        results = [i for i in turn.items if isinstance(i, ToolResult)]
+        assert [r.call_id for r in results] == [calls[0].call_id] and not results[0].is_error
+    events = (h.home / "threads" / h.thread_id / "events.jsonl").read_text()
+    assert '"kind":"tool_call_started"' in events
+
+
+async def test_a_clarifying_question_stops_for_the_answer(tmp_path: Path) -> None:
+    question = "Should the flag live in the config file or in an environment variable?"
+    async with harness(tmp_path, [text_reply(question)]) as h:
+        turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        assert turn.status == "completed"
+        assert not [i for i in turn.items if isinstance(i, Plan | ToolCall)]
+
+
+async def test_no_text_and_no_plan_fails_required_tool_missing(tmp_path: Path) -> None:
+    async with harness(tmp_path, [[CompletedChunk(stop_reason="stop")]]) as h:
+        turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        assert turn.status == "failed"
+        assert turn.error is not None and turn.error.code == "required_tool_missing"
+
+
+async def test_an_ordinary_turn_has_no_create_plan(tmp_path: Path) -> None:
+    async with harness(tmp_path, [CREATE, text_reply("done")]) as h:
+        turn = await h.run("add a flag")
+        assert not turn.plan_mode
+        assert "create_plan" not in names(h.model.requests[0])
+        assert CHANGE_TOOLS <= names(h.model.requests[0])
+        results = [i for i in turn.items if isinstance(i, ToolResult)]
+        assert results[0].is_error and results[0].code == "not_in_plan_mode"
+        assert not [i for i in turn.items if isinstance(i, Plan)]
+        assert h.state().settings.todos == ()
