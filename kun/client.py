@@ -135,6 +135,10 @@ class _Calls:
         return _Call("POST", f"/v1/threads/{thread_id}/fork", json=body)
 
     @staticmethod
+    def compact(thread_id: str) -> _Call:
+        return _Call("POST", f"/v1/threads/{thread_id}/compact")
+
+    @staticmethod
     def answer_approval(approval_id: str, decision: str, reason: str | None) -> _Call:
         body = _given(decision=decision, reason=reason)
         return _Call("POST", f"/v1/approvals/{approval_id}", json=body)
@@ -262,6 +266,12 @@ class KunClient:
         new: str = self._do(_Calls.fork(thread_id, at_seq, at_turn))["thread_id"]
         return new
 
+    def compact(self, thread_id: str) -> str | None:
+        """Start compacting the history (a turn: wait for it with
+        :meth:`wait_turn`); ``None`` when there is nothing to summarise yet."""
+        turn_id: str | None = self._do(_Calls.compact(thread_id))["turn_id"]
+        return turn_id
+
     def answer_approval(self, approval_id: str, decision: str, reason: str | None = None) -> None:
         self._do(_Calls.answer_approval(approval_id, decision, reason))
 
@@ -384,6 +394,11 @@ class AsyncKunClient:
     ) -> str:
         new: str = (await self._do(_Calls.fork(thread_id, at_seq, at_turn)))["thread_id"]
         return new
+
+    async def compact(self, thread_id: str) -> str | None:
+        """As :meth:`KunClient.compact`."""
+        turn_id: str | None = (await self._do(_Calls.compact(thread_id)))["turn_id"]
+        return turn_id
 
     async def answer_approval(
         self, approval_id: str, decision: str, reason: str | None = None

@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
+from kun.client import AsyncKunClient, KunClient
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime.compact_turn import COMPACTED, NOTHING_TO_COMPACT
 from tests.runtime.support import SlowTool, host_with
@@ -66,3 +68,29 @@ async def test_compact_an_unknown_thread_is_not_found(tmp_path: Path) -> None:
     async with api(tmp_path) as a:
         response = await a.client.post("/v1/threads/thr_nope/compact")
         assert response.status_code == 404, response.text
+
+
+async def test_the_clients_compact(tmp_path: Path) -> None:
+    async with api(tmp_path, [text_reply(LONG), _summary()]) as a:
+        transport = httpx.ASGITransport(app=a.app)
+        async with AsyncKunClient("http://kun", transport=transport) as kun:
+            thread = await kun.create_thread(workspace=str(a.workspace))
+            assert await kun.compact(thread) is None
+            await kun.wait_turn(thread, await kun.start_turn(thread, "hello"), poll=0.01)
+            turn_id = await kun.compact(thread)
+            assert turn_id is not None
+            with anyio.fail_after(10):
+                turn = await kun.wait_turn(thread, turn_id, poll=0.01)
+            assert turn["stop_reason"] == COMPACTED
+
+
+def test_the_sync_clients_compact_posts_and_reads_the_turn_id() -> None:
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        return httpx.Response(202, json={"thread_id": "thr_a", "turn_id": "turn_b"})
+
+    with KunClient("http://kun", transport=httpx.MockTransport(answer)) as kun:
+        assert kun.compact("thr_a") == "turn_b"
+    assert seen == ["POST /v1/threads/thr_a/compact"]
