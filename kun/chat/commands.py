@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, get_args
 from kun.app.listing import format_cost, format_when
 from kun.app.lookup import recent_threads
 from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
+from kun.chat.goal_command import USAGE as GOAL_USAGE
+from kun.chat.goal_command import goal_command
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.transcript import format_usage
 from kun.errors import KunError, UserMistake
@@ -183,6 +185,7 @@ COMMANDS: dict[str, Command] = {
         Command("usage", "/usage", "tokens and cost of this thread", _usage, while_running=True),
         Command("threads", "/threads", "recent threads of this workspace", _threads, True),
         Command("title", "/title TEXT", "name this thread", _title),
+        Command("goal", GOAL_USAGE, "the goal (/goal budget N: its tokens)", goal_command, True),
         Command("new", "/new", "start a new thread", _new),
         Command("quit", "/quit", "leave (Ctrl-D too)", _quit, while_running=True),
     )
