@@ -31,6 +31,7 @@ __all__ = [
     "format_duration",
     "goal_active",
     "goal_instruction",
+    "goal_usage_line",
     "keep_goal_tools",
     "same_goal",
     "tokens_used",
@@ -159,6 +160,15 @@ def goal_instruction(goal: Goal | None) -> str | None:
         )
     lines.append("</thread_goal>")
     return "\n".join(lines)
+
+
+def goal_usage_line(goal: Goal) -> str:
+    """``3m 05s · 12,345 tokens of 2,000,000``: what a goal has used, on one
+    line (``kun replay``'s header), with ``(budget spent)`` when it is."""
+    used = tokens_used(goal)
+    budget = f" of {goal.token_budget:,}" if goal.token_budget is not None else ""
+    spent = " (budget spent)" if budget_exhausted(goal) else ""
+    return f"{format_duration(goal.time_used_ms)} · {used:,} tokens{budget}{spent}"
 
 
 def describe_goal(goal: Goal) -> str:

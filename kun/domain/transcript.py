@@ -27,6 +27,7 @@ from kun.contracts.items import (
     WarningItem,
 )
 from kun.contracts.usage import UsageTotals
+from kun.domain.goals import goal_usage_line
 from kun.domain.state import ThreadState, TurnState
 
 RESULT_LINES = 6
@@ -122,7 +123,8 @@ def _header(state: ThreadState) -> list[str]:
         origin = state.forked_from
         lines.append(f"forked from {origin.thread_id} at seq {origin.seq}")
     if s.goal is not None:
-        lines.append(f"goal ({s.goal.status}): {_one_line(s.goal.objective)}")
+        used = goal_usage_line(s.goal)
+        lines.append(f"goal ({s.goal.status}): {_one_line(s.goal.objective)} · {used}")
     for todo in s.todos:
         mark = {"completed": "x", "in_progress": "~"}.get(todo.status, " ")
         lines.append(f"  [{mark}] {_one_line(todo.content)}")

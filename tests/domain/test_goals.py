@@ -18,6 +18,7 @@ from kun.domain.goals import (
     tokens_used,
 )
 from kun.domain.reduce import fold, replay
+from kun.domain.transcript import render_transcript
 from kun.testing.logbuilder import LogBuilder
 
 GOAL = Goal(objective="Ship it", token_budget=1_000, created_at=1_767_225_600_000)
@@ -169,3 +170,11 @@ def test_the_instruction_states_the_budget_never_the_usage() -> None:
     text = goal_instruction(spent)
     assert text is not None and "The token budget is spent: start no new work." in text
     assert "1,000" not in text and "400" not in text
+
+
+def test_replay_shows_what_the_goal_used() -> None:
+    log = LogBuilder(tick_ms=10)
+    log.create(goal=GOAL)
+    _goal_turn(log, 5_000, 900, 100)
+    lines = render_transcript(replay(log.events))
+    assert "goal (active): Ship it · 5s · 1,000 tokens of 1,000 (budget spent)" in lines
