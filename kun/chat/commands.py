@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, get_args
 from kun.app.listing import format_cost, format_when
 from kun.app.lookup import recent_threads
 from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
+from kun.chat.compact_command import compact_command
 from kun.chat.goal_command import USAGE as GOAL_USAGE
 from kun.chat.goal_command import goal_command
 from kun.contracts.threads import ApprovalPolicy
@@ -182,6 +183,7 @@ COMMANDS: dict[str, Command] = {
         Command("rewind", "/rewind [N]", "hide the last N turns (default 1)", _rewind),
         Command("undo-rewind", "/undo-rewind", "bring back what the last rewind hid", _undo_rewind),
         Command("fork", "/fork [N]", "continue in a copy of this thread (turns 1..N)", _fork),
+        Command("compact", "/compact", "summarise the history now", compact_command),
         Command("usage", "/usage", "tokens and cost of this thread", _usage, while_running=True),
         Command("threads", "/threads", "recent threads of this workspace", _threads, True),
         Command("title", "/title TEXT", "name this thread", _title),
