@@ -7,6 +7,7 @@ import io
 import tarfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -70,8 +71,25 @@ def test_mistakes_are_one_line(tmp_path: Path) -> None:
         (["import", str(evil)], "'../../evil' points outside the bundle"),
         (["export", "thr_none"], "not found"),
         (["import", str(junk), "--as", "../x"], "thread id"),
+        (["import", str(junk), "--from", "nope"], "'nope' is not one of"),
     ]:
         code, _, stderr = _kun(*args, "--home", home)
         assert code == 1, args
         assert stderr.startswith("kun: error:") and stderr.count("\n") == 1, (args, stderr)
         assert words in stderr, (args, stderr)
+
+
+def test_import_from_codex_and_again(tmp_path: Path) -> None:
+    from tests.portable.test_sessions import codex_lines
+
+    source = tmp_path / "rollout.jsonl"
+    source.write_bytes(b"".join(msgspec.json.encode(line) + b"\n" for line in codex_lines()))
+    home = str(tmp_path / "h")
+    code, stdout, stderr = _kun("import", "--from", "codex", str(source), "--home", home)
+    assert code == 0 and stdout.startswith("thr_") and stderr.startswith("imported")
+    assert _kun("import", "--from", "codex", str(source), "--home", home)[1] == stdout
+    code, _, stderr = _kun("import", "--from", "claude-code", str(tmp_path), "--home", home)
+    assert code == 1 and stderr.count("\n") == 1
+    for args in (["--from", "codex", "--as", "thr_x"], ["--replace"]):
+        code, _, stderr = _kun("import", *args, str(source), "--home", home)
+        assert code == 1 and stderr.startswith("kun: error:") and stderr.count("\n") == 1

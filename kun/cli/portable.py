@@ -43,19 +43,45 @@ def export_command(thread: str, output: Path | None, force: bool, home: Path | N
 
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["kun", "codex", "claude-code"]),
+    default="kun",
+    help="What FILE is: a kun bundle (default), a Codex CLI rollout or a Claude Code session.",
+)
 @click.option("--as", "as_id", default=None, help="Import a bundle under this thread id.")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Import a session again that changed since it was imported (replaces its thread).",
+)
 @home_option
-def import_command(file: Path, as_id: str | None, home: Path | None) -> None:
+def import_command(
+    file: Path, source: str, as_id: str | None, replace: bool, home: Path | None
+) -> None:
     """Add the thread in FILE to the home and print its id.
 
     A bundle is verified (every size and SHA-256) before anything is
-    written; a thread id already taken is refused unless --as gives another."""
+    written; a thread id already taken is refused unless --as gives another.
+    A Codex or Claude Code session gets a thread id derived from its session
+    id, so importing it again finds its thread instead of making a copy.
+    """
     from kun.store.paths import resolve_home
 
     root = resolve_home(home)
-    from kun.portable.unbundle import import_bundle
+    if source == "kun":
+        if replace:
+            raise click.UsageError("--replace is for --from codex or claude-code (bundles: --as)")
+        from kun.portable.unbundle import import_bundle
 
-    result = import_bundle(root, file, as_id=as_id)
+        result = import_bundle(root, file, as_id=as_id)
+    else:
+        if as_id is not None:
+            raise click.UsageError("--as is for bundles: a session's thread id is derived")
+        from kun.portable.sessions import import_session
+
+        result = import_session(root, file, source, replace_changed=replace)
     if result.outcome == "already_imported":
         click.echo(f"already imported: {result.thread_id} (unchanged)", err=True)
     else:
