@@ -4,7 +4,9 @@ The session file is read as JSON lines (a line that is not a JSON object is
 kept as an ``import_unreadable_line`` warning, never dropped), handed to the
 format's importer (:mod:`kun.portable.codex`, :mod:`kun.portable.claude_code`),
 and the events it builds are written through the store into a staging home,
-replayed strictly, then installed (:mod:`kun.portable.install`).
+replayed strictly, then installed (:mod:`kun.portable.install`). A tool
+output too big for a log line goes to a side file as the runtime's would
+(:mod:`kun.runtime.sidefiles`): the line keeps its head and the reference.
 
 The thread id is derived from the source and its session id: ``thr_`` and
 26 base32 characters of ``sha256("<source>:<session id>")``. Importing the
@@ -25,13 +27,16 @@ from typing import Any
 import anyio
 import msgspec
 
-from kun.contracts.events import Event
+from kun.contracts.events import Event, ItemCompleted
+from kun.contracts.items import ToolResult
 from kun.portable.errors import SourceRefused
 from kun.portable.install import install, replace, same_thread, staging_home
 from kun.portable.logcheck import check_log
 from kun.portable.unbundle import ImportResult
+from kun.runtime.sidefiles import SIDE_FILE_THRESHOLD, head
+from kun.store.blobs import FileBlobStore
 from kun.store.jsonl import JsonlEventStore
-from kun.store.paths import LOG_NAME, thread_dir
+from kun.store.paths import LOG_NAME, blobs_dir, thread_dir
 
 __all__ = ["Record", "import_session", "session_thread_id"]
 
@@ -51,6 +56,8 @@ def import_session(home: Path, path: Path, source: str, *, replace_changed: bool
     events = _importer(source)(path, read_records(path))
     thread_id = events[0].thread_id
     with staging_home(home) as stage:
+        blobs = FileBlobStore(blobs_dir(stage, thread_id), thread_id)
+        events = [_spill(event, blobs) for event in events]
         anyio.run(_write, stage, thread_id, events)
         staged = thread_dir(stage, thread_id)
         check_log(staged / LOG_NAME)
@@ -95,6 +102,17 @@ def _importer(source: str) -> Importer:
 
         return import_claude_code
     raise ValueError(f"unknown session source {source!r}")
+
+
+def _spill(event: Event, blobs: FileBlobStore) -> Event:
+    if not isinstance(event, ItemCompleted) or not isinstance(event.item, ToolResult):
+        return event
+    data = event.item.output.encode("utf-8", "surrogatepass")
+    if len(data) <= SIDE_FILE_THRESHOLD:
+        return event
+    ref = blobs.put(data)
+    item = msgspec.structs.replace(event.item, output=head(event.item.output), output_ref=ref)
+    return msgspec.structs.replace(event, item=item)
 
 
 async def _write(stage: Path, thread_id: str, events: list[Event]) -> None:

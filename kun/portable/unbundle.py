@@ -174,6 +174,8 @@ def _move(staged: Path, target: Path, source_id: str, target_id: str) -> Path:
 
 
 def _replay(path: Path, log: Path) -> LogFacts:
+    """Replay the staged log; an unknown kind (a newer kun's bundle) is a
+    ``CorruptLog`` too."""
     try:
         return check_log(log)
     except CorruptLog as exc:

@@ -13,7 +13,7 @@ import pytest
 from kun.domain.state import ThreadState
 from kun.portable.errors import ImportConflict, SourceRefused
 from kun.portable.sessions import import_session, session_thread_id
-from kun.store.paths import log_path
+from kun.store.paths import blobs_dir, log_path
 from kun.store.replay import replay_log
 
 CODEX_ID = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
@@ -290,3 +290,19 @@ def test_a_file_that_is_no_session_is_refused(tmp_path: Path) -> None:
     _write(path, claude_lines())
     with pytest.raises(SourceRefused, match="not a Codex rollout"):
         import_session(tmp_path / "home", path, "codex", replace_changed=False)
+
+
+def test_a_big_tool_output_goes_to_a_side_file(tmp_path: Path) -> None:
+    big = "x" * 100_000
+    lines = claude_lines()
+    lines[5]["message"]["content"][0]["content"] = big
+    source = _write(tmp_path / "s.jsonl", lines)
+    home = tmp_path / "home"
+    result = import_session(home, source, "claude-code", replace_changed=False)
+    result_item = _items(_state(home, result.thread_id))[4]
+    assert result_item.output_ref is not None and len(result_item.output) < 4096
+    blob = blobs_dir(home, result.thread_id) / result_item.output_ref.sha256
+    assert blob.read_text() == big
+    assert (
+        max(len(line) for line in log_path(home, result.thread_id).read_bytes().splitlines()) < 8192
+    )
