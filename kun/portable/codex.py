@@ -20,8 +20,10 @@ is read, by ``type`` (and the payload's own ``type``):
   ``cached_input_tokens``, ``output_tokens``, ``reasoning_output_tokens``; a
   repeat with the same ``total_token_usage`` is the same call and counted
   once), ``turn_aborted`` (the open turn is aborted). ``user_message``,
-  ``agent_message``, ``agent_reasoning*``, ``task_started`` and
-  ``task_complete`` repeat what the response items hold and are skipped.
+  ``agent_message``, ``agent_reasoning*``, ``task_started``,
+  ``task_complete`` and the ``*_begin``/``*_end`` of commands, MCP calls,
+  patches and web searches (written in Codex's extended persistence mode)
+  repeat what the response items hold and are skipped.
 - ``compacted``: its ``message`` becomes a compaction summary.
 
 Anything else becomes an ``import_unknown_record`` warning naming its kind.
@@ -54,6 +56,14 @@ _ECHOES = frozenset(
         "agent_reasoning_section_break",
         "task_started",
         "task_complete",
+        "exec_command_begin",
+        "exec_command_end",
+        "mcp_tool_call_begin",
+        "mcp_tool_call_end",
+        "patch_apply_begin",
+        "patch_apply_end",
+        "web_search_begin",
+        "web_search_end",
     }
 )
 
