@@ -16,7 +16,7 @@ from kun.portable.errors import BundleRefused, ImportConflict
 from kun.portable.unbundle import import_bundle
 from kun.store.paths import LOG_NAME, blobs_dir, log_path, thread_dir
 from kun.store.replay import replay_log
-from tests.portable.conftest import BIG, GOLDEN_ID, golden_thread, stored_thread
+from tests.portable.conftest import BIG, GOLDEN, GOLDEN_ID, golden_thread, stored_thread
 
 
 def _export(home: Path, tmp_path: Path, thread_id: str = "thr_source") -> Path:
@@ -195,3 +195,21 @@ def test_export_takes_only_complete_lines(tmp_path: Path) -> None:
     members = _members(_export(home, tmp_path))
     assert members["events.jsonl"] == whole
     assert thread_dir(home, "thr_source").joinpath(LOG_NAME).is_file()
+
+
+@pytest.mark.parametrize("golden", sorted(GOLDEN.glob("*.events.jsonl")), ids=lambda p: p.name)
+def test_every_golden_log_round_trips_under_its_id_and_another(
+    tmp_path: Path, golden: Path
+) -> None:
+    thread_id = msgspec.json.decode(golden.read_bytes().split(b"\n")[0])["thread_id"]
+    home = tmp_path / "a"
+    log = log_path(home, thread_id)
+    log.parent.mkdir(parents=True)
+    log.write_bytes(golden.read_bytes())
+    bundle = _export(home, tmp_path, thread_id)
+    import_bundle(tmp_path / "b", bundle)
+    assert log_path(tmp_path / "b", thread_id).read_bytes() == golden.read_bytes()
+    import_bundle(tmp_path / "b", bundle, as_id="thr_other")
+    assert replay_log(log_path(tmp_path / "b", "thr_other")) == msgspec.structs.replace(
+        replay_log(log), thread_id="thr_other"
+    )
