@@ -4,6 +4,7 @@ import is all or nothing."""
 
 from __future__ import annotations
 
+import errno
 import io
 import tarfile
 from pathlib import Path
@@ -213,3 +214,19 @@ def test_every_golden_log_round_trips_under_its_id_and_another(
     assert replay_log(log_path(tmp_path / "b", "thr_other")) == msgspec.structs.replace(
         replay_log(log), thread_id="thr_other"
     )
+
+
+def test_a_failure_while_installing_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored_thread(tmp_path / "a")
+    bundle = _export(tmp_path / "a", tmp_path)
+
+    def fail(*_: object) -> None:
+        raise OSError(errno.EIO, "disk on fire")
+
+    monkeypatch.setattr("kun.portable.install.os.rename", fail)
+    home = tmp_path / "b"
+    with pytest.raises(OSError, match="disk on fire"):
+        import_bundle(home, bundle)
+    _nothing_left(home)
