@@ -191,6 +191,13 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
     default=None,
     help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
 )
+@click.option(
+    "--plan",
+    "plan_mode",
+    is_flag=True,
+    help="Plan mode: the model investigates with read-only tools and records a plan; "
+    "nothing is changed.",
+)
 @runtime_options
 @home_option
 def run(
@@ -202,6 +209,7 @@ def run(
     workspace: Path,
     approval: Any,
     config: Path | None,
+    plan_mode: bool,
     home: Path | None,
 ) -> None:
     """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
@@ -218,6 +226,8 @@ def run(
     from kun.store.paths import resolve_home
 
     remote = remote_target()
+    if remote is not None and plan_mode:
+        raise click.ClickException("--plan is not available over a server yet; run it locally.")
     if remote is not None:
         from kun.cli.remote_run import run_over_server
 
@@ -240,6 +250,7 @@ def run(
         config=config,
         runtime=runtime_flags(approval),
         json=as_json,
+        plan_mode=plan_mode,
     )
     thread, turn = anyio.run(run_prompt, options)
     click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)

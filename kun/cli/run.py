@@ -43,6 +43,7 @@ class RunOptions:
     approval: ApprovalPolicy | None
     config: Path | None
     json: bool = False
+    plan_mode: bool = False
     runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
 
 
@@ -101,7 +102,13 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
         new_thread = options.thread_id is None
         after = 0 if options.json and new_thread else service.state(thread_id).last_seq
         with notes_from_log(view.note, retry_budget(config, model)):
-            turn = await _drive(view, after, options.prompt, unattended=terminal is None)
+            turn = await _drive(
+                view,
+                after,
+                options.prompt,
+                unattended=terminal is None,
+                plan_mode=options.plan_mode,
+            )
         if isinstance(view, JsonView):
             await view.drain()
     if terminal is not None:
@@ -121,7 +128,9 @@ def _view(
     return LiveView(service, thread_id, sink, prompter)
 
 
-async def _drive(view: LiveView, after: int, prompt: str, *, unattended: bool) -> TurnState:
+async def _drive(
+    view: LiveView, after: int, prompt: str, *, unattended: bool, plan_mode: bool = False
+) -> TurnState:
     """Start the turn and show it; a signal interrupts it and stops the view
     (a signal that comes while the turn is being started interrupts it as
     soon as it is)."""
@@ -141,7 +150,9 @@ async def _drive(view: LiveView, after: int, prompt: str, *, unattended: bool) -
 
     async with anyio.create_task_group() as tg:
         await tg.start(watch, on_signal)
-        turn_id = await service.start_turn(thread_id, prompt, disable_user_input=unattended)
+        turn_id = await service.start_turn(
+            thread_id, prompt, disable_user_input=unattended, plan_mode=plan_mode
+        )
         started.append(turn_id)
         tg.start_soon(interrupt)
         with showing:

@@ -140,7 +140,8 @@ def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
     duration = turn.duration_ms
     took = f" · {duration / 1000:.1f}s" if duration is not None else ""
     model = f" · {turn.model}" if turn.model else ""
-    lines = [f"== turn {number} · {turn.status}{took}{model} · {turn.turn_id} =="]
+    plan = " · plan mode" if turn.plan_mode else ""
+    lines = [f"== turn {number} · {turn.status}{took}{model}{plan} · {turn.turn_id} =="]
     items = turn.items
     calls = {item.call_id for item in items if type(item) is ToolCall}
     attached: dict[str, list[Item]] = {}
@@ -205,7 +206,8 @@ def _item(item: Item, show_reasoning: bool) -> list[str]:
             answer = f": {_one_line(item.answer)}" if item.answer is not None else ""
             return [f"  question: {_one_line(item.question)} -> {item.status}{answer}"]
         case Plan():
-            return _block("  plan > ", item.markdown)
+            summary = f": {_one_line(item.summary)}" if item.summary else ""
+            return [f"  plan{summary}", *_block("    ", item.markdown.rstrip("\n"))]
         case Compaction():
             return [f"  compacted {item.replaced_items} items: {_one_line(item.summary)}"]
         case WarningItem():

@@ -63,7 +63,8 @@ async def test_a_plan_turn_reads_then_records_its_plan_and_todos(tmp_path: Path)
     assert '"plan_mode":true' in events
     replay = CliRunner().invoke(cli, ["replay", h.thread_id, "--home", str(h.home)])
     assert replay.exit_code == 0, replay.output
-    assert "add the flag" in replay.output
+    assert "plan mode" in replay.output and "  plan: Add a flag" in replay.output
+    assert "    - [ ] add the flag" in replay.output
 
 
 async def test_a_change_tool_is_refused_in_plan_mode(tmp_path: Path) -> None:
