@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kun.contracts.events import FilesRestore
 from kun.domain.state import Rewind, ThreadState, TurnState
 from kun.domain.turnref import find_turn, fork_seq, latest_rewind
 from kun.runtime.service import TurnService
@@ -19,6 +20,7 @@ class Rewound:
     turn: TurnState
     seq: int
     hidden: int
+    files: FilesRestore | None = None
 
 
 async def thread_state(service: TurnService, thread_id: str) -> ThreadState:
@@ -27,19 +29,24 @@ async def thread_state(service: TurnService, thread_id: str) -> ThreadState:
     return await service.recorder.open(thread_id)
 
 
-async def rewind_before(service: TurnService, thread_id: str, ref: str) -> Rewound:
-    """Hide the turn ``ref`` names (number, id or id prefix) and every later one."""
+async def rewind_before(
+    service: TurnService, thread_id: str, ref: str, *, files: bool = False
+) -> Rewound:
+    """Hide the turn ``ref`` names (number, id or id prefix) and every later
+    one; with ``files``, put the workspace's files back as before it too."""
     number, turn = find_turn(await thread_state(service, thread_id), ref)
-    seq = await service.rewind_thread(thread_id, turn.turn_id)
+    seq = await service.rewind_thread(thread_id, turn.turn_id, files=files)
     rewind = next(r for r in service.state(thread_id).rewinds if r.seq == seq)
-    return Rewound(number, turn, seq, len(rewind.hidden_turn_ids))
+    restored = rewind.files if isinstance(rewind.files, FilesRestore) else None
+    return Rewound(number, turn, seq, len(rewind.hidden_turn_ids), restored)
 
 
 async def undo_latest_rewind(service: TurnService, thread_id: str) -> Rewind:
-    """Bring back what the most recent rewind still in force hid."""
+    """Bring back what the most recent rewind still in force hid (and the
+    files it restored); the rewind as it is after the undo."""
     rewind = latest_rewind(await thread_state(service, thread_id))
     await service.undo_rewind(thread_id, rewind.seq)
-    return rewind
+    return next(r for r in service.state(thread_id).rewinds if r.seq == rewind.seq)
 
 
 async def fork_at(

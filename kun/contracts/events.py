@@ -27,7 +27,14 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from kun.contracts.context import TurnContext
-from kun.contracts.items import AssistantReasoning, AssistantText, Item, Severity, ToolCall
+from kun.contracts.items import (
+    AssistantReasoning,
+    AssistantText,
+    FileCheckpoint,
+    Item,
+    Severity,
+    ToolCall,
+)
 from kun.contracts.threads import (
     AllowRule,
     ApprovalPolicy,
@@ -98,15 +105,38 @@ class ThreadForked(EventBase, tag="thread_forked", frozen=True, kw_only=True):
     source_seq: int
 
 
+class FileSkipped(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A file a restore left alone, and why (changed or deleted since kun
+    wrote it, its saved content unreadable)."""
+
+    path: str
+    reason: str
+
+
+class FilesRestore(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a rewind (or its undo) did to the workspace's files. Each of
+    ``restored`` is the restore's own change as a checkpoint: ``before`` the
+    side file with what the file held just before the restore, so undoing
+    it can put that back."""
+
+    restored: tuple[FileCheckpoint, ...] = ()
+    skipped: tuple[FileSkipped, ...] = ()
+
+
 class ThreadRewound(EventBase, tag="thread_rewound", frozen=True, kw_only=True):
     """Hides the turn ``before_turn_id`` and every later turn. Nothing is
-    deleted; ``thread_rewind_undone`` brings them back."""
+    deleted; ``thread_rewind_undone`` brings them back. ``files`` is set when
+    the rewind also put the workspace's files back (``kun rewind --files``)."""
 
     before_turn_id: str
+    files: FilesRestore | None = None
 
 
 class ThreadRewindUndone(EventBase, tag="thread_rewind_undone", frozen=True, kw_only=True):
+    """``files``: what undoing a rewind that restored files put back."""
+
     rewind_seq: int
+    files: FilesRestore | None = None
 
 
 # -- turn --------------------------------------------------------------------

@@ -56,6 +56,20 @@ class BlobRef(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     size: int
 
 
+class FileCheckpoint(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One change kun made to a workspace file, kept so a rewind can undo it
+    (:mod:`kun.domain.checkpoints`): ``path`` relative to the workspace
+    root; ``before`` the side file holding what the file held before the
+    change (``None``: it did not exist), stored before the change was made;
+    ``after_sha256`` the SHA-256 of what the change left (``None``: the file
+    was removed). A rewind restores ``before`` only where the file still
+    hashes to ``after_sha256``, so nobody else's change is overwritten."""
+
+    path: str
+    before: BlobRef | None = None
+    after_sha256: str | None = None
+
+
 class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     name: str
     mime_type: str
@@ -113,6 +127,7 @@ class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
     attachments: tuple[Attachment, ...] = ()
     diff: str = ""
     output_ref: BlobRef | None = None
+    checkpoint: FileCheckpoint | None = None
 
 
 class Approval(ItemBase, tag="approval", frozen=True, kw_only=True):

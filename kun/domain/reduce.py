@@ -291,6 +291,8 @@ class Projector(ItemHandlers):
                 fold.update(hidden_by=e.seq)
                 hidden.append(fold.base.turn_id)
         rewind = Rewind(seq=e.seq, before_turn_id=e.before_turn_id, hidden_turn_ids=tuple(hidden))
+        if e.files is not None:
+            rewind = _replace(rewind, files=e.files)
         self._rewinds.append(rewind)
 
     def _thread_rewind_undone(self, e: ev.ThreadRewindUndone) -> None:
@@ -305,6 +307,8 @@ class Projector(ItemHandlers):
             if fold.base.hidden_by == e.rewind_seq:
                 fold.update(hidden_by=None)
         rewinds[i] = _replace(rewinds[i], undone_at_seq=e.seq)
+        if e.files is not None:
+            rewinds[i] = _replace(rewinds[i], undo_files=e.files)
 
     def _log_repaired(self, e: ev.LogRepaired) -> None:
         repair = Repair(seq=e.seq, dropped_bytes=e.dropped_bytes, line=e.line, reason=e.reason)

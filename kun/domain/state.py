@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
+from kun.contracts.events import FilesRestore
 from kun.contracts.items import Item, Severity
 from kun.contracts.threads import ThreadSettings
 from kun.contracts.usage import UsageTotals
@@ -66,10 +68,16 @@ class ForkOrigin(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class Rewind(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """``files``: what the rewind did to the workspace's files (unset: it
+    left them alone, and the projection reads as it did before files could
+    be restored); ``undo_files``: what undoing it put back."""
+
     seq: int
     before_turn_id: str
     hidden_turn_ids: tuple[str, ...]
     undone_at_seq: int | None = None
+    files: FilesRestore | UnsetType = UNSET
+    undo_files: FilesRestore | UnsetType = UNSET
 
 
 class Repair(msgspec.Struct, frozen=True, kw_only=True, gc=False):

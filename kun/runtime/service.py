@@ -31,6 +31,7 @@ from kun.domain.state import ThreadState, TurnState
 from kun.domain.titles import title_changes, title_from_prompt
 from kun.ids import new_id, new_thread_local_id
 from kun.model.port import ModelClient
+from kun.runtime.checkpoints import rewind_files, undo_rewind_files
 from kun.runtime.compact_turn import run_compaction
 from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.errors import SeqOutOfRange, ThreadBusy, TurnNotRunning, UnknownTurn
@@ -157,22 +158,32 @@ class TurnService:
                 await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **changes))
         return bool(changes)
 
-    async def rewind_thread(self, thread_id: str, before_turn_id: str) -> int:
+    async def rewind_thread(
+        self, thread_id: str, before_turn_id: str, *, files: bool = False
+    ) -> int:
         """Hide ``before_turn_id`` and every later turn; returns the rewind's
-        seq (for undo). Refused while a turn runs."""
+        seq (for undo). Refused while a turn runs. ``files``: also put the
+        workspace's files back as they were (:mod:`kun.runtime.checkpoints`)."""
         state = await self._open(thread_id)
         self._refuse_if_running(thread_id, "rewind")
         if _turn(state, before_turn_id) is None:
             raise UnknownTurn(thread_id, before_turn_id)
+        blobs = self.recorder.store.blobs(thread_id)
+        restored = await rewind_files(state, blobs, before_turn_id) if files else None
         (event,) = await self.write(
-            thread_id, draft(ev.ThreadRewound, before_turn_id=before_turn_id)
+            thread_id, draft(ev.ThreadRewound, before_turn_id=before_turn_id, files=restored)
         )
         return event.seq
 
     async def undo_rewind(self, thread_id: str, rewind_seq: int) -> None:
-        await self._open(thread_id)
+        """Bring back what the rewind at ``rewind_seq`` hid, and the files
+        it restored (where nobody changed them since)."""
+        state = await self._open(thread_id)
         self._refuse_if_running(thread_id, "undo a rewind")
-        await self.write(thread_id, draft(ev.ThreadRewindUndone, rewind_seq=rewind_seq))
+        restored = await undo_rewind_files(state, self.recorder.store.blobs(thread_id), rewind_seq)
+        await self.write(
+            thread_id, draft(ev.ThreadRewindUndone, rewind_seq=rewind_seq, files=restored)
+        )
 
     async def fork_thread(self, source_id: str, up_to_seq: int | None = None) -> str:
         """A new thread whose history is ``source_id``'s up to ``up_to_seq``

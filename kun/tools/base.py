@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from kun.contracts.items import Attachment
+from kun.contracts.items import Attachment, BlobRef, FileCheckpoint
 from kun.contracts.model import ToolSpec
 from kun.contracts.threads import Goal, Todo
 
@@ -48,13 +48,15 @@ class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
     ``tool_execution_failed``, ``outside_workspace``, ``timeout``, ...; see
     :mod:`kun.tools.errors`); ``attachments`` are files the tool produced for
     the model to see (an image it read); ``diff`` what a file tool changed,
-    for people only (:mod:`kun.tools.preview`)."""
+    for people only (:mod:`kun.tools.preview`); ``checkpoint`` what it
+    replaced, so a rewind can put it back (:mod:`kun.domain.checkpoints`)."""
 
     output: str
     is_error: bool = False
     code: str | None = None
     attachments: tuple[Attachment, ...] = ()
     diff: str = ""
+    checkpoint: FileCheckpoint | None = None
 
 
 def _no_todos() -> tuple[Todo, ...]:
@@ -84,6 +86,10 @@ class ToolContext:
     ask_user: Callable[[str, tuple[str, ...]], Awaitable[str | None]] | None = None
     get_todos: Callable[[], tuple[Todo, ...]] = _no_todos
     set_todos: Callable[[tuple[Todo, ...]], Awaitable[None]] | None = None
+    save_side_file: Callable[[bytes], BlobRef] | None = None
+    """Stores bytes in the thread's side files, durably, and returns their
+    reference; blocking (a file tool calls it from its worker thread before
+    it changes a file). ``None``: no checkpoints (a host without a store)."""
     get_goal: Callable[[], Goal | None] = _no_goal
     set_goal: Callable[[Goal | None], Awaitable[None]] | None = None
     record_plan: Callable[[str, str], Awaitable[str]] | None = None

@@ -11,7 +11,9 @@ The file is read and rewritten through descriptors beneath the workspace
 root, and the rewrite is atomic, like ``write_file``'s (:mod:`kun.tools.atomic`);
 only a regular file is edited. The write is not abandoned on cancellation.
 The result carries the change as a diff (:mod:`kun.tools.preview`), for
-people: the model reads only the one-line report.
+people: the model reads only the one-line report, and the checkpoint that
+lets ``kun rewind --files`` undo it (saved before the rewrite, as
+``write_file`` does).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, NamedTuple
 from kun.tools.atomic import replace_file
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.builtin._common import looks_binary, off_loop, plural
+from kun.tools.builtin.write_file import SaveSideFile, checkpoint
 from kun.tools.errors import InvalidArguments, ToolError
 from kun.tools.preview import change_diff
 from kun.tools.workspace import OpenFile, Workspace
@@ -63,16 +66,25 @@ class EditFile:
         workspace = Workspace(ctx.workspace)
         path: str = args["path"]
         replace_all = bool(args.get("replace_all", False))
+        save = ctx.save_side_file
         return await off_loop(
-            lambda: _edit(workspace, path, old, new, replace_all=replace_all),
+            lambda: _edit(workspace, path, old, new, replace_all=replace_all, save=save),
             abandon_on_cancel=False,
         )
 
 
-def _edit(workspace: Workspace, path: str, old: str, new: str, *, replace_all: bool) -> ToolOutput:
+def _edit(
+    workspace: Workspace,
+    path: str,
+    old: str,
+    new: str,
+    *,
+    replace_all: bool,
+    save: SaveSideFile | None = None,
+) -> ToolOutput:
     try:
         with workspace.open_file(path, NAME) as file:
-            return _edit_open(file, old, new, replace_all=replace_all)
+            return _edit_open(file, old, new, replace_all=replace_all, save=save)
     except ToolError as exc:
         if exc.code == "not_found":
             shown = workspace.relative(workspace.resolve(path))
@@ -82,15 +94,20 @@ def _edit(workspace: Workspace, path: str, old: str, new: str, *, replace_all: b
         raise
 
 
-def _edit_open(file: OpenFile, old: str, new: str, *, replace_all: bool) -> ToolOutput:
+def _edit_open(
+    file: OpenFile, old: str, new: str, *, replace_all: bool, save: SaveSideFile | None
+) -> ToolOutput:
     shown = file.shown
     text = _read_text(file.fd, shown)
     done = replace_text(text, old, new, shown, replace_all=replace_all)
-    replace_file(file.dir_fd, file.name, done.text.encode("utf-8"))
+    before, after = text.encode("utf-8"), done.text.encode("utf-8")
+    saved = checkpoint(save, shown, before, after)
+    replace_file(file.dir_fd, file.name, after)
     where = f"first at line {done.line}" if done.occurrences > 1 else f"at line {done.line}"
     return ToolOutput(
         output=f"Edited {shown}: replaced {plural(done.occurrences, 'occurrence')} ({where}).",
-        diff=change_diff(shown, text.encode("utf-8"), done.text.encode("utf-8")),
+        diff=change_diff(shown, before, after),
+        checkpoint=saved,
     )
 
 

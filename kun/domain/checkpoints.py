@@ -1,0 +1,106 @@
+"""Which files a rewind may put back, and how: a pure plan from checkpoints.
+
+A file tool records a :class:`~kun.contracts.items.FileCheckpoint` for each
+change it makes: what the file held before (a side file, or nothing) and
+the hash of what it left. To put the workspace back as it was before some
+changes, each file's checkpoints are walked newest first, starting from the
+file as it is on disk now: a step is sound only if the file holds what that
+change left, and then it holds what the change found. A file whose walk
+reaches its oldest change ends up as it was before it; one whose walk
+breaks was changed by someone else (an editor, ``bash``, another program)
+since, and is left alone and reported, never overwritten: a rewind must
+not destroy work kun did not do. All or nothing per file: a file is never
+put into a state between two of kun's changes.
+
+The same plan undoes a restore: a restore's own changes are checkpoints too
+(:class:`~kun.contracts.events.FilesRestore`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from kun.contracts.events import FileSkipped
+from kun.contracts.items import BlobRef, FileCheckpoint
+
+__all__ = ["ABSENT", "RestoreAction", "RestorePlan", "plan_restore", "tracked_paths"]
+
+ABSENT: None = None
+"""A file's hash when there is no file (as in a checkpoint's ``before``)."""
+
+NOT_A_FILE = "not-a-regular-file"
+"""The hash the IO layer reports for a directory, link or device at a path:
+it matches no checkpoint, so such a path is always left alone."""
+
+
+class RestoreAction(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Put ``path`` back to ``content`` (``None``: remove the file), provided
+    it still hashes to ``expected`` (``None``: absent) when the action runs."""
+
+    path: str
+    content: BlobRef | None
+    expected: str | None
+
+
+class RestorePlan(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """``actions`` to take; ``skipped`` files left alone and why;
+    ``unchanged`` files already as they were (nothing to do)."""
+
+    actions: tuple[RestoreAction, ...] = ()
+    skipped: tuple[FileSkipped, ...] = ()
+    unchanged: tuple[str, ...] = ()
+
+
+def tracked_paths(checkpoints: Iterable[FileCheckpoint]) -> list[str]:
+    """The files ``checkpoints`` touch, each once, in first-touched order."""
+    return list(dict.fromkeys(c.path for c in checkpoints))
+
+
+def plan_restore(
+    checkpoints: Iterable[FileCheckpoint], disk: Mapping[str, str | None]
+) -> RestorePlan:
+    """How to undo ``checkpoints`` (in the order the changes were made),
+    given each file's SHA-256 on disk now (``None``: absent; a missing key
+    counts as absent)."""
+    chains: dict[str, list[FileCheckpoint]] = {}
+    for point in checkpoints:
+        chains.setdefault(point.path, []).append(point)
+    actions: list[RestoreAction] = []
+    skipped: list[FileSkipped] = []
+    unchanged: list[str] = []
+    for path, chain in chains.items():
+        now = disk.get(path)
+        target = chain[0].before
+        if now == _sha(target):
+            unchanged.append(path)
+            continue
+        problem = _walk(chain, now)
+        if problem is not None:
+            skipped.append(FileSkipped(path=path, reason=problem))
+        else:
+            actions.append(RestoreAction(path=path, content=target, expected=now))
+    return RestorePlan(actions=tuple(actions), skipped=tuple(skipped), unchanged=tuple(unchanged))
+
+
+def _walk(chain: list[FileCheckpoint], now: str | None) -> str | None:
+    """``None`` if every change in ``chain`` can be undone from ``now``,
+    else why not."""
+    current = now
+    for depth, point in enumerate(reversed(chain)):
+        if current == point.after_sha256:
+            current = _sha(point.before)
+            continue
+        if depth > 0:
+            return "changed between kun's own changes (by bash or another program); left as it is"
+        if current is None:
+            return "deleted since kun changed it; left deleted"
+        if current == NOT_A_FILE:
+            return "no longer a regular file; left as it is"
+        return "changed since kun changed it; left as it is"
+    return None
+
+
+def _sha(ref: BlobRef | None) -> str | None:
+    return None if ref is None else ref.sha256

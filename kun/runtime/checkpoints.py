@@ -1,0 +1,199 @@
+"""Putting a workspace's files back: the IO around :mod:`kun.domain.checkpoints`.
+
+``kun rewind --files`` (and its undo) hashes the files the hidden turns'
+checkpoints name, plans with :func:`~kun.domain.checkpoints.plan_restore`,
+then carries the plan out file by file through descriptors beneath the
+workspace root (:class:`~kun.tools.workspace.Workspace`), checking each
+file's hash once more right before touching it, so a file that changed
+between the plan and the write is left alone too.
+
+Before a file is overwritten or removed, what it holds is saved as a side
+file, and the :class:`~kun.contracts.events.FilesRestore` the caller records
+with the rewind names it: undoing the rewind plans from those checkpoints
+and puts the files back the same careful way. The side files are written
+(durable) before the files change and the event is recorded after, so a
+crash in between leaves files restored with no record of it; a second
+``--files`` rewind then finds them already as they were (nothing to do).
+
+Only kun's own file tools record checkpoints: what ``bash`` did is not
+tracked and not undone (:data:`UNTRACKED_NOTE`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+import anyio
+
+from kun.contracts.events import FileSkipped, FilesRestore
+from kun.contracts.items import FileCheckpoint, ToolResult
+from kun.domain.checkpoints import NOT_A_FILE, RestoreAction, plan_restore, tracked_paths
+from kun.domain.state import ThreadState, TurnState
+from kun.store.blobs import BlobError, BlobStore
+from kun.tools.atomic import replace_file
+from kun.tools.errors import ToolError
+from kun.tools.workspace import Workspace
+
+__all__ = [
+    "UNTRACKED_NOTE",
+    "checkpoints_of",
+    "describe_restore",
+    "restore",
+    "restore_turns",
+    "rewind_files",
+    "undo_restore",
+    "undo_rewind_files",
+]
+
+UNTRACKED_NOTE = (
+    "only changes made by kun's write_file and edit_file are restored; "
+    "what bash commands did is not tracked"
+)
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def checkpoints_of(turns: Iterable[TurnState]) -> list[FileCheckpoint]:
+    """The checkpoints of ``turns``' tool results, in the order they were made."""
+    return [
+        item.checkpoint
+        for turn in turns
+        for item in turn.items
+        if isinstance(item, ToolResult) and item.checkpoint is not None
+    ]
+
+
+async def restore_turns(
+    workspace: Path, blobs: BlobStore, turns: Iterable[TurnState]
+) -> FilesRestore:
+    """Put the files ``turns`` changed back as they were before the first of them."""
+    points = checkpoints_of(turns)
+    return await anyio.to_thread.run_sync(restore, workspace, blobs, points)
+
+
+async def undo_restore(workspace: Path, blobs: BlobStore, done: FilesRestore) -> FilesRestore:
+    """Put back what the restore ``done`` replaced, where nothing changed since."""
+    points = list(done.restored)
+    return await anyio.to_thread.run_sync(restore, workspace, blobs, points)
+
+
+def restore(workspace: Path, blobs: BlobStore, points: list[FileCheckpoint]) -> FilesRestore:
+    """Undo the changes ``points`` record (blocking IO): plan from the files'
+    hashes now, then carry out each action that still holds."""
+    root = Workspace(workspace)
+    disk = {path: _disk_sha(root, path) for path in tracked_paths(points)}
+    plan = plan_restore(points, disk)
+    restored: list[FileCheckpoint] = []
+    skipped = list(plan.skipped)
+    for action in plan.actions:
+        try:
+            restored.append(_apply(root, blobs, action))
+        except _Skip as exc:
+            skipped.append(FileSkipped(path=action.path, reason=str(exc)))
+    return FilesRestore(restored=tuple(restored), skipped=tuple(skipped))
+
+
+def describe_restore(done: FilesRestore) -> list[str]:
+    """What a restore did, one line per file, for the CLI and the session."""
+    lines = []
+    for point in done.restored:
+        what = "removed (kun had created it)" if point.after_sha256 is None else "restored"
+        lines.append(f"  {point.path}: {what}")
+    lines.extend(f"  {skip.path}: NOT restored: {skip.reason}" for skip in done.skipped)
+    return lines
+
+
+class _Skip(Exception):
+    """An action that no longer holds; the message says why."""
+
+
+def _disk_sha(root: Workspace, path: str) -> str | None:
+    """The SHA-256 of the regular file at ``path``, ``None`` if there is no
+    file, :data:`NOT_A_FILE` if something else is there or it cannot be read."""
+    try:
+        with root.locate(path) as where:
+            if where.name is None:
+                return NOT_A_FILE
+            data = _read(where.dir_fd, where.name)
+    except ToolError as exc:
+        return None if exc.code == "not_found" else NOT_A_FILE
+    except _Skip:
+        return NOT_A_FILE
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _read(dir_fd: int, name: str) -> bytes | None:
+    """The regular file's content, ``None`` if absent; :class:`_Skip` if it
+    is not a regular file or cannot be read."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _Skip(f"cannot be read ({exc.strerror}); left as it is") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _Skip("no longer a regular file; left as it is")
+        with os.fdopen(os.dup(fd), "rb") as file:
+            return file.read()
+    finally:
+        os.close(fd)
+
+
+def _apply(root: Workspace, blobs: BlobStore, action: RestoreAction) -> FileCheckpoint:
+    """Carry out ``action`` if the file still hashes as planned; the
+    checkpoint of the change made (its ``before`` saved first)."""
+    try:
+        content = None if action.content is None else blobs.get(action.content)
+    except BlobError as exc:
+        raise _Skip(f"its saved content cannot be read ({exc.reason}); left as it is") from exc
+    try:
+        with root.locate(action.path, create_parents=content is not None) as where:
+            if where.name is None:
+                raise _Skip("no longer a regular file; left as it is")
+            current = _read(where.dir_fd, where.name)
+            now = None if current is None else hashlib.sha256(current).hexdigest()
+            if now != action.expected:
+                raise _Skip("changed while the rewind ran; left as it is")
+            saved = None if current is None else blobs.put(current)
+            if content is None:
+                os.unlink(where.name, dir_fd=where.dir_fd)
+                after = None
+            else:
+                replace_file(where.dir_fd, where.name, content)
+                after = hashlib.sha256(content).hexdigest()
+    except ToolError as exc:
+        raise _Skip(f"{exc.message} Left as it is.") from exc
+    except OSError as exc:
+        raise _Skip(f"could not be restored ({exc.strerror}); left as it is") from exc
+    return FileCheckpoint(path=action.path, before=saved, after_sha256=after)
+
+
+async def rewind_files(state: ThreadState, blobs: BlobStore, before_turn_id: str) -> FilesRestore:
+    """Put the files back as they were before ``before_turn_id``: undo the
+    changes of that turn and every later turn still shown (the turns a
+    rewind to it hides)."""
+    ids = [t.turn_id for t in state.turns]
+    start = ids.index(before_turn_id)
+    turns = [t for t in state.turns[start:] if t.hidden_by is None]
+    return await restore_turns(_workspace(state), blobs, turns)
+
+
+async def undo_rewind_files(
+    state: ThreadState, blobs: BlobStore, rewind_seq: int
+) -> FilesRestore | None:
+    """Undo what the rewind at ``rewind_seq`` did to the files; ``None`` if
+    it did nothing to them or is already undone."""
+    rewind = next((r for r in state.rewinds if r.seq == rewind_seq), None)
+    if rewind is None or not isinstance(rewind.files, FilesRestore):
+        return None
+    if rewind.undone_at_seq is not None:
+        return None
+    return await undo_restore(_workspace(state), blobs, rewind.files)
+
+
+def _workspace(state: ThreadState) -> Path:
+    return Path(state.settings.workspace or ".")
