@@ -19,6 +19,8 @@ from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
 from kun.chat.compact_command import compact_command
 from kun.chat.goal_command import USAGE as GOAL_USAGE
 from kun.chat.goal_command import goal_command
+from kun.chat.plan_command import USAGE as PLAN_USAGE
+from kun.chat.plan_command import plan_command
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.transcript import format_usage
 from kun.errors import KunError, UserMistake
@@ -188,6 +190,7 @@ COMMANDS: dict[str, Command] = {
         Command("threads", "/threads", "recent threads of this workspace", _threads, True),
         Command("title", "/title TEXT", "name this thread", _title),
         Command("goal", GOAL_USAGE, "the goal (/goal budget N: its tokens)", goal_command, True),
+        Command("plan", PLAN_USAGE, "plan mode for the next turns; the plan", plan_command, True),
         Command("new", "/new", "start a new thread", _new),
         Command("quit", "/quit", "leave (Ctrl-D too)", _quit, while_running=True),
     )

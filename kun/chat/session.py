@@ -66,6 +66,7 @@ class ChatSession:
         self.thread_id: str | None = None
         self.turn_id: str | None = None
         self.view: LiveView | None = None
+        self.plan_mode = False  # /plan on: the next turns only plan (kun.chat.plan_command)
         self._approval: ApprovalPolicy = setup.approval
         self._closing = False
         self._tg: TaskGroup | None = None
@@ -159,7 +160,9 @@ class ChatSession:
             self.switch_thread(await self.service.create_thread(settings))
         assert self.thread_id is not None and self.view is not None and self._tg is not None
         after = self.service.state(self.thread_id).last_seq
-        self.turn_id = await self.service.start_turn(self.thread_id, text)
+        self.turn_id = await self.service.start_turn(
+            self.thread_id, text, plan_mode=self.plan_mode
+        )
         self._tg.start_soon(self._follow, self.view, after, self.turn_id)
 
     async def _follow(self, view: LiveView, after: int, turn_id: str) -> None:

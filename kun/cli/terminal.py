@@ -34,8 +34,9 @@ import anyio
 import click
 
 from kun.contracts import events as ev
-from kun.contracts.items import AssistantText, ErrorItem, ToolCall, ToolResult
+from kun.contracts.items import AssistantText, ErrorItem, Plan, ToolCall, ToolResult
 from kun.contracts.threads import AllowRule
+from kun.domain.plan_mode import MATERIALIZED_SUMMARY
 from kun.domain.state import ThreadState
 from kun.domain.transcript import format_usage
 from kun.runtime.bus import LiveText
@@ -230,6 +231,8 @@ class LiveView:
                 self.sink.line(f"-> {call.name}({_cut(args, 120)})", "tool")
             case ev.ItemCompleted(item=ToolResult() as result):
                 self._result(result)
+            case ev.ItemCompleted(item=Plan() as plan):
+                self._plan(plan)
             case ev.ItemCompleted(item=ErrorItem() as error):
                 self.sink.line(f"error [{error.code}]: {error.message}", "error")
             case ev.ApprovalRequested():
@@ -242,6 +245,14 @@ class LiveView:
                 self._settled(event)
             case _:
                 pass
+
+    def _plan(self, plan: Plan) -> None:
+        """A plan the model wrote with create_plan is shown whole (its call
+        line is cut short); one materialised from the reply was just shown."""
+        if plan.summary != MATERIALIZED_SUMMARY:
+            for row in plan.markdown.rstrip("\n").split("\n"):
+                self.sink.line(f"   {row}")
+        self.sink.line(f"plan recorded: {plan.summary or 'the plan above'}", "good")
 
     def _result(self, result: ToolResult) -> None:
         first = result.output.strip().split("\n", 1)[0]
