@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from kun.cli import cli
 from kun.contracts.items import Plan, ToolCall, ToolResult
 from kun.contracts.model import CompletedChunk, ModelRequest
-from kun.contracts.threads import Todo
-from kun.domain.plan_mode import MATERIALIZED_SUMMARY, PLAN_MODE_INSTRUCTION
+from kun.contracts.threads import Goal, Todo
+from kun.domain.plan_mode import MATERIALIZED_SUMMARY, PLAN_MODE_INSTRUCTION, plan_context
 from kun.model.scripted import text_reply, tool_reply
 from tests.runtime.support import Harness, harness
 
@@ -122,3 +122,28 @@ async def test_an_ordinary_turn_has_no_create_plan(tmp_path: Path) -> None:
         assert results[0].is_error and results[0].code == "not_in_plan_mode"
         assert not [i for i in turn.items if isinstance(i, Plan)]
         assert h.state().settings.todos == ()
+
+
+async def test_a_fork_keeps_the_plan_unless_it_moves_to_another_workspace(tmp_path: Path) -> None:
+    async with harness(tmp_path, [CREATE, text_reply("Plan ready.")]) as h:
+        await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        assert plan_context(h.state()) is not None
+        fork = await h.service.fork_thread(h.thread_id)
+        forked = plan_context(h.service.state(fork))
+        assert forked is not None and forked.plan.markdown == PLAN
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        await h.service.update_thread(fork, workspace=str(elsewhere))
+        assert plan_context(h.service.state(fork)) is None
+
+
+async def test_an_active_goal_keeps_its_tools_in_plan_mode(tmp_path: Path) -> None:
+    script = [tool_reply("get_goal"), CREATE, text_reply("Plan ready.")]
+    async with harness(tmp_path, script) as h:
+        await h.service.update_thread(h.thread_id, goal=Goal(objective="ship the flag"))
+        turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        assert {"get_goal", "todo_write"} <= names(h.model.requests[0])
+        assert not names(h.model.requests[0]) & {"bash", "write_file", "edit_file"}
+        results = [i for i in turn.items if isinstance(i, ToolResult)]
+        assert [r.name for r in results] == ["get_goal", "create_plan"]
+        assert not any(r.is_error for r in results)
