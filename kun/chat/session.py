@@ -160,9 +160,7 @@ class ChatSession:
             self.switch_thread(await self.service.create_thread(settings))
         assert self.thread_id is not None and self.view is not None and self._tg is not None
         after = self.service.state(self.thread_id).last_seq
-        self.turn_id = await self.service.start_turn(
-            self.thread_id, text, plan_mode=self.plan_mode
-        )
+        self.turn_id = await self.service.start_turn(self.thread_id, text, plan_mode=self.plan_mode)
         self._tg.start_soon(self._follow, self.view, after, self.turn_id)
 
     async def _follow(self, view: LiveView, after: int, turn_id: str) -> None:
