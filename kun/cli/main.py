@@ -17,6 +17,7 @@ import click
 
 from kun.chat.cli import chat, resume, session_options, start_session
 from kun.cli.colors import no_color_option
+from kun.cli.compact import compact
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import home_option
@@ -262,6 +263,7 @@ cli.add_command(chat)
 for _command in (replay, threads, usage, rewind, fork, reconcile):
     cli.add_command(_command)
 cli.add_command(resume)
+cli.add_command(compact)
 cli.add_command(config_command)
 cli.add_command(serve)
 cli.add_command(export_command)
