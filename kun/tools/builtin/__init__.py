@@ -19,8 +19,8 @@ from kun.tools.environment import ToolEnvironment
 
 __all__ = [
     "Bash",
-    "CreatePlan",
     "CreateGoal",
+    "CreatePlan",
     "EditFile",
     "GetGoal",
     "Glob",
