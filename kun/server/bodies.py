@@ -93,9 +93,13 @@ class Upload(_Body):
 
 
 class StartTurn(_Body):
+    """``plan_mode``: the turn investigates and records a plan, changing
+    nothing (SPEC §7.5)."""
+
     text: _Text = ""
     attachments: tuple[Upload, ...] = ()
     disable_user_input: bool = False
+    plan_mode: bool = False
 
 
 class Steer(_Body):

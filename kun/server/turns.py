@@ -50,6 +50,7 @@ async def start_turn(request: Request) -> Response:
             thread_id,
             body.text,
             disable_user_input=body.disable_user_input,
+            plan_mode=body.plan_mode,
             attachments=saved,
             model=backend.model_for(state.settings),
             limits=options.limits,
