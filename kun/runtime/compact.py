@@ -15,17 +15,23 @@ The summary is written by the same model client, with a dedicated request
 and no tools; its usage is recorded like a step's, so the thread's cost is
 exact. Nothing of the summariser's stream is recorded but the finished
 item: a summary that failed leaves no trace in the history but a warning.
-A summarising request the provider refuses as too large (413) is sent once
-more without its attachments, as a step's is (:mod:`kun.runtime.media`).
+A summarising request the provider refuses is sent once more: without its
+attachments after a 413, as a step's is (:mod:`kun.runtime.media`); with the
+older half of its history left out after a context overflow (without a
+known window the summariser gets the very history that just overflowed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kun.contracts import events as ev
+from kun.contracts.items import Item
 from kun.contracts.model import ErrorChunk, ModelRequest, TextDeltaChunk, UsageChunk
 from kun.domain.compaction import (
     compaction_item,
     estimate_request_tokens,
+    item_tokens,
     plan_compaction,
     should_compact,
     summary_request,
@@ -38,6 +44,7 @@ __all__ = [
     "CONTEXT_OVERFLOW",
     "OVERFLOW_AFTER_COMPACTION",
     "SUMMARY_MAX_TOKENS",
+    "SUMMARY_TRIMMED",
     "compact_if_due",
     "compact_now",
 ]
@@ -47,6 +54,10 @@ CONTEXT_OVERFLOW = "context_overflow"
 cannot hold."""
 
 OVERFLOW_AFTER_COMPACTION = "context_overflow_after_compaction"
+
+SUMMARY_TRIMMED = "compaction_input_trimmed"
+"""The warning of a summarising request sent again with its oldest items
+left out, after it overflowed the context window itself."""
 
 SUMMARY_MAX_TOKENS = 8192
 """The summary's output budget: the five sections of the prompt, with room
@@ -74,20 +85,21 @@ async def compact_now(run: TurnRun, step: int) -> str | None:
     window = run.context_window
     context = run.context
     items = plan.items if run.side_files is None else run.side_files.resolve(plan.items)
+    system_prompt = context.system_prompt if context is not None else run.system_prompt
     request = summary_request(
         items,
-        system_prompt=context.system_prompt if context is not None else run.system_prompt,
+        system_prompt=system_prompt,
         budget_tokens=int(window * run.compact_at) if window is not None else None,
         max_tokens=SUMMARY_MAX_TOKENS,
     )
     text, usage, error = await _summarise(run, request, step)
-    if error is not None and error.code == REQUEST_TOO_LARGE:
+    if error is not None and error.code in (REQUEST_TOO_LARGE, CONTEXT_OVERFLOW):
         if usage:
             await run.write(*usage)
             usage = []
-        bare = await drop_attachments(run, request, error.message or REQUEST_TOO_LARGE)
-        if bare is not None:
-            text, usage, error = await _summarise(run, bare, step)
+        again = await _resend(run, request, items, system_prompt, error)
+        if again is not None:
+            text, usage, error = await _summarise(run, again, step)
     summary = "".join(text)
     if error is None and summary.strip():
         item = compaction_item(new_thread_local_id("cmp"), summary, plan)
@@ -106,6 +118,40 @@ async def compact_now(run: TurnRun, step: int) -> str | None:
     )
     await run.write(*usage, warning)
     return reason
+
+
+async def _resend(
+    run: TurnRun,
+    request: ModelRequest,
+    items: Sequence[Item],
+    system_prompt: str,
+    error: ErrorChunk,
+) -> ModelRequest | None:
+    """The summarising request to send once more after ``error``, with a
+    warning saying why, or ``None``: after a 413 without its attachments
+    (:mod:`kun.runtime.media`); after a context overflow (the window is
+    unknown or the estimate was wrong) with the older half of its history
+    left out, by the estimate, so the latest history is summarised."""
+    if error.code == REQUEST_TOO_LARGE:
+        return await drop_attachments(run, request, error.message or REQUEST_TOO_LARGE)
+    smaller = summary_request(
+        items,
+        system_prompt=system_prompt,
+        budget_tokens=estimate_request_tokens(request) - sum(map(item_tokens, items)) // 2,
+        max_tokens=SUMMARY_MAX_TOKENS,
+    )
+    left_out = len(request.history) - len(smaller.history)
+    if left_out <= 0 or len(smaller.history) < 2:
+        return None
+    warning = draft(
+        ev.WarningEvent,
+        run.turn_id,
+        code=SUMMARY_TRIMMED,
+        message=f"The summarising request did not fit the context window either "
+        f"({error.message}); it was sent again without the {left_out} oldest items.",
+    )
+    await run.write(warning)
+    return smaller
 
 
 async def _summarise(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kun.contracts import events as ev
-from kun.contracts.items import Compaction, UserMessage
+from kun.contracts.items import Compaction, UserMessage, WarningItem
 from kun.contracts.model import (
     CompletedChunk,
     ErrorChunk,
@@ -22,7 +22,7 @@ from kun.domain.compaction import COMPACTION_PROMPT, SUMMARY_PREFIX, estimate_re
 from kun.domain.reduce import replay
 from kun.domain.transcript import render_transcript
 from kun.model.scripted import text_reply
-from kun.runtime.compact import OVERFLOW_AFTER_COMPACTION, SUMMARY_MAX_TOKENS
+from kun.runtime.compact import OVERFLOW_AFTER_COMPACTION, SUMMARY_MAX_TOKENS, SUMMARY_TRIMMED
 from kun.store.jsonl import JsonlEventStore
 from tests.runtime.support import Harness, harness
 
@@ -143,3 +143,42 @@ async def test_a_failed_summary_leaves_a_warning_and_fails_the_overflowed_turn(
     assert turn.error.code == OVERFLOW_AFTER_COMPACTION
     assert [getattr(i, "code", None) for i in turn.items].count("compaction_failed") == 1
     assert not any(isinstance(i, Compaction) for i in turn.items)
+
+
+async def test_a_summariser_that_overflows_too_is_sent_again_with_the_oldest_half_left_out(
+    tmp_path: Path,
+) -> None:
+    """Without a known window the summariser gets the history that just
+    overflowed; it is sent once more with the older half of it left out."""
+    script = [
+        text_reply(LONG * 2),
+        text_reply(LONG),
+        _overflow(),
+        _overflow(),
+        _summary(),
+        text_reply("fits now"),
+    ]
+    async with harness(tmp_path, script) as h:
+        await h.run("hello")
+        await h.run("again")
+        turn = await h.run("and now?")
+        assert turn.status == "completed", turn.error
+        first, second = h.model.requests[3:5]
+    assert _is_summariser(first) and _is_summariser(second)
+    assert [i.id for i in second.history[:-1]] == [i.id for i in h.state().turns[1].items]
+    assert second.history[-1] == first.history[-1]
+    (warning,) = [i for i in turn.items if isinstance(i, WarningItem)]
+    assert warning.code == SUMMARY_TRIMMED and "without the 2 oldest items" in warning.message
+    (compaction,) = [i for i in turn.items if isinstance(i, Compaction)]
+    assert compaction.covers_until == h.state().turns[1].items[-1].id
+
+
+async def test_a_summariser_that_overflows_twice_fails_the_turn(tmp_path: Path) -> None:
+    script = [text_reply(LONG * 2), text_reply(LONG), *[_overflow()] * 3]
+    async with harness(tmp_path, script) as h:
+        await h.run("hello")
+        await h.run("again")
+        turn = await h.run("and now?")
+        assert len(h.model.requests) == 5
+    assert turn.status == "failed" and turn.error is not None
+    assert turn.error.code == OVERFLOW_AFTER_COMPACTION
