@@ -24,6 +24,7 @@ from kun.chat.plan_command import plan_command
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.transcript import format_usage
 from kun.errors import KunError, UserMistake
+from kun.runtime.checkpoints import describe_restore
 
 if TYPE_CHECKING:
     from kun.chat.session import ChatSession
@@ -104,25 +105,32 @@ async def _approval(session: ChatSession, rest: str) -> None:
 
 async def _rewind(session: ChatSession, rest: str) -> None:
     thread_id = _thread(session)
+    words = rest.split()
+    files = "--files" in words
+    rest = " ".join(w for w in words if w != "--files")
     count = 1
     if rest:
         if not rest.isdigit() or int(rest) < 1:
-            raise CommandError("/rewind takes a number of turns, e.g. /rewind 2")
+            raise CommandError("/rewind takes a number of turns, e.g. /rewind 2 [--files]")
         count = int(rest)
     visible = session.service.state(thread_id).visible_turns
     if count > len(visible):
         raise CommandError(f"this thread shows {len(visible)} turns; cannot hide {count}")
-    done = await rewind_before(session.service, thread_id, visible[-count].turn_id)
+    done = await rewind_before(session.service, thread_id, visible[-count].turn_id, files=files)
     turns = "turn" if count == 1 else f"{count} turns"
     session.say(
         f"hid the last {turns}, from turn {done.number} "
         "(nothing is deleted; /undo-rewind brings them back)"
     )
+    for line in describe_restore(done.files):
+        session.say(line)
 
 
 async def _undo_rewind(session: ChatSession, rest: str) -> None:
     rewind = await undo_latest_rewind(session.service, _thread(session))
     session.say(f"brought back {len(rewind.hidden_turn_ids)} hidden turn(s)")
+    for line in describe_restore(rewind.undo_files, undo=True):
+        session.say(line)
 
 
 async def _fork(session: ChatSession, rest: str) -> None:
@@ -182,7 +190,12 @@ COMMANDS: dict[str, Command] = {
         Command("help", "/help", "these commands", _help, while_running=True),
         Command("model", "/model [PROVIDER/]MODEL", "switch this thread's model", _model),
         Command("approval", "/approval POLICY", "switch the approval policy", _approval),
-        Command("rewind", "/rewind [N]", "hide the last N turns (default 1)", _rewind),
+        Command(
+            "rewind",
+            "/rewind [N] [--files]",
+            "hide the last N turns (default 1); --files puts kun's file changes back too",
+            _rewind,
+        ),
         Command("undo-rewind", "/undo-rewind", "bring back what the last rewind hid", _undo_rewind),
         Command("fork", "/fork [N]", "continue in a copy of this thread (turns 1..N)", _fork),
         Command("compact", "/compact", "summarise the history now", compact_command),

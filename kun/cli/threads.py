@@ -178,19 +178,38 @@ def _usage_notes(report: Any) -> Iterator[str]:
 
 @click.command()
 @click.argument("thread")
+@click.argument("turn", required=False)
 @click.option(
     "--before-turn",
     "before_turn",
     default=None,
     help="The first turn to hide: its number as kun replay shows it, or its id.",
 )
+@click.option(
+    "--files",
+    is_flag=True,
+    help="Also put the workspace's files back as they were before that turn "
+    "(only changes made by write_file/edit_file; files changed since are left alone).",
+)
 @click.option("--undo", is_flag=True, help="Bring back what the latest rewind hid.")
 @home_option
-def rewind(thread: str, before_turn: str | None, undo: bool, home: Path | None) -> None:
-    """Hide turn --before-turn of THREAD and every later turn, or --undo the
-    latest rewind (nothing is deleted; the log records both)."""
+def rewind(
+    thread: str,
+    turn: str | None,
+    before_turn: str | None,
+    files: bool,
+    undo: bool,
+    home: Path | None,
+) -> None:
+    """Hide TURN (or --before-turn) of THREAD and every later turn, or --undo
+    the latest rewind (nothing is deleted; the log records both). With
+    --files, the files kun's tools changed go back too; --undo puts them back."""
     from kun.app.threadops import rewind_before, undo_latest_rewind
+    from kun.runtime.checkpoints import describe_restore
 
+    if turn is not None and before_turn is not None:
+        raise click.UsageError("give the turn once: TURN or --before-turn")
+    before_turn = before_turn or turn
     if undo == (before_turn is not None):
         raise click.UsageError("give --before-turn N (or a turn id), or --undo")
     thread_id, _ = log_of(home, thread)
@@ -198,15 +217,22 @@ def rewind(thread: str, before_turn: str | None, undo: bool, home: Path | None) 
         done = service_call(home, lambda s: undo_latest_rewind(s, thread_id))
         hidden = len(done.hidden_turn_ids)
         click.echo(f"brought back {hidden} turn(s) of {thread_id} (the rewind at seq {done.seq})")
+        _echo_lines(describe_restore(done.undo_files, undo=True))
         return
     assert before_turn is not None
     ref = before_turn
-    result = service_call(home, lambda s: rewind_before(s, thread_id, ref))
+    result = service_call(home, lambda s: rewind_before(s, thread_id, ref, files=files))
     click.echo(
         f"rewound {thread_id} before turn {result.number} ({result.turn.turn_id}), "
         f"hiding {result.hidden} turn(s) (seq {result.seq}); "
         f"kun rewind {thread_id} --undo brings them back"
     )
+    _echo_lines(describe_restore(result.files))
+
+
+def _echo_lines(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(line)
 
 
 @click.command()

@@ -22,10 +22,18 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from kun.contracts.events import FileSkipped
+from kun.contracts.events import FileSkipped, FilesRestore
 from kun.contracts.items import BlobRef, FileCheckpoint
+from kun.domain.state import Rewind
 
-__all__ = ["ABSENT", "RestoreAction", "RestorePlan", "plan_restore", "tracked_paths"]
+__all__ = [
+    "ABSENT",
+    "RestoreAction",
+    "RestorePlan",
+    "plan_restore",
+    "rewind_lines",
+    "tracked_paths",
+]
 
 ABSENT: None = None
 """A file's hash when there is no file (as in a checkpoint's ``before``)."""
@@ -104,3 +112,20 @@ def _walk(chain: list[FileCheckpoint], now: str | None) -> str | None:
 
 def _sha(ref: BlobRef | None) -> str | None:
     return None if ref is None else ref.sha256
+
+
+def rewind_lines(rewind: Rewind) -> list[str]:
+    """What a rewind and its undo did to the files, for the transcript's
+    closing summary (``kun replay``); nothing for a rewind without files."""
+    lines = []
+    for seq, done, verb in (
+        (rewind.seq, rewind.files, "restored"),
+        (rewind.undone_at_seq, rewind.undo_files, "put back"),
+    ):
+        if not isinstance(done, FilesRestore):
+            continue
+        what = "rewind" if verb == "restored" else "undo of the rewind"
+        files = [p.path + (" (removed)" if p.after_sha256 is None else "") for p in done.restored]
+        lines.append(f"files {verb} by the {what} at seq {seq}: {', '.join(files) or 'none'}")
+        lines.extend(f"  not {verb}: {s.path}: {s.reason}" for s in done.skipped)
+    return lines

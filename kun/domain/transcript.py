@@ -27,6 +27,7 @@ from kun.contracts.items import (
     WarningItem,
 )
 from kun.contracts.usage import UsageTotals
+from kun.domain.checkpoints import rewind_lines
 from kun.domain.goals import goal_usage_line
 from kun.domain.state import ThreadState, TurnState
 
@@ -133,6 +134,8 @@ def _header(state: ThreadState) -> list[str]:
             f"log repaired at seq {repair.seq}: dropped {repair.dropped_bytes} bytes "
             f"at line {repair.line} ({repair.reason})"
         )
+    for rewind in state.rewinds:
+        lines.extend(rewind_lines(rewind))
     return lines
 
 

@@ -96,13 +96,23 @@ def restore(workspace: Path, blobs: BlobStore, points: list[FileCheckpoint]) -> 
     return FilesRestore(restored=tuple(restored), skipped=tuple(skipped))
 
 
-def describe_restore(done: FilesRestore) -> list[str]:
-    """What a restore did, one line per file, for the CLI and the session."""
-    lines = []
+def describe_restore(done: object, *, undo: bool = False) -> list[str]:
+    """What a restore did (``done``: a :class:`FilesRestore`, else nothing was
+    asked of the files), as lines for the CLI and the session: a summary
+    that says what is not tracked, then one line per file."""
+    if not isinstance(done, FilesRestore):
+        return []
+    verb = "put back" if undo else "restored"
+    if not done.restored and not done.skipped:
+        head = "files: nothing to put back" if undo else "files: nothing to restore"
+        return [f"{head} ({UNTRACKED_NOTE})"]
+    lines = [
+        f"files: {verb} {len(done.restored)}, left alone {len(done.skipped)} ({UNTRACKED_NOTE})"
+    ]
     for point in done.restored:
-        what = "removed (kun had created it)" if point.after_sha256 is None else "restored"
+        what = "removed (kun had created it)" if point.after_sha256 is None else verb
         lines.append(f"  {point.path}: {what}")
-    lines.extend(f"  {skip.path}: NOT restored: {skip.reason}" for skip in done.skipped)
+    lines.extend(f"  {skip.path}: NOT {verb}: {skip.reason}" for skip in done.skipped)
     return lines
 
 

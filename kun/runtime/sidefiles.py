@@ -93,9 +93,21 @@ def copy_side_files(events: Iterable[ev.Event], source: BlobStore, target: BlobS
     :class:`~kun.store.blobs.BlobError` if one is missing or altered."""
     copied = 0
     for event in events:
-        if isinstance(event, _ITEM_EVENTS):
-            item = event.item
-            if isinstance(item, ToolResult) and item.output_ref is not None:
-                target.put(source.get(item.output_ref))
-                copied += 1
+        for ref in _refs(event):
+            target.put(source.get(ref))
+            copied += 1
     return copied
+
+
+def _refs(event: ev.Event) -> list[BlobRef]:
+    """The side files ``event`` names: a big output, the content a file
+    checkpoint saved, what a rewind's restore replaced."""
+    if isinstance(event, _ITEM_EVENTS):
+        item = event.item
+        if isinstance(item, ToolResult):
+            point = item.checkpoint
+            saved = None if point is None else point.before
+            return [ref for ref in (item.output_ref, saved) if ref is not None]
+    elif isinstance(event, ev.ThreadRewound | ev.ThreadRewindUndone) and event.files is not None:
+        return [p.before for p in event.files.restored if p.before is not None]
+    return []

@@ -115,9 +115,11 @@ class Interrupt(_Body):
 
 class Rewind(_Body):
     """The first turn to hide: its number as the transcript shows it, its
-    id, or an unambiguous prefix of its id."""
+    id, or an unambiguous prefix of its id. ``files``: also put the
+    workspace's files back as they were before it (where unchanged since)."""
 
     before_turn: _Name
+    files: bool = False
 
 
 class Fork(_Body):

@@ -16,6 +16,8 @@ from starlette.routing import BaseRoute, Route
 
 from kun.app.listing import ThreadSummary, list_threads
 from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
+from kun.contracts.events import FilesRestore
+from kun.runtime.checkpoints import UNTRACKED_NOTE
 from kun.server.backend import Backend
 from kun.server.bodies import CreateThread, Fork, Rewind, UpdateThread, read_body
 from kun.server.errors import ApiError
@@ -125,7 +127,7 @@ async def rewind(request: Request) -> Response:
     backend = backend_of(request)
     body = await read_body(request, Rewind)
     thread_id = backend.thread_id(request.path_params["thread_id"])
-    done = await rewind_before(backend.service, thread_id, body.before_turn)
+    done = await rewind_before(backend.service, thread_id, body.before_turn, files=body.files)
     return json_response(
         {
             "thread_id": thread_id,
@@ -133,8 +135,17 @@ async def rewind(request: Request) -> Response:
             "turn_id": done.turn.turn_id,
             "turn_number": done.number,
             "hidden": done.hidden,
+            **_files(done.files),
         }
     )
+
+
+def _files(done: object) -> dict[str, Any]:
+    """A restore's report (``restored``/``skipped``, and that ``bash`` is not
+    tracked), for a rewind or undo that put files back; else nothing."""
+    if not isinstance(done, FilesRestore):
+        return {}
+    return {"files": done, "files_note": UNTRACKED_NOTE}
 
 
 async def undo_rewind(request: Request) -> Response:
@@ -146,6 +157,7 @@ async def undo_rewind(request: Request) -> Response:
             "thread_id": thread_id,
             "rewind_seq": undone.seq,
             "restored": len(undone.hidden_turn_ids),
+            **_files(undone.undo_files),
         }
     )
 

@@ -163,3 +163,15 @@ async def test_the_restore_is_in_the_log_and_replays(tmp_path: Path) -> None:
     }
     results = [i for t in replayed.turns for i in t.items if isinstance(i, ToolResult)]
     assert all(r.checkpoint is not None for r in results)
+
+
+async def test_a_fork_carries_the_saved_contents_and_can_restore(tmp_path: Path) -> None:
+    async with harness(tmp_path, SCRIPT, policy="full-auto") as h:
+        await _four_turns(h)
+        fork = await h.service.fork_thread(h.thread_id)
+        first = h.service.state(fork).turns[0].turn_id
+        seq = await h.service.rewind_thread(fork, first, files=True)
+        files = next(r for r in h.service.state(fork).rewinds if r.seq == seq).files
+        assert isinstance(files, FilesRestore) and files.skipped == ()
+        assert (h.workspace / "a.py").read_text() == "print('a')\n"
+        assert not (h.workspace / "new.txt").exists()
