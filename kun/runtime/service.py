@@ -163,27 +163,33 @@ class TurnService:
     ) -> int:
         """Hide ``before_turn_id`` and every later turn; returns the rewind's
         seq (for undo). Refused while a turn runs. ``files``: also put the
-        workspace's files back as they were (:mod:`kun.runtime.checkpoints`)."""
-        state = await self._open(thread_id)
-        self._refuse_if_running(thread_id, "rewind")
-        if _turn(state, before_turn_id) is None:
-            raise UnknownTurn(thread_id, before_turn_id)
-        blobs = self.recorder.store.blobs(thread_id)
-        restored = await rewind_files(state, blobs, before_turn_id) if files else None
-        (event,) = await self.write(
-            thread_id, draft(ev.ThreadRewound, before_turn_id=before_turn_id, files=restored)
-        )
+        workspace's files back as they were (:mod:`kun.runtime.checkpoints`),
+        under the thread's lock, so no turn starts while files change."""
+        await self._open(thread_id)
+        async with self._lock(thread_id):
+            self._refuse_if_running(thread_id, "rewind")
+            state = self.recorder.state(thread_id)
+            if _turn(state, before_turn_id) is None:
+                raise UnknownTurn(thread_id, before_turn_id)
+            blobs = self.recorder.store.blobs(thread_id)
+            restored = await rewind_files(state, blobs, before_turn_id) if files else None
+            (event,) = await self.recorder.record(
+                thread_id, draft(ev.ThreadRewound, before_turn_id=before_turn_id, files=restored)
+            )
         return event.seq
 
     async def undo_rewind(self, thread_id: str, rewind_seq: int) -> None:
         """Bring back what the rewind at ``rewind_seq`` hid, and the files
-        it restored (where nobody changed them since)."""
-        state = await self._open(thread_id)
-        self._refuse_if_running(thread_id, "undo a rewind")
-        restored = await undo_rewind_files(state, self.recorder.store.blobs(thread_id), rewind_seq)
-        await self.write(
-            thread_id, draft(ev.ThreadRewindUndone, rewind_seq=rewind_seq, files=restored)
-        )
+        it restored (where nobody changed them since), under the lock too."""
+        await self._open(thread_id)
+        async with self._lock(thread_id):
+            self._refuse_if_running(thread_id, "undo a rewind")
+            state = self.recorder.state(thread_id)
+            blobs = self.recorder.store.blobs(thread_id)
+            restored = await undo_rewind_files(state, blobs, rewind_seq)
+            await self.recorder.record(
+                thread_id, draft(ev.ThreadRewindUndone, rewind_seq=rewind_seq, files=restored)
+            )
 
     async def fork_thread(self, source_id: str, up_to_seq: int | None = None) -> str:
         """A new thread whose history is ``source_id``'s up to ``up_to_seq``
