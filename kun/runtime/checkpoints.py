@@ -31,7 +31,13 @@ import anyio
 
 from kun.contracts.events import FileSkipped, FilesRestore
 from kun.contracts.items import FileCheckpoint, ToolResult
-from kun.domain.checkpoints import NOT_A_FILE, RestoreAction, plan_restore, tracked_paths
+from kun.domain.checkpoints import (
+    NOT_A_FILE,
+    RestoreAction,
+    changes_since,
+    plan_restore,
+    tracked_paths,
+)
 from kun.domain.state import ThreadState, TurnState
 from kun.store.blobs import BlobError, BlobStore
 from kun.tools.atomic import replace_file
@@ -43,7 +49,6 @@ __all__ = [
     "checkpoints_of",
     "describe_restore",
     "restore",
-    "restore_turns",
     "rewind_files",
     "undo_restore",
     "undo_rewind_files",
@@ -64,14 +69,6 @@ def checkpoints_of(turns: Iterable[TurnState]) -> list[FileCheckpoint]:
         for item in turn.items
         if isinstance(item, ToolResult) and item.checkpoint is not None
     ]
-
-
-async def restore_turns(
-    workspace: Path, blobs: BlobStore, turns: Iterable[TurnState]
-) -> FilesRestore:
-    """Put the files ``turns`` changed back as they were before the first of them."""
-    points = checkpoints_of(turns)
-    return await anyio.to_thread.run_sync(restore, workspace, blobs, points)
 
 
 async def undo_restore(workspace: Path, blobs: BlobStore, done: FilesRestore) -> FilesRestore:
@@ -183,13 +180,10 @@ def _apply(root: Workspace, blobs: BlobStore, action: RestoreAction) -> FileChec
 
 
 async def rewind_files(state: ThreadState, blobs: BlobStore, before_turn_id: str) -> FilesRestore:
-    """Put the files back as they were before ``before_turn_id``: undo the
-    changes of that turn and every later turn still shown (the turns a
-    rewind to it hides)."""
-    ids = [t.turn_id for t in state.turns]
-    start = ids.index(before_turn_id)
-    turns = [t for t in state.turns[start:] if t.hidden_by is None]
-    return await restore_turns(_workspace(state), blobs, turns)
+    """Put the files back as they were before ``before_turn_id``: undo every
+    change recorded since it started (:func:`~kun.domain.checkpoints.changes_since`)."""
+    points = changes_since(state, before_turn_id)
+    return await anyio.to_thread.run_sync(restore, _workspace(state), blobs, points)
 
 
 async def undo_rewind_files(

@@ -175,3 +175,51 @@ async def test_a_fork_carries_the_saved_contents_and_can_restore(tmp_path: Path)
         assert isinstance(files, FilesRestore) and files.skipped == ()
         assert (h.workspace / "a.py").read_text() == "print('a')\n"
         assert not (h.workspace / "new.txt").exists()
+
+
+async def test_changes_of_turns_an_earlier_plain_rewind_hid_are_undone_too(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, SCRIPT, policy="full-auto") as h:
+        ids = await _four_turns(h)
+        await h.service.rewind_thread(h.thread_id, ids[3])
+        assert (h.workspace / "b.py").read_text() == "print('B')\n"
+        await h.service.rewind_thread(h.thread_id, ids[1], files=True)
+        assert (h.workspace / "b.py").read_text() == "print('b')\n"
+        assert (h.workspace / "a.py").read_text() == "print('a')\n"
+        files = h.state().rewinds[-1].files
+        assert isinstance(files, FilesRestore) and files.skipped == ()
+
+
+async def test_a_second_files_rewind_further_back_follows_the_first_restore(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, SCRIPT, policy="full-auto") as h:
+        ids = await _four_turns(h)
+        await h.service.rewind_thread(h.thread_id, ids[2], files=True)
+        assert (h.workspace / "new.txt").read_text() == "one\n"
+        await h.service.undo_rewind(h.thread_id, h.state().rewinds[-1].seq)
+        await h.service.rewind_thread(h.thread_id, ids[2], files=True)
+        await h.service.rewind_thread(h.thread_id, ids[0], files=True)
+        assert not (h.workspace / "new.txt").exists()
+        assert (h.workspace / "a.py").read_text() == "print('a')\n"
+        files = h.state().rewinds[-1].files
+        assert isinstance(files, FilesRestore) and files.skipped == ()
+
+
+def test_restoring_twice_finds_the_files_already_restored(tmp_path: Path) -> None:
+    """What a crash between the restore and its event leaves: running the
+    same restore again finds nothing to do and overwrites nothing."""
+    from kun.contracts.items import FileCheckpoint
+    from kun.runtime.checkpoints import restore
+    from kun.store.blobs import MemoryBlobStore, blob_ref
+
+    blobs = MemoryBlobStore("t")
+    (tmp_path / "f").write_text("new\n")
+    old = blobs.put(b"old\n")
+    points = [FileCheckpoint(path="f", before=old, after_sha256=blob_ref(b"new\n").sha256)]
+    first = restore(tmp_path, blobs, points)
+    assert [p.path for p in first.restored] == ["f"]
+    again = restore(tmp_path, blobs, points)
+    assert again.restored == () and again.skipped == ()
+    assert (tmp_path / "f").read_text() == "old\n"
