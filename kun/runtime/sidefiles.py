@@ -28,7 +28,14 @@ from kun.contracts import events as ev
 from kun.contracts.items import BlobRef, Item, ToolResult
 from kun.store.blobs import BlobStore
 
-__all__ = ["HEAD_BYTES", "SIDE_FILE_THRESHOLD", "SideFiles", "copy_side_files", "head"]
+__all__ = [
+    "HEAD_BYTES",
+    "SIDE_FILE_THRESHOLD",
+    "SideFiles",
+    "copy_side_files",
+    "head",
+    "side_file_refs",
+]
 
 SIDE_FILE_THRESHOLD = 64 * 1024
 """Outputs longer than this many UTF-8 bytes go to a side file."""
@@ -93,15 +100,16 @@ def copy_side_files(events: Iterable[ev.Event], source: BlobStore, target: BlobS
     :class:`~kun.store.blobs.BlobError` if one is missing or altered."""
     copied = 0
     for event in events:
-        for ref in _refs(event):
+        for ref in side_file_refs(event):
             target.put(source.get(ref))
             copied += 1
     return copied
 
 
-def _refs(event: ev.Event) -> list[BlobRef]:
+def side_file_refs(event: ev.Event) -> list[BlobRef]:
     """The side files ``event`` names: a big output, the content a file
-    checkpoint saved, what a rewind's restore replaced."""
+    checkpoint saved, what a rewind's restore replaced. Whatever copies,
+    bundles or collects side files asks this, so none is left behind."""
     if isinstance(event, _ITEM_EVENTS):
         item = event.item
         if isinstance(item, ToolResult):
