@@ -41,6 +41,7 @@ from kun.runtime.orphans import interrupt_results, orphan_events
 from kun.runtime.project import read_turn_context
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.sidefiles import SideFiles, copy_side_files
+from kun.runtime.titler import Titler
 from kun.runtime.turn_input import check_prompt, check_steering
 from kun.tools.host import ToolHost
 
@@ -64,6 +65,7 @@ class TurnService:
         context_windows: Callable[[str, str], int | None] | None = None,
         compact_at: float = DEFAULT_COMPACT_AT,
         repetition: RepetitionSettings | None = None,
+        titler: Titler | None = None,
     ) -> None:
         """``project_context``: read the workspace's instructions file and
         the environment when each turn starts, record them in its
@@ -85,6 +87,7 @@ class TurnService:
         self.context_windows = context_windows
         self.compact_at = compact_at
         self.repetition = repetition
+        self.titler = titler  # a model title for new threads (kun.runtime.titler)
         self.approvals = Gate("approval")
         self.questions = Gate("user input")
         self._tg = task_group
@@ -301,6 +304,8 @@ class TurnService:
             )
             self._runs[thread_id] = run
         self._tg.start_soon(self._drive, run)
+        if self.titler is not None and not state.turns:
+            self._tg.start_soon(self.titler, self, thread_id, model, text)
         return turn_id
 
     async def start_compaction(
