@@ -32,6 +32,57 @@ class Goal(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     time_used_ms: int = 0
     tokens_used: int | UnsetType = UNSET
 
+    @property
+    def tokens(self) -> int:
+        """``tokens_used``, 0 when unset."""
+        used = self.tokens_used
+        return used if isinstance(used, int) else 0
+
+    @property
+    def budget_exhausted(self) -> bool:
+        """The goal has a token budget and has used all of it."""
+        return self.token_budget is not None and self.tokens >= self.token_budget
+
+    def usage_line(self) -> str:
+        """``3m 05s · 12,345 tokens of 2,000,000``, with ``(budget spent)``
+        when it is: what the goal has used, on one line."""
+        budget = f" of {self.token_budget:,}" if self.token_budget is not None else ""
+        spent = " (budget spent)" if self.budget_exhausted else ""
+        return f"{_duration(self.time_used_ms)} · {self.tokens:,} tokens{budget}{spent}"
+
+    def describe(self) -> str:
+        """The goal as ``get_goal`` and ``/goal`` show it: objective, status,
+        time and tokens used, and the budget (said to be spent when it is)."""
+        if self.token_budget is None:
+            budget = "no token budget"
+        elif self.budget_exhausted:
+            budget = f"token budget {self.token_budget:,} (exhausted)"
+        else:
+            left = self.token_budget - self.tokens
+            budget = f"token budget {self.token_budget:,} ({left:,} left)"
+        return (
+            f"Objective: {self.objective}\n"
+            f"Status: {self.status}\n"
+            f"Time used: {_duration(self.time_used_ms)}\n"
+            f"Tokens used: {self.tokens:,}; {budget}"
+        )
+
+
+MODEL_GOAL_STATUSES: tuple[GoalStatus, ...] = ("complete", "blocked")
+"""The statuses the model may give a goal (``update_goal``): pausing,
+resuming and clearing are the user's (or the system's), never the model's."""
+
+
+def _duration(ms: int) -> str:
+    """``2h 05m``, ``3m 07s`` or ``12s``."""
+    hours, rest = divmod(ms // 1000, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {seconds:02d}s"
+    return f"{seconds}s"
+
 
 class Todo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     content: str

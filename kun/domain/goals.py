@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import msgspec
 
 from kun.contracts.model import ToolSpec
-from kun.contracts.threads import Goal
+from kun.contracts.threads import MODEL_GOAL_STATUSES, Goal
 from kun.contracts.usage import UsageTotals
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "charge_turn",
     "describe_goal",
     "exempt_with_goal",
-    "format_duration",
     "goal_active",
     "goal_instruction",
     "goal_usage_line",
@@ -43,9 +42,7 @@ ALWAYS_ALLOWED_WITH_GOAL = frozenset({"get_goal", "update_goal", "todo_list", "t
 without them it could not report the goal's state, whatever narrowed the
 tool set."""
 
-MODEL_SETTABLE_STATUSES = ("complete", "blocked")
-"""The statuses ``update_goal`` accepts: pausing, resuming and clearing are
-the user's (or the system's), never the model's."""
+MODEL_SETTABLE_STATUSES = MODEL_GOAL_STATUSES
 
 
 def goal_active(goal: Goal | None) -> bool:
@@ -60,17 +57,12 @@ def exempt_with_goal(goal: Goal | None, tool: str) -> bool:
 
 def tokens_used(goal: Goal) -> int:
     """The goal's tokens so far (unset, in a goal never charged, is 0)."""
-    used = goal.tokens_used
-    return used if isinstance(used, int) else 0
+    return goal.tokens
 
 
 def budget_exhausted(goal: Goal | None) -> bool:
     """The goal has a token budget and has used all of it."""
-    return (
-        goal is not None
-        and goal.token_budget is not None
-        and tokens_used(goal) >= goal.token_budget
-    )
+    return goal is not None and goal.budget_exhausted
 
 
 def usage_tokens(usage: UsageTotals) -> int:
@@ -118,18 +110,6 @@ def keep_goal_tools(
     return (*specs, *missing)
 
 
-def format_duration(ms: int) -> str:
-    """``2h 05m``, ``3m 07s`` or ``12s``."""
-    seconds = ms // 1000
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {seconds:02d}s"
-    return f"{seconds}s"
-
-
 def goal_instruction(goal: Goal | None) -> str | None:
     """The goal continuation note sent after the history of every request
     while ``goal`` is active (SPEC §7.1), else ``None``. It states the total
@@ -163,27 +143,10 @@ def goal_instruction(goal: Goal | None) -> str | None:
 
 
 def goal_usage_line(goal: Goal) -> str:
-    """``3m 05s · 12,345 tokens of 2,000,000``: what a goal has used, on one
-    line (``kun replay``'s header), with ``(budget spent)`` when it is."""
-    used = tokens_used(goal)
-    budget = f" of {goal.token_budget:,}" if goal.token_budget is not None else ""
-    spent = " (budget spent)" if budget_exhausted(goal) else ""
-    return f"{format_duration(goal.time_used_ms)} · {used:,} tokens{budget}{spent}"
+    """What a goal has used, on one line (``kun replay``'s header)."""
+    return goal.usage_line()
 
 
 def describe_goal(goal: Goal) -> str:
-    """The goal as ``get_goal`` and ``/goal`` show it: objective, status,
-    time and tokens used, and the budget (said to be spent when it is)."""
-    used = tokens_used(goal)
-    if goal.token_budget is None:
-        budget = "no token budget"
-    elif budget_exhausted(goal):
-        budget = f"token budget {goal.token_budget:,} (exhausted)"
-    else:
-        budget = f"token budget {goal.token_budget:,} ({goal.token_budget - used:,} left)"
-    return (
-        f"Objective: {goal.objective}\n"
-        f"Status: {goal.status}\n"
-        f"Time used: {format_duration(goal.time_used_ms)}\n"
-        f"Tokens used: {used:,}; {budget}"
-    )
+    """The goal as ``get_goal`` and ``/goal`` show it."""
+    return goal.describe()

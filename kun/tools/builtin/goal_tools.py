@@ -17,8 +17,7 @@ from typing import Any
 
 import msgspec
 
-from kun.contracts.threads import Goal
-from kun.domain.goals import MODEL_SETTABLE_STATUSES, describe_goal
+from kun.contracts.threads import MODEL_GOAL_STATUSES, Goal
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.errors import ToolError
 
@@ -57,7 +56,7 @@ UPDATE_SPEC = make_spec(
     "Report the active goal complete (only after auditing every requirement against the real "
     "state) or blocked (only after the same blocker persisted for 3 goal turns). You cannot "
     "pause, resume or clear a goal: only the user can.",
-    {"status": {"enum": list(MODEL_SETTABLE_STATUSES)}},
+    {"status": {"enum": list(MODEL_GOAL_STATUSES)}},
     required=["status"],
 )
 
@@ -72,7 +71,7 @@ class GetGoal:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         goal = ctx.get_goal()
-        return ToolOutput(output=_NO_GOAL if goal is None else describe_goal(goal))
+        return ToolOutput(output=_NO_GOAL if goal is None else goal.describe())
 
 
 class CreateGoal:
@@ -97,7 +96,7 @@ class CreateGoal:
             created_at=time.time_ns() // 1_000_000,
         )
         await ctx.set_goal(goal)
-        return ToolOutput(output="Goal created.\n" + describe_goal(goal))
+        return ToolOutput(output="Goal created.\n" + goal.describe())
 
 
 class UpdateGoal:
@@ -106,7 +105,7 @@ class UpdateGoal:
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         status = args.get("status")
-        if status not in MODEL_SETTABLE_STATUSES:
+        if status not in MODEL_GOAL_STATUSES:
             return ToolOutput(
                 output=f"Not updated: you may only set status complete or blocked, not "
                 f"{status!r}. Pausing, resuming and clearing a goal are the user's.",
@@ -127,4 +126,4 @@ class UpdateGoal:
         updated = msgspec.structs.replace(goal, status=status)
         await ctx.set_goal(updated)
         recorded = ctx.get_goal() or updated
-        return ToolOutput(output=f"Goal marked {status}.\n" + describe_goal(recorded))
+        return ToolOutput(output=f"Goal marked {status}.\n" + recorded.describe())
