@@ -122,7 +122,9 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     ``compact_at`` is the share of the model's context window the estimated
     prompt may fill before the history is compacted (kun's default 0.8); the
     ``repetition_*`` keys tune the repeated-reply check of goal turns
-    (:class:`kun.domain.repetition.RepetitionSettings`, SPEC §7.2)."""
+    (:class:`kun.domain.repetition.RepetitionSettings`, SPEC §7.2);
+    ``model_titles`` asks the model for a new thread's title in the
+    background (:mod:`kun.runtime.titler`; off by default: one more request)."""
 
     approval_policy: ApprovalPolicy | None = None
     reasoning_effort: Effort | None = None
@@ -134,6 +136,7 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     repetition_dice: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
     repetition_min_chars: Annotated[int, msgspec.Meta(ge=2)] | None = None
     repetition_max_repeats: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    model_titles: bool | None = None
 
 
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
