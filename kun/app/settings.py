@@ -38,6 +38,7 @@ RUNTIME_KEYS: tuple[tuple[str, str, Any], ...] = (
     ("repetition_min_chars", "", _REPETITION.min_chars),
     ("repetition_max_repeats", "", _REPETITION.max_repeats),
     ("compact_at", "", DEFAULT_COMPACT_AT),
+    ("model_titles", "", False),
 )
 """Each ``[runtime]`` key, its flag (``""``: none) and kun's default."""
 
