@@ -19,6 +19,7 @@ from kun.model.redact import Redactor
 from kun.runtime.context import TurnLimits
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
+from kun.runtime.titler import Titler
 from kun.store.jsonl import JsonlEventStore
 from kun.tools.environment import ToolEnvironment
 from kun.tools.host import ToolHost, default_host
@@ -84,6 +85,7 @@ async def open_service(
             context_windows=context_windows(config) if config is not None else None,
             compact_at=compact_at(config) if config is not None else DEFAULT_COMPACT_AT,
             repetition=repetition,
+            titler=Titler() if config is not None and config.runtime.model_titles else None,
         )
         try:
             yield service
