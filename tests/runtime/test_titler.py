@@ -10,6 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from kun.app.session import open_service
+from kun.config.load import parse_config
 from kun.contracts import events as ev
 from kun.contracts.model import (
     CompletedChunk,
@@ -184,3 +186,14 @@ def test_the_title_in_a_reply() -> None:
     assert title_from_reply("**修复夜间构建**。") == "修复夜间构建"
     assert title_from_reply("   ") == ""
     assert len(title_from_reply("word " * 40)) <= 60
+
+
+@pytest.mark.parametrize(("toml", "on"), [("", False), ("[runtime]\nmodel_titles = true\n", True)])
+async def test_model_titles_are_opt_in_by_configuration(
+    tmp_path: Path, toml: str, on: bool
+) -> None:
+    config = parse_config(toml, "kun.toml")
+    async with open_service(tmp_path, ScriptedModelClient(), config=config) as service:
+        assert (service.titler is not None) is on
+    async with open_service(tmp_path, ScriptedModelClient()) as service:
+        assert service.titler is None  # no configuration (kun demo): deterministic
