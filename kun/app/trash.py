@@ -1,0 +1,94 @@
+"""``kun rm`` / ``kun restore``: a removed thread goes to the trash, whole.
+
+Removing moves ``threads/<id>`` to ``trash/<id>-<UTC time>`` under the kun
+home with one ``rename`` (the log, its side files and any kept gc
+generations together), so it is all there or all still in place. Nothing in
+the trash is ever deleted by kun, by age or otherwise: emptying it is the
+user's ``rm -r``. Restoring renames it back, refused when a thread with that
+id exists again. The thread's writer lock is held while it moves, so a
+thread another process is writing (``kun serve``, a session) is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kun.errors import UserMistake
+from kun.store.lock import lock_thread
+from kun.store.paths import LOG_NAME, lock_path, thread_dir, threads_root, validate_thread_id
+
+__all__ = ["TRASH_NAME", "Trashed", "remove_thread", "restore_thread", "trash_root", "trashed"]
+
+TRASH_NAME = "trash"
+_STAMP = "%Y%m%dT%H%M%SZ"
+_ENTRY = re.compile(r"^(?P<id>.+)-(?P<stamp>\d{8}T\d{6}Z)(?:-\d+)?$")
+
+
+@dataclass(frozen=True)
+class Trashed:
+    """A thread in the trash: its id, when it was removed, where it is."""
+
+    thread_id: str
+    removed_at: datetime
+    path: Path
+
+
+def trash_root(home: Path) -> Path:
+    return home / TRASH_NAME
+
+
+def remove_thread(home: Path, thread_id: str, now: datetime | None = None) -> Path:
+    """Move the thread to the trash; returns where it went."""
+    source = thread_dir(home, thread_id)
+    if not (source / LOG_NAME).is_file():
+        raise UserMistake(f"no thread {thread_id!r} under {home}")
+    stamp = (now or datetime.now(UTC)).strftime(_STAMP)
+    root = trash_root(home)
+    root.mkdir(exist_ok=True)
+    target = root / f"{thread_id}-{stamp}"
+    number = 1
+    while target.exists():
+        number += 1
+        target = root / f"{thread_id}-{stamp}-{number}"
+    fd = lock_thread(thread_id, lock_path(home, thread_id))
+    try:
+        os.rename(source, target)
+    finally:
+        os.close(fd)
+    return target
+
+
+def trashed(home: Path) -> list[Trashed]:
+    """The threads in the trash, most recently removed first."""
+    root = trash_root(home)
+    entries = []
+    for path in root.iterdir() if root.is_dir() else ():
+        match = _ENTRY.match(path.name)
+        if match is None or not (path / LOG_NAME).is_file():
+            continue
+        when = datetime.strptime(match["stamp"], _STAMP).replace(tzinfo=UTC)
+        entries.append(Trashed(match["id"], when, path))
+    return sorted(entries, key=lambda t: (t.removed_at, t.path.name), reverse=True)
+
+
+def restore_thread(home: Path, name: str) -> str:
+    """Move a thread back from the trash: ``name`` is a thread id (its most
+    recent removal) or a trash entry's name. Returns the thread id."""
+    entries = trashed(home)
+    chosen = next((t for t in entries if t.path.name == name), None)
+    chosen = chosen or next((t for t in entries if t.thread_id == name), None)
+    if chosen is None:
+        raise UserMistake(f"no thread {name!r} in the trash ({trash_root(home)})")
+    thread_id = validate_thread_id(chosen.thread_id)
+    target = thread_dir(home, thread_id)
+    if target.exists():
+        raise UserMistake(
+            f"thread {thread_id!r} exists again; move it away (kun rm) before restoring"
+        )
+    threads_root(home).mkdir(parents=True, exist_ok=True)
+    os.rename(chosen.path, target)
+    return thread_id
