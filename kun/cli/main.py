@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from kun.chat.cli import chat, resume, session_options, start_session
+from kun.cli.cleanup import gc, restore, rm, trash
 from kun.cli.colors import no_color_option
 from kun.cli.compact import compact
 from kun.cli.config_command import config_command
@@ -268,6 +269,8 @@ cli.add_command(config_command)
 cli.add_command(serve)
 cli.add_command(export_command)
 cli.add_command(import_command)
+for _command in (gc, rm, restore, trash):
+    cli.add_command(_command)
 
 
 def main() -> None:
