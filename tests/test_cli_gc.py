@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from kun.app.cleanup import GcUnsafe, collect, confirm, kept_generations
 from kun.contracts import events as ev
+from kun.contracts.items import ToolResult
 from kun.domain.state import ThreadState, TurnState
 from kun.store.blobs import blob_ref
 from kun.store.codec import encode_line
@@ -22,6 +23,7 @@ from kun.store.errors import ThreadLocked
 from kun.store.paths import blobs_dir, lock_path, log_path, thread_dir
 from kun.store.reader import read_log
 from kun.store.replay import replay_log
+from kun.store.snapshot import Snapshots, snapshot_path
 from kun.testing.logbuilder import LogBuilder
 
 GOLDEN = Path(__file__).parent.parent / "events" / "golden"
@@ -208,3 +210,36 @@ def test_a_new_generation_that_would_differ_is_refused(
         "events.jsonl",
         "writer.lock",
     ]
+
+
+def test_side_files_of_hidden_turns_go_and_those_of_visible_turns_stay(tmp_path: Path) -> None:
+    log = LogBuilder(TID)
+    log.create()
+    refs = {}
+    for name in ("kept", "hidden"):
+        turn_id = log.start_turn(name)
+        data = f"a big output of the {name} turn".encode()
+        refs[name] = ref = blob_ref(data)
+        log.item(ToolResult(id=log.next_id("item"), call_id=name, output="head", output_ref=ref))
+        log.complete()
+        blobs = blobs_dir(tmp_path, TID)
+        blobs.mkdir(parents=True, exist_ok=True)
+        (blobs / ref.sha256).write_bytes(data)
+    log.rewind(turn_id)
+    path = write_log(tmp_path, log.events)
+    report = collect(tmp_path, TID)
+    assert report.turns == 1 and report.side_files == 1
+    assert [p.name for p in blobs_dir(tmp_path, TID).iterdir()] == [refs["kept"].sha256]
+    assert report.generation is not None
+    assert (report.generation / "blobs" / refs["hidden"].sha256).exists()
+    assert len(replay_log(path).turns) == 1
+
+
+def test_the_snapshot_of_the_old_log_is_removed(tmp_path: Path) -> None:
+    path = write_log(tmp_path, rewound_log().events)
+    snapshots = Snapshots(tmp_path)
+    assert snapshots.save(replay_log(path))
+    assert snapshot_path(tmp_path, TID).exists()
+    collect(tmp_path, TID)
+    assert not snapshot_path(tmp_path, TID).exists()
+    assert Snapshots(tmp_path).resume(TID) is None
