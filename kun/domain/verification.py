@@ -16,7 +16,7 @@ Pure: :func:`needs_verification` reads items, nothing else.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 import msgspec
 
@@ -64,22 +64,21 @@ def is_check_command(command: str) -> bool:
     return CHECK_COMMAND.search(command) is not None
 
 
-def needs_verification(items: Iterable[Item]) -> bool:
-    """Whether the last source change comes after the last verification."""
-    order: list[ToolCall] = []
+def needs_verification(items: Sequence[Item]) -> bool:
+    """Whether the last source change comes after the last verification.
+    Read from the end, stopping at the first of the two: a step's cost
+    does not grow with the thread's age."""
     succeeded: set[str] = set()
-    for item in items:
-        if isinstance(item, ToolCall):
-            order.append(item)
-        elif isinstance(item, ToolResult) and not item.is_error and item.status != "failed":
-            succeeded.add(item.call_id)
-    last_change = last_check = -1
-    for index, call in enumerate(order):
-        if _is_check(call):
-            last_check = index
-        elif call.call_id in succeeded and _is_source_change(call):
-            last_change = index
-    return last_change > last_check
+    for item in reversed(items):
+        if isinstance(item, ToolResult):
+            if not item.is_error and item.status != "failed":
+                succeeded.add(item.call_id)
+        elif isinstance(item, ToolCall):
+            if _is_check(item):
+                return False
+            if item.call_id in succeeded and _is_source_change(item):
+                return True
+    return False
 
 
 def _arguments(call: ToolCall) -> dict[str, object]:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kun.contracts.items import AssistantText, Item, ToolCall, ToolResult
 from kun.domain.verification import is_check_command, needs_verification
@@ -91,3 +95,39 @@ def test_check_commands(command: str) -> None:
 )
 def test_not_check_commands(command: str) -> None:
     assert not is_check_command(command)
+
+
+def _forward(items: list[Item]) -> bool:
+    """The rule as stated: the index of the last successful source change
+    is after the index of the last check."""
+    ok = {i.call_id for i in items if isinstance(i, ToolResult) and not i.is_error}
+    calls = [i for i in items if isinstance(i, ToolCall)]
+    change = max((n for n, c in enumerate(calls) if c.call_id in ok and _source(c)), default=-1)
+    check = max((n for n, c in enumerate(calls) if _check(c)), default=-1)
+    return change > check
+
+
+def _source(call: ToolCall) -> bool:
+    return call.name == "write_file" and msgspec.json.decode(call.arguments)["path"].endswith(".py")
+
+
+def _check(call: ToolCall) -> bool:
+    return call.name == "bash" and msgspec.json.decode(call.arguments)["command"] == "pytest"
+
+
+_steps = st.sampled_from(
+    [
+        lambda: write("a.py"),
+        lambda: write("a.md"),
+        lambda: write("b.py", error=True),
+        lambda: write("c.py", result=False),
+        lambda: bash("pytest"),
+        lambda: bash("ls"),
+    ]
+)
+
+
+@given(st.lists(_steps, max_size=12))
+def test_reading_from_the_end_agrees_with_the_rule(steps: list[Callable[[], list[Item]]]) -> None:
+    items = [item for step in steps for item in step()]
+    assert needs_verification(items) == _forward(items)
