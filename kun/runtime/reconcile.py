@@ -8,6 +8,10 @@ are included. A thread that cannot be read or settled (a corrupt log, a
 kind from a newer kun, a write the OS refuses) is skipped and reported: it
 needs a person, not a guess, and it must not stop the threads after it from
 being settled. Returns the ids of the threads it touched.
+
+A touched thread whose goal is still active is then resumed as after any
+settled turn (SPEC §7.4: after a restart only these threads are resumed);
+the timers live in the service and end with it.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ async def reconcile_orphaned_turns(
                 _log.warning("not reconciling thread %s: %s", thread_id, exc)
             else:
                 skipped[thread_id] = str(exc)
+    await service.resumes.after_restart(touched)
     return touched
 
 

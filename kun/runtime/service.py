@@ -27,6 +27,7 @@ from kun.domain.compaction import DEFAULT_COMPACT_AT, plan_compaction
 from kun.domain.fork import fork_events
 from kun.domain.recovery import RecoveryState
 from kun.domain.repetition import RepetitionSettings
+from kun.domain.resume_policy import ResumeSettings
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.titles import title_changes, title_from_prompt
 from kun.ids import new_id, new_thread_local_id
@@ -40,6 +41,7 @@ from kun.runtime.loop import Outcome, run_turn, settle_events
 from kun.runtime.orphans import interrupt_results, orphan_events
 from kun.runtime.project import read_turn_context
 from kun.runtime.recorder import EventRecorder
+from kun.runtime.resume import GoalResumer, Sleep
 from kun.runtime.sidefiles import SideFiles, copy_side_files
 from kun.runtime.titler import Titler
 from kun.runtime.turn_input import check_prompt, check_steering
@@ -65,6 +67,8 @@ class TurnService:
         context_windows: Callable[[str, str], int | None] | None = None,
         compact_at: float = DEFAULT_COMPACT_AT,
         repetition: RepetitionSettings | None = None,
+        resume: ResumeSettings | None = None,
+        sleep: Sleep = anyio.sleep,
         titler: Titler | None = None,
     ) -> None:
         """``project_context``: read the workspace's instructions file and
@@ -75,7 +79,9 @@ class TurnService:
         (``[runtime] compact_at``) decide when a turn compacts its history
         (:mod:`kun.runtime.compact`). ``repetition`` (``[runtime]
         repetition_*``) tunes the round-outcome decisions
-        (:mod:`kun.domain.recovery`)."""
+        (:mod:`kun.domain.recovery`). ``resume`` and ``sleep`` (a fake clock
+        in tests) drive the goal resume timers (:mod:`kun.runtime.resume`),
+        which :meth:`GoalResumer.close` on ``resumes`` cancels at shutdown."""
         self.recorder = recorder
         self._model = model
         self._tools = tools
@@ -94,6 +100,7 @@ class TurnService:
         self._locks: dict[str, anyio.Lock] = {}
         self._runs: dict[str, TurnRun] = {}
         self._recovery: dict[str, RecoveryState] = {}
+        self.resumes = GoalResumer(self, task_group, settings=resume, sleep=sleep)
 
     @property
     def model(self) -> ModelClient:
@@ -234,6 +241,7 @@ class TurnService:
         limits: TurnLimits | None = None,
         reasoning_effort: str | None = None,
         context_window: int | None = None,
+        goal_resume: int = 0,
     ) -> str:
         """Record the turn and its user message, start it in the background,
         return its id at once. A turn the log still shows open is an orphan
@@ -245,7 +253,9 @@ class TurnService:
         ``model``, ``limits``, ``reasoning_effort`` and ``context_window``
         replace the service's for this turn only (a server runs each thread
         on its own model); without ``context_window`` the turn's model's
-        is looked up in ``context_windows``."""
+        is looked up in ``context_windows``. ``goal_resume`` marks a turn
+        kun starts itself to continue the goal (its attempt number); any
+        turn started drops the thread's pending resume."""
         check_prompt(text, attachments)
         model = model or self.model
         if context_window is None and self.context_windows is not None:
@@ -256,6 +266,7 @@ class TurnService:
         context = await self._turn_context(Path(state.settings.workspace or "."), effort)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "start another turn")
+            self.resumes.clear(thread_id)
             orphans = orphan_events(self.recorder.state(thread_id), set())
             if orphans:
                 await self.recorder.record(thread_id, *orphans)
@@ -266,7 +277,10 @@ class TurnService:
                 if title:
                     await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **title))
             message = UserMessage(
-                id=new_thread_local_id("msg"), text=text, attachments=tuple(attachments)
+                id=new_thread_local_id("msg"),
+                text=text,
+                attachments=tuple(attachments),
+                goal_resume=goal_resume,
             )
             await self.recorder.record(
                 thread_id,
@@ -385,6 +399,7 @@ class TurnService:
             with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
                 await self._sync_turn(run)
                 await self._call_hooks("bookkeeping", run, status)
+                await self.resumes.after_turn(run)
             run.steering.seal()
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
