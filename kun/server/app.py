@@ -107,8 +107,9 @@ async def _reconcile_once_listening(app: Starlette) -> None:
 
 
 async def begin_shutdown(app: Any) -> None:
-    """Set ``shutdown`` and interrupt every running turn (each recorded as
-    ``turn_aborted``, its open items sealed); idempotent."""
+    """Set ``shutdown``, cancel the pending goal resumes and interrupt every
+    running turn (each recorded as ``turn_aborted``, its open items sealed);
+    idempotent."""
     state = app.state
     shutdown = getattr(state, "shutdown", None)
     if shutdown is None:
@@ -118,6 +119,7 @@ async def begin_shutdown(app: Any) -> None:
     if backend is None:
         return
     service = backend.service
+    service.resumes.close()  # no goal resume may start a turn while stopping
     async with anyio.create_task_group() as tg:
         for thread_id in service.in_flight():
             turn_id = service.running_turn(thread_id)
