@@ -116,5 +116,5 @@ class TurnRun:
     recovery: RecoveryState = field(default_factory=RecoveryState.initial)
 
     def __post_init__(self) -> None:
-        self.steering = SteeringQueue(self.turn_id)
+        self.steering = SteeringQueue(self.turn_id, self.thread_id)
         self.tool_specs = self.tools.specs(user_input=not self.disable_user_input)
