@@ -22,8 +22,14 @@ What is kept:
 * ``assistant_text``: ``completed``, and also ``aborted`` — the text the user
   saw before stopping the reply, so a following "go on" has its context.
   ``failed`` (a broken stream) and open text are dropped, as is blank text
-  (Anthropic rejects whitespace-only text blocks).
-* ``assistant_reasoning``: ``completed`` only, with text or a signature. It is
+  (Anthropic rejects whitespace-only text blocks). A broken stream's partial
+  text stays in the log for the user (:mod:`kun.runtime.answer` records it
+  ``failed``, and the turn's error says why), but the model is not told it
+  said it: a truncated sentence sent back as a finished assistant message
+  reads as a deliberate answer, and providers give no way to mark it cut.
+  The next step asks again from the user's words.
+* ``assistant_reasoning``: ``completed`` only (a broken stream's is
+  ``failed``: its signature may not verify), with text or a signature. It is
   kept here; whether it reaches the wire is the model dialect's decision.
 * ``tool_call`` / ``tool_result``: see blocks below. Open results are dropped.
 * Everything else is GUI-only and dropped: ``approval``, ``user_input`` (its

@@ -14,7 +14,10 @@ twice. Within that window :meth:`RetryPolicy.decide` resends:
   ``transport_errors`` is on (the default).
 
 An idle timeout is not resent here: the loop decides (it has already waited
-the whole timeout once).
+the whole timeout once, and only it knows whether anything of the step was
+recorded). It sends the step once more when nothing was, with a
+``stream_idle_retry`` warning, and otherwise fails the turn
+(:mod:`kun.runtime.loop`).
 
 The wait is exponential (``base_delay * 2**(attempt-1)``, capped at
 ``max_delay``) with jitter that only shortens it, so clients that failed

@@ -9,13 +9,17 @@ with a recovery instruction. A step streams the model's answer, recording
 every delta as it arrives and each item once at the end, then either
 dispatches the tool calls or settles the round.
 
-Items take their place in the turn when their first chunk arrives, so the
-log keeps the stream's order: a reasoning chunk with no text (a Claude
-thinking block whose text is omitted: only its signature comes) creates its
-item at once, or it would land after the calls it came before. A call the
-provider gave no id (the decoder names it ``__kun_stream_tool_call_index_
-<n>``, the same on every response) takes its item's id as call id, which is
-unique in the thread.
+Streaming one answer is :mod:`kun.runtime.answer`'s job. A step whose
+stream went idle before anything of it was recorded is sent once more, with a
+``stream_idle_retry`` warning so a replay shows it: nothing was said twice
+and the provider may just have dropped the request. An idle timeout after
+output, or a second one, fails the turn (``stream_idle_timeout``); resending
+then would show the user the start of the answer twice.
+
+Steering is never accepted and lost (:mod:`kun.runtime.steering`): steering
+still unread when the turn ends otherwise than completed (a limit, a failed
+stream) is recorded as steered user messages before the turn settles, so the
+user sees it in the turn and the model reads it on the next turn.
 
 Of the pipeline stages (SPEC §6.2) only ``pre_send`` is recorded, once per
 step as its request goes out: it is the step's boundary and what a live view
@@ -27,32 +31,17 @@ stage that comes to do something records what it found as its own event.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from itertools import count
 
 import anyio
 
 from kun.contracts import events as ev
-from kun.contracts.items import (
-    AssistantReasoning,
-    AssistantText,
-    ErrorItem,
-    Item,
-    ToolCall,
-    UserMessage,
-)
-from kun.contracts.model import (
-    CompletedChunk,
-    ErrorChunk,
-    ModelRequest,
-    ReasoningDeltaChunk,
-    TextDeltaChunk,
-    ToolCallCompleteChunk,
-    ToolCallDeltaChunk,
-    UsageChunk,
-)
+from kun.contracts.items import ErrorItem, UserMessage
+from kun.contracts.model import ModelRequest
 from kun.ids import new_thread_local_id
-from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
+from kun.runtime.answer import Answer, on_chunk
 from kun.runtime.compact import (
     CONTEXT_OVERFLOW,
     OVERFLOW_AFTER_COMPACTION,
@@ -76,20 +65,31 @@ class Outcome:
     stop_reason: str | None = None
     code: str | None = None
     message: str | None = None
+    silent: bool = False
+    """The step failed before anything of its answer was recorded."""
 
 
 CONTINUE = Outcome("continue")
 ABORTED = Outcome("aborted")
+IDLE_TIMEOUT = "stream_idle_timeout"
+IDLE_RETRY = "stream_idle_retry"
 
 
-async def run_turn(run: TurnRun) -> Outcome:
+async def run_turn(
+    run: TurnRun, resume: Callable[[TurnRun], Awaitable[None]] | None = None
+) -> Outcome:
     """Run the turn to its outcome; the caller settles it. Never raises but
-    for cancellation from outside the turn's own scope."""
+    for cancellation from outside the turn's own scope. ``resume`` first
+    finishes the step a re-armed turn waited in (:mod:`kun.runtime.rearm`)."""
     outcome = Outcome("failed", code="internal_error", message="the turn did not finish")
     with run.scope:
         try:
+            if resume is not None:
+                await resume(run)
             await drain_steering(run)
             outcome = await loop(run)
+            if outcome.status != "completed" and not run.aborted:
+                await record_unread_steering(run)
         except BlobError as exc:
             outcome = Outcome("failed", code="side_file_unreadable", message=str(exc))
         except Exception as exc:
@@ -146,61 +146,20 @@ def _turn_cost(run: TurnRun) -> float:
 
 
 async def drain_steering(run: TurnRun) -> None:
-    entries = run.steering.drain()
+    await _steered(run, run.steering.drain())
+
+
+async def record_unread_steering(run: TurnRun) -> None:
+    """Seal the queue and record what the model will not read in this turn."""
+    await _steered(run, run.steering.close())
+
+
+async def _steered(run: TurnRun, entries: list[str]) -> None:
     if entries:
         items = [
             UserMessage(id=new_thread_local_id("msg"), text=text, steered=True) for text in entries
         ]
         await run.write(*(draft(ev.ItemCompleted, run.turn_id, item=item) for item in items))
-
-
-class _Answer:
-    """What one model call said, gathered while its deltas are recorded."""
-
-    def __init__(self) -> None:
-        self.text_id: str | None = None
-        self.text: list[str] = []
-        self.reasoning_id: str | None = None
-        self.reasoning: list[str] = []
-        self.signature: str | None = None
-        self.call_ids: dict[int, str] = {}
-        self.calls: dict[int, ToolCallCompleteChunk] = {}
-        self.usage: list[UsageChunk] = []
-        self.stop_reason: str | None = None
-        self.error: ErrorChunk | None = None
-
-    def items(self) -> list[Item]:
-        items: list[Item] = []
-        if self.reasoning_id is not None:
-            items.append(
-                AssistantReasoning(
-                    id=self.reasoning_id, text="".join(self.reasoning), signature=self.signature
-                )
-            )
-        if self.text_id is not None:
-            items.append(AssistantText(id=self.text_id, text="".join(self.text)))
-        return items
-
-    def tool_calls(self) -> list[ToolCall]:
-        calls = []
-        for index, chunk in sorted(self.calls.items()):
-            item_id = self.call_ids.get(index) or new_thread_local_id("call")
-            calls.append(
-                ToolCall(
-                    id=item_id,
-                    status="in_progress",
-                    call_id=thread_call_id(chunk.call_id, item_id),
-                    name=chunk.name,
-                    arguments=chunk.arguments,
-                )
-            )
-        return calls
-
-
-def thread_call_id(call_id: str, item_id: str) -> str:
-    """The call id to record: the provider's, or for a call it gave none the
-    item's id (see the module docstring)."""
-    return item_id if call_id.startswith(SYNTHETIC_ID_PREFIX) else call_id
 
 
 async def compacting_step(run: TurnRun, step: int) -> Outcome:
@@ -212,16 +171,16 @@ async def compacting_step(run: TurnRun, step: int) -> Outcome:
     if await compact_if_due(run, request, step):
         request = build_request(run, run.state())
     request = still_without_media(run, request)
-    result = await model_step(run, step, request)
+    result = await patient_step(run, step, request)
     if result.code == REQUEST_TOO_LARGE:
         bare = await drop_attachments(run, request, result.message or REQUEST_TOO_LARGE)
-        return result if bare is None else await model_step(run, step, bare)
+        return result if bare is None else await patient_step(run, step, bare)
     if result.code != CONTEXT_OVERFLOW:
         return result
     why_not = await compact_now(run, step)
     if why_not is not None:
         return _overflow(f"{result.message}; it could not be compacted: {why_not}")
-    result = await model_step(run, step, build_request(run, run.state()))
+    result = await patient_step(run, step, build_request(run, run.state()))
     if result.code == CONTEXT_OVERFLOW:
         return _overflow(f"{result.message} (again, after the history was compacted)")
     return result
@@ -236,13 +195,24 @@ def _overflow(detail: str) -> Outcome:
     )
 
 
+async def patient_step(run: TurnRun, step: int, request: ModelRequest) -> Outcome:
+    """A model step sent once more if its stream went idle before any of it
+    was recorded (see the module docstring)."""
+    result = await model_step(run, step, request)
+    if result.code != IDLE_TIMEOUT or not result.silent or run.aborted:
+        return result
+    message = f"{result.message}; nothing had arrived, so the step is sent once more"
+    await run.write(draft(ev.WarningEvent, run.turn_id, code=IDLE_RETRY, message=message))
+    return await model_step(run, step, request)
+
+
 async def model_step(run: TurnRun, step: int, request: ModelRequest | None = None) -> Outcome:
     if request is None:
         request = build_request(run, run.state())
     await run.write(draft(ev.PipelineStage, run.turn_id, stage="pre_send", step=step))
-    answer = _Answer()
+    answer = Answer()
     async for chunk in run.model.stream(request):
-        await _on_chunk(run, answer, chunk)
+        await on_chunk(run, answer, chunk)
     calls = answer.tool_calls()
     closing: list[ev.Event] = [
         *(draft(ev.ItemCompleted, run.turn_id, item=item) for item in answer.items()),
@@ -253,7 +223,8 @@ async def model_step(run: TurnRun, step: int, request: ModelRequest | None = Non
     # any tool can run (see kun.runtime.dispatch); without, the turn ends.
     await run.write(*closing, durable=not calls)
     if answer.error is not None:
-        return Outcome("failed", code=answer.error.code, message=answer.error.message)
+        error = answer.error
+        return Outcome("failed", code=error.code, message=error.message, silent=not answer.streamed)
     if calls:
         if len(calls) > run.limits.max_tool_calls_per_step:
             return Outcome(
@@ -270,56 +241,6 @@ async def model_step(run: TurnRun, step: int, request: ModelRequest | None = Non
     if verdict.status == "failed":
         return Outcome("failed", code=verdict.code, message=verdict.message)
     return Outcome("completed", stop_reason=answer.stop_reason)
-
-
-async def _on_chunk(run: TurnRun, answer: _Answer, chunk: object) -> None:
-    if isinstance(chunk, TextDeltaChunk):
-        if answer.text_id is None:
-            answer.text_id = new_thread_local_id("txt")
-        answer.text.append(chunk.text)
-        await run.write(
-            draft(ev.AssistantTextDelta, run.turn_id, item_id=answer.text_id, text=chunk.text)
-        )
-    elif isinstance(chunk, ReasoningDeltaChunk):
-        if answer.reasoning_id is None:
-            answer.reasoning_id = new_thread_local_id("rsn")
-            if not chunk.text:
-                opened = AssistantReasoning(id=answer.reasoning_id, status="in_progress")
-                await run.write(draft(ev.ItemCreated, run.turn_id, item=opened))
-        if chunk.signature:
-            answer.signature = chunk.signature
-        if chunk.text:
-            answer.reasoning.append(chunk.text)
-            await run.write(
-                draft(
-                    ev.AssistantReasoningDelta,
-                    run.turn_id,
-                    item_id=answer.reasoning_id,
-                    text=chunk.text,
-                )
-            )
-    elif isinstance(chunk, ToolCallDeltaChunk):
-        item_id = answer.call_ids.get(chunk.index)
-        if item_id is None:
-            item_id = answer.call_ids[chunk.index] = new_thread_local_id("call")
-        await run.write(
-            draft(
-                ev.ToolCallDelta,
-                run.turn_id,
-                item_id=item_id,
-                call_id=thread_call_id(chunk.call_id, item_id),
-                name=chunk.name,
-                arguments=chunk.arguments,
-            )
-        )
-    elif isinstance(chunk, ToolCallCompleteChunk):
-        answer.calls[chunk.index] = chunk
-    elif isinstance(chunk, UsageChunk):
-        answer.usage.append(chunk)
-    elif isinstance(chunk, CompletedChunk):
-        answer.stop_reason = chunk.stop_reason
-    elif isinstance(chunk, ErrorChunk):
-        answer.error = chunk
 
 
 def settle_events(run: TurnRun, outcome: Outcome) -> list[ev.Event]:
@@ -353,5 +274,6 @@ __all__ = [
     "compacting_step",
     "loop",
     "model_step",
+    "patient_step",
     "run_turn",
 ]
