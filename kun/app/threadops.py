@@ -1,6 +1,14 @@
 """Rewind, undo and fork as the CLI and the session both offer them, so
 ``kun rewind`` and ``/rewind`` name turns, and ``kun fork --at-turn`` and
-``/fork`` cut, the same way (:mod:`kun.domain.turnref`)."""
+``/fork`` cut, the same way (:mod:`kun.domain.turnref`).
+
+A rewind or its undo first settles, as ``orphaned``, every turn the log
+still shows open that no one here is running: the process that ran it died
+(this service holds the thread's lock, so it is the only writer). Hidden
+while still open, such a turn would leave the thread ``running`` with no
+visible turn, and nothing would ever settle it; this is the rule
+``start_turn`` already follows (SPEC §5).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +17,17 @@ from dataclasses import dataclass
 from kun.contracts.events import FilesRestore
 from kun.domain.state import Rewind, ThreadState, TurnState
 from kun.domain.turnref import find_turn, fork_seq, latest_rewind
+from kun.runtime.orphans import orphan_events
 from kun.runtime.service import TurnService
 
-__all__ = ["Rewound", "fork_at", "rewind_before", "thread_state", "undo_latest_rewind"]
+__all__ = [
+    "Rewound",
+    "fork_at",
+    "rewind_before",
+    "settled_thread_state",
+    "thread_state",
+    "undo_latest_rewind",
+]
 
 
 @dataclass(frozen=True)
@@ -29,12 +45,25 @@ async def thread_state(service: TurnService, thread_id: str) -> ThreadState:
     return await service.recorder.open(thread_id)
 
 
+async def settled_thread_state(service: TurnService, thread_id: str) -> ThreadState:
+    """The thread's state once every turn a dead process left open is
+    settled as orphaned (see the module docstring). Under the thread's lock,
+    so a turn starting here is either running or not yet started."""
+    await thread_state(service, thread_id)
+    async with service._lock(thread_id):
+        running = service.running_turn(thread_id)
+        orphans = orphan_events(service.state(thread_id), {running} if running else set())
+        if orphans:
+            await service.recorder.record(thread_id, *orphans)
+    return service.state(thread_id)
+
+
 async def rewind_before(
     service: TurnService, thread_id: str, ref: str, *, files: bool = False
 ) -> Rewound:
     """Hide the turn ``ref`` names (number, id or id prefix) and every later
     one; with ``files``, put the workspace's files back as before it too."""
-    number, turn = find_turn(await thread_state(service, thread_id), ref)
+    number, turn = find_turn(await settled_thread_state(service, thread_id), ref)
     seq = await service.rewind_thread(thread_id, turn.turn_id, files=files)
     rewind = next(r for r in service.state(thread_id).rewinds if r.seq == seq)
     restored = rewind.files if isinstance(rewind.files, FilesRestore) else None
@@ -44,7 +73,7 @@ async def rewind_before(
 async def undo_latest_rewind(service: TurnService, thread_id: str) -> Rewind:
     """Bring back what the most recent rewind still in force hid (and the
     files it restored); the rewind as it is after the undo."""
-    rewind = latest_rewind(await thread_state(service, thread_id))
+    rewind = latest_rewind(await settled_thread_state(service, thread_id))
     await service.undo_rewind(thread_id, rewind.seq)
     return next(r for r in service.state(thread_id).rewinds if r.seq == rewind.seq)
 
