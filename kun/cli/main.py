@@ -200,6 +200,18 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
     help="Plan mode: the model investigates with read-only tools and records a plan; "
     "nothing is changed.",
 )
+@click.option(
+    "--goal",
+    default=None,
+    help="Set this goal on the thread and stay while kun resumes it, until it is "
+    "complete, blocked or paused (Ctrl-C stops; the goal stays active).",
+)
+@click.option(
+    "--goal-budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Token budget of --goal: no resume once it is spent.",
+)
 @runtime_options
 @home_option
 def run(
@@ -212,6 +224,8 @@ def run(
     approval: Any,
     config: Path | None,
     plan_mode: bool,
+    goal: str | None,
+    goal_budget: int | None,
     home: Path | None,
 ) -> None:
     """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
@@ -230,6 +244,12 @@ def run(
     remote = remote_target()
     if remote is not None and plan_mode:
         raise click.ClickException("--plan is not available over a server yet; run it locally.")
+    if goal_budget is not None and goal is None:
+        raise click.UsageError("--goal-budget needs --goal")
+    if goal is not None and not goal.strip():
+        raise click.UsageError("--goal needs an objective")
+    if remote is not None and goal is not None:
+        raise click.ClickException("--goal is not available over a server yet; run it locally.")
     if remote is not None:
         from kun.cli.remote_run import run_over_server
 
@@ -253,10 +273,13 @@ def run(
         runtime=runtime_flags(approval),
         json=as_json,
         plan_mode=plan_mode,
+        goal=goal.strip() if goal is not None else None,
+        goal_budget=goal_budget,
     )
-    thread, turn = anyio.run(run_prompt, options)
+    result = anyio.run(run_prompt, options)
+    thread, turn = result.thread_id, result.turn
     click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)
-    if turn.status != "completed":
+    if result.failed(options):
         sys.exit(EXIT_FAILURE)
 
 

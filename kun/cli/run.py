@@ -4,6 +4,8 @@ The turn runs on the thread's model unless the user names another
 (:mod:`kun.app.selection`); approvals are asked on the controlling terminal
 (:mod:`kun.cli.tty`); SIGINT, SIGTERM and SIGHUP interrupt the turn, which the
 log records as aborted, and the view stops at once, even mid-prompt.
+``--goal`` sets a goal first and stays for its resumed turns
+(:mod:`kun.cli.run_goal`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 
@@ -21,11 +24,12 @@ from kun.app.settings import runtime_settings
 from kun.cli.colors import use_color
 from kun.cli.flags import RuntimeFlags
 from kun.cli.lognotes import notes_from_log
+from kun.cli.run_goal import drive_goal, set_goal
 from kun.cli.runjson import JsonView
 from kun.cli.terminal import LiveView, PlainSink
 from kun.cli.tty import TtyPrompter, open_terminal, watch
 from kun.config import Config, load_config
-from kun.contracts.threads import ApprovalPolicy, ThreadSettings
+from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings
 from kun.domain.state import TurnState
 from kun.model.factory import build_router
 from kun.runtime.service import TurnService
@@ -45,6 +49,24 @@ class RunOptions:
     json: bool = False
     plan_mode: bool = False
     runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
+    goal: str | None = None
+    goal_budget: int | None = None
+
+
+class RunResult(NamedTuple):
+    """The thread, its last turn, and (``--goal``) where the goal stands."""
+
+    thread_id: str
+    turn: TurnState
+    goal: Goal | None = None
+
+    def failed(self, options: RunOptions) -> bool:
+        """A turn succeeds when it completes; ``--goal`` only when the
+        goal is complete (blocked, paused or still active is a failure, so
+        an unattended script can tell)."""
+        if options.goal is None:
+            return self.turn.status != "completed"
+        return self.goal is None or self.goal.status != "complete"
 
 
 def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
@@ -59,7 +81,7 @@ def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
     return attempts
 
 
-async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
+async def run_prompt(options: RunOptions) -> RunResult:
     check_prompt(options.prompt)  # before a thread is created for it
     config = load_config(options.config, home=options.home)
     runtime = runtime_settings(config, options.runtime)
@@ -97,12 +119,14 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
                 approval_policy=options.approval or runtime.approval_policy,
             )
             thread_id = await service.create_thread(settings)
+        if options.goal is not None:
+            await set_goal(service, thread_id, options.goal, options.goal_budget)
         prompter = TtyPrompter(terminal) if terminal is not None else None
         view = _view(service, thread_id, prompter, as_json=options.json)
         new_thread = options.thread_id is None
         after = 0 if options.json and new_thread else service.state(thread_id).last_seq
         with notes_from_log(view.note, retry_budget(config, model)):
-            turn = await _drive(
+            turn = await (_drive if options.goal is None else drive_goal)(
                 view,
                 after,
                 options.prompt,
@@ -111,9 +135,10 @@ async def run_prompt(options: RunOptions) -> tuple[str, TurnState]:
             )
         if isinstance(view, JsonView):
             await view.drain()
+        goal = service.state(thread_id).settings.goal
     if terminal is not None:
         terminal.close()
-    return thread_id, turn
+    return RunResult(thread_id, turn, goal)
 
 
 def _view(

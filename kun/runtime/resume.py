@@ -35,11 +35,17 @@ from kun.runtime.errors import ThreadBusy
 if TYPE_CHECKING:
     from kun.runtime.service import TurnService
 
-__all__ = ["GoalResumer", "PendingResume", "Sleep"]
+__all__ = ["GoalResumer", "PendingResume", "Sleep", "clock_sleep"]
 
 _log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+async def clock_sleep(seconds: float) -> None:
+    """The sleep a resumer uses unless it is given one; looked up when a
+    timer starts, so a test of a whole command can replace it."""
+    await anyio.sleep(seconds)
 
 
 @dataclass
@@ -61,17 +67,25 @@ class GoalResumer:
         task_group: TaskGroup,
         *,
         settings: ResumeSettings | None = None,
-        sleep: Sleep = anyio.sleep,
+        sleep: Sleep | None = None,
     ) -> None:
         self._service = service
         self._tg = task_group
         self.settings = settings or ResumeSettings()
         self._sleep = sleep
         self._pending: dict[str, PendingResume] = {}
+        self._last: dict[str, tuple[str, PendingResume]] = {}
         self._closed = False
 
     def pending(self, thread_id: str) -> PendingResume | None:
+        """The thread's resume still waiting for its timer."""
         return self._pending.get(thread_id)
+
+    def scheduled_after(self, thread_id: str, turn_id: str) -> PendingResume | None:
+        """The resume the settling of ``turn_id`` scheduled, waiting, fired
+        or dropped; ``None`` if it scheduled none (or a later turn did)."""
+        last = self._last.get(thread_id)
+        return last[1] if last is not None and last[0] == turn_id else None
 
     async def after_turn(self, run: TurnRun) -> None:
         """Decide once ``run`` has settled (before its ``done`` is set, so a
@@ -100,6 +114,7 @@ class GoalResumer:
 
     async def _decide(self, thread_id: str, *, aborted: bool, options: dict[str, Any]) -> None:
         self.clear(thread_id)
+        self._last.pop(thread_id, None)
         state = self._service.state(thread_id)
         turns = state.visible_turns
         if not turns:
@@ -114,6 +129,7 @@ class GoalResumer:
         elif isinstance(decision, Schedule) and not self._closed:
             pending = PendingResume(plan=decision, options=options)
             self._pending[thread_id] = pending
+            self._last[thread_id] = (turns[-1].turn_id, pending)
             self._tg.start_soon(self._timer, thread_id, pending)
 
     def clear(self, thread_id: str) -> None:
@@ -130,10 +146,12 @@ class GoalResumer:
         for thread_id in list(self._pending):
             self.clear(thread_id)
 
-    async def next_turn(self, thread_id: str) -> str | None:
-        """Wait for the pending resume of ``thread_id``: the turn it started,
-        or ``None`` at once when none is pending, or when it was dropped."""
-        pending = self._pending.get(thread_id)
+    async def next_turn(self, thread_id: str, after_turn_id: str) -> str | None:
+        """Wait for the resume scheduled when ``after_turn_id`` settled: the
+        turn it started, or ``None`` (at once when it scheduled none; when
+        it was dropped or cancelled). Asking after the timer fired is not
+        too late."""
+        pending = self.scheduled_after(thread_id, after_turn_id)
         if pending is None:
             return None
         await pending.settled.wait()
@@ -142,7 +160,7 @@ class GoalResumer:
     async def _timer(self, thread_id: str, pending: PendingResume) -> None:
         try:
             with pending.scope:
-                await self._sleep(pending.plan.delay_seconds)
+                await (self._sleep or clock_sleep)(pending.plan.delay_seconds)
             if pending.scope.cancel_called or self._pending.get(thread_id) is not pending:
                 return
             del self._pending[thread_id]

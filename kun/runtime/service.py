@@ -68,7 +68,7 @@ class TurnService:
         compact_at: float = DEFAULT_COMPACT_AT,
         repetition: RepetitionSettings | None = None,
         resume: ResumeSettings | None = None,
-        sleep: Sleep = anyio.sleep,
+        sleep: Sleep | None = None,
         titler: Titler | None = None,
     ) -> None:
         """``project_context``: read the workspace's instructions file and

@@ -80,8 +80,9 @@ class Rig:
         with anyio.fail_after(10):
             waiting = self.service.resumes.pending(self.thread_id)
             assert waiting is not None
+            last = self.service.state(self.thread_id).turns[-1].turn_id
             await self.clock.tick()
-            turn_id = await self.service.resumes.next_turn(self.thread_id)
+            turn_id = await self.service.resumes.next_turn(self.thread_id, last)
             if turn_id is not None:
                 await self.service.wait_turn(self.thread_id, turn_id)
             return turn_id
@@ -190,9 +191,9 @@ async def test_a_paused_goal_is_not_resumed_when_the_timer_fires(tmp_path: Path)
 
 async def test_a_turn_without_an_active_goal_schedules_nothing(tmp_path: Path) -> None:
     async with rig(tmp_path, _replies(1), goal=None) as r:
-        await r.run("hello")
+        turn_id = await r.run("hello")
         assert r.service.resumes.pending(r.thread_id) is None
-        assert await r.service.resumes.next_turn(r.thread_id) is None
+        assert await r.service.resumes.next_turn(r.thread_id, turn_id) is None
 
 
 async def test_an_interrupted_turn_is_not_resumed(tmp_path: Path) -> None:
@@ -254,7 +255,7 @@ async def test_closing_cancels_pending_timers_so_the_task_group_can_end(
                 assert pending is not None
                 await clock.asleep()
                 service.resumes.close()
-                assert await service.resumes.next_turn(thread_id) is None
+                assert await service.resumes.next_turn(thread_id, turn_id) is None
     assert clock.cancelled == 1
     assert pending is not None and pending.turn_id is None
 
@@ -299,7 +300,7 @@ async def test_after_a_restart_only_reconciled_threads_with_an_active_goal_resum
         assert pending is not None and pending.plan.delay_seconds == 2
         with anyio.fail_after(10):
             await clock.tick()
-            turn_id = await service.resumes.next_turn(orphaned)
+            turn_id = await service.resumes.next_turn(orphaned, "turn_1")
             assert turn_id is not None
             turn = await service.wait_turn(orphaned, turn_id)
         assert turn.status == "completed" and turn.disable_user_input

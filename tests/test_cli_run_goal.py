@@ -1,0 +1,104 @@
+"""``kun run --goal`` end to end against a loopback provider, in process so
+the resume timers run on a fake clock (``kun.runtime.resume.clock_sleep``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kun.cli import cli
+from kun.cli.run import RunOptions, run_prompt
+from kun.contracts.items import UserMessage
+from kun.domain.reduce import replay
+from kun.model.scripted import text_reply, tool_reply
+from kun.runtime import resume
+from kun.store.jsonl import JsonlEventStore
+from kun.testing.fake_provider import FakeProvider
+from tests.test_cli_run import _config, _workspace
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every resume wait asked for; none is waited for."""
+    asked: list[float] = []
+
+    async def instant(seconds: float) -> None:
+        asked.append(seconds)
+
+    monkeypatch.setattr(resume, "clock_sleep", instant)
+    return asked
+
+
+def _options(tmp_path: Path, base_url: str, **goal: object) -> RunOptions:
+    return RunOptions(
+        home=tmp_path / "home",
+        prompt="make a.py print A",
+        thread_id=None,
+        provider=None,
+        model=None,
+        workspace=tmp_path / "ws",
+        approval=None,
+        config=_config(tmp_path, base_url),
+        **goal,  # type: ignore[arg-type]
+    )
+
+
+async def test_run_goal_resumes_until_the_model_completes_it(
+    tmp_path: Path, delays: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _workspace(tmp_path)
+    script = [
+        tool_reply("read_file", {"path": "a.py"}),
+        text_reply("Read it; more to do."),
+        tool_reply("update_goal", {"status": "complete"}),
+        text_reply("All done."),
+    ]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        options = _options(tmp_path, provider.base_url, goal="make a.py print A", goal_budget=10**9)
+        result = await run_prompt(options)
+    assert not result.failed(options)
+    assert result.goal is not None and result.goal.status == "complete"
+    assert result.goal.token_budget == 10**9
+    assert delays == [2]
+    out = capsys.readouterr().out
+    assert "Read it; more to do." in out and "All done." in out
+    state = replay(JsonlEventStore(tmp_path / "home").read(result.thread_id))
+    first, resumed = state.turns
+    assert result.turn.turn_id == resumed.turn_id
+    message = next(i for i in resumed.items if isinstance(i, UserMessage))
+    assert message.goal_resume == 1 and message.text.startswith("[goal resume 1/5]")
+    assert first.disable_user_input and resumed.disable_user_input  # no terminal here
+    shown = CliRunner().invoke(cli, ["replay", result.thread_id, "--home", str(tmp_path / "home")])
+    assert "[goal resume 1/5]" in shown.output
+
+
+async def test_run_goal_without_progress_ends_blocked_and_fails(
+    tmp_path: Path, delays: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _workspace(tmp_path)
+    script = [text_reply(f"ok {n}") for n in range(6)]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        options = _options(tmp_path, provider.base_url, goal="make a.py print A")
+        result = await run_prompt(options)
+    assert result.failed(options)
+    assert result.goal is not None and result.goal.status == "blocked"
+    assert delays == [2, 4, 8, 16, 32]
+    captured = capsys.readouterr()
+    assert "goal blocked: goal blocked: 5 resumed turns" in captured.out + captured.err
+
+
+def test_goal_flags_are_checked_in_one_line(tmp_path: Path) -> None:
+    home = ["--home", str(tmp_path)]
+    for args, said in [
+        (["--goal-budget", "5"], "--goal-budget needs --goal"),
+        (["--goal", "  "], "--goal needs an objective"),
+        (["--goal", "x", "--goal-budget", "0"], "--goal-budget"),
+    ]:
+        result = CliRunner().invoke(cli, ["run", "hi", *args, *home])
+        assert result.exit_code == 1, result.output
+        assert result.output.startswith("kun: error: ") and result.output.count("\n") == 1
+        assert said in result.output
