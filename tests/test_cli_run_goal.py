@@ -3,8 +3,12 @@ the resume timers run on a fake clock (``kun.runtime.resume.clock_sleep``)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from click.testing import CliRunner
 
@@ -102,3 +106,38 @@ def test_goal_flags_are_checked_in_one_line(tmp_path: Path) -> None:
         assert result.exit_code == 1, result.output
         assert result.output.startswith("kun: error: ") and result.output.count("\n") == 1
         assert said in result.output
+
+
+async def test_ctrl_c_while_waiting_for_a_resume_exits_and_leaves_the_goal_active(
+    tmp_path: Path,
+) -> None:
+    """A real process: the signal comes while it waits for the first resume
+    (2 s); it exits at once, resumes nothing, and the goal stays active."""
+    workspace = _workspace(tmp_path)
+    home = tmp_path / "home"
+    async with FakeProvider([text_reply("Looked around.")], format="chat_completions") as p:
+        command = [
+            sys.executable, "-m", "kun", "run", "go", "--goal", "make a.py print A",
+            "--config", str(_config(tmp_path, p.base_url)),
+            "--home", str(home), "--workspace", str(workspace),
+        ]  # fmt: skip
+        environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        async with await anyio.open_process(command, env=environ) as process:
+            assert process.stdout is not None and process.stderr is not None
+            with anyio.fail_after(20):
+                seen = b""
+                while b"goal active: resuming in 2 s" not in seen:
+                    seen += await process.stdout.receive()
+                process.send_signal(signal.SIGINT)
+                code = await process.wait()
+                async for piece in process.stdout:
+                    seen += piece
+                err = b""
+                async for piece in process.stderr:
+                    err += piece
+    assert code == 1, err
+    assert b"goal still active" in seen and b"Traceback" not in err
+    (thread_id,) = JsonlEventStore(home).list_threads()
+    state = replay(JsonlEventStore(home).read(thread_id))
+    assert [t.status for t in state.turns] == ["completed"]
+    assert state.settings.goal is not None and state.settings.goal.status == "active"
