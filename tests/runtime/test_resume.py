@@ -305,3 +305,30 @@ async def test_after_a_restart_only_reconciled_threads_with_an_active_goal_resum
             turn = await service.wait_turn(orphaned, turn_id)
         assert turn.status == "completed" and turn.disable_user_input
         tg.cancel_scope.cancel()
+
+
+async def test_a_plan_mode_turn_is_not_resumed(tmp_path: Path) -> None:
+    async with rig(tmp_path, _replies(1)) as r:
+        await r.run("plan the work", plan_mode=True)
+        assert r.service.resumes.pending(r.thread_id) is None
+        assert r.clock.delays == []
+
+
+async def test_server_shutdown_cancels_pending_resumes_first(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from kun.server.app import begin_shutdown
+
+    async with rig(tmp_path, _replies(2)) as r:
+        first = await r.run("work on the goal")
+        pending = r.service.resumes.pending(r.thread_id)
+        assert pending is not None
+        await r.clock.asleep()
+        backend = SimpleNamespace(service=r.service)
+        app = SimpleNamespace(state=SimpleNamespace(shutdown=anyio.Event(), backend=backend))
+        with anyio.fail_after(10):
+            await begin_shutdown(app)
+            assert await r.service.resumes.next_turn(r.thread_id, first) is None
+        assert r.clock.cancelled == 1
+        await r.run("one more")  # a turn settling now schedules nothing
+        assert r.service.resumes.pending(r.thread_id) is None
