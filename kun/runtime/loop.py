@@ -18,8 +18,11 @@ then would show the user the start of the answer twice.
 
 Steering is never accepted and lost (:mod:`kun.runtime.steering`): steering
 still unread when the turn ends otherwise than completed (a limit, a failed
-stream) is recorded as steered user messages before the turn settles, so the
-user sees it in the turn and the model reads it on the next turn.
+stream, an interrupt) is recorded as steered user messages before the turn
+settles, so the user sees it in the turn and the model reads it on the next
+turn. After an interrupt that record is best effort, as the abort's own is
+(:meth:`kun.runtime.service.TurnService.interrupt_turn`): the turn is
+stopped whether or not it could be written.
 
 Of the pipeline stages (SPEC §6.2) only ``pre_send`` is recorded, once per
 step as its request goes out: it is the step's boundary and what a live view
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import count
 
@@ -95,6 +99,8 @@ async def run_turn(
         except Exception as exc:
             outcome = Outcome("failed", code="internal_error", message=_enriched(run, exc))
     if run.scope.cancelled_caught or run.aborted:
+        with suppress(Exception):
+            await record_unread_steering(run)
         return ABORTED
     return outcome
 

@@ -161,3 +161,22 @@ async def test_steering_pending_when_a_stream_fails_is_recorded(tmp_path: Path) 
         assert turn.status == "failed" and turn.steered == 1
         steered = [i.text for i in turn.items if isinstance(i, UserMessage) and i.steered]
         assert steered == ["and b.py"]
+
+
+async def test_steering_unread_when_the_turn_is_interrupted_is_recorded(tmp_path: Path) -> None:
+    started = anyio.Event()
+    tools = host_with(SlowTool(started=started))
+    async with harness(tmp_path, [tool_reply("slow"), text_reply("next")], tools=tools) as h:
+        turn_id = await h.service.start_turn(h.thread_id, "work")
+        await started.wait()
+        await h.service.steer_turn(h.thread_id, turn_id, "stop and check b.py")
+        with anyio.fail_after(5):
+            await h.service.interrupt_turn(h.thread_id, turn_id)
+        turn = h.turn(turn_id)
+        assert turn.status == "aborted"
+        steered = [i.text for i in turn.items if isinstance(i, UserMessage) and i.steered]
+        assert steered == ["stop and check b.py"]
+        await h.run("go on")
+        texts = [i.text for i in h.model.requests[-1].history if isinstance(i, UserMessage)]
+        assert texts == ["work", "stop and check b.py", "go on"]
+        assert replay(_log(h.home, h.thread_id)).turns == h.state().turns
