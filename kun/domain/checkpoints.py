@@ -22,15 +22,22 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from kun.contracts.events import FileSkipped, FilesRestore
+from kun.contracts.events import (
+    Event,
+    FileSkipped,
+    FilesRestore,
+    ItemCompleted,
+    ThreadRewindUndone,
+    ThreadRewound,
+)
 from kun.contracts.items import BlobRef, FileCheckpoint, ToolResult
-from kun.domain.state import Rewind, ThreadState
+from kun.domain.state import Rewind
 
 __all__ = [
     "ABSENT",
     "RestoreAction",
     "RestorePlan",
-    "changes_since",
+    "file_changes",
     "plan_restore",
     "rewind_lines",
     "tracked_paths",
@@ -132,25 +139,22 @@ def rewind_lines(rewind: Rewind) -> list[str]:
     return lines
 
 
-def changes_since(state: ThreadState, turn_id: str) -> list[FileCheckpoint]:
-    """Every change to the workspace's files recorded from the start of
-    ``turn_id`` on, in the order they were made: the file tools' changes in
-    every later turn, hidden or not (a rewind without ``--files`` left them
-    on disk), and the changes earlier restores and their undos made. Undoing
-    all of them, newest first, gives the files as they were before the turn."""
-    start = next(t.started_seq for t in state.turns if t.turn_id == turn_id)
-    timeline: list[tuple[int, tuple[FileCheckpoint, ...]]] = []
-    for turn in state.turns:
-        if turn.started_seq >= start:
-            points = tuple(
-                item.checkpoint
-                for item in turn.items
-                if isinstance(item, ToolResult) and item.checkpoint is not None
-            )
-            timeline.append((turn.started_seq, points))
-    for rewind in state.rewinds:
-        for seq, done in ((rewind.seq, rewind.files), (rewind.undone_at_seq, rewind.undo_files)):
-            if seq is not None and seq > start and isinstance(done, FilesRestore):
-                timeline.append((seq, done.restored))
-    timeline.sort(key=lambda entry: entry[0])
-    return [point for _, points in timeline for point in points]
+def file_changes(events: Iterable[Event]) -> list[FileCheckpoint]:
+    """Every change to the workspace's files ``events`` record, in log
+    order: the file tools' results (each once, in any turn, hidden or not:
+    a rewind without ``--files`` or an interrupt that discarded the turn's
+    items left the files as they were) and the changes restores and their
+    undos made. Read from the log from a turn's start on, undoing them all,
+    newest first, gives the files as they were before that turn."""
+    seen: set[str] = set()
+    points: list[FileCheckpoint] = []
+    for event in events:
+        if isinstance(event, ItemCompleted):
+            item = event.item
+            if isinstance(item, ToolResult) and item.checkpoint is not None:
+                if item.id not in seen:
+                    seen.add(item.id)
+                    points.append(item.checkpoint)
+        elif isinstance(event, ThreadRewound | ThreadRewindUndone) and event.files is not None:
+            points.extend(event.files.restored)
+    return points

@@ -34,11 +34,12 @@ from kun.contracts.items import FileCheckpoint, ToolResult
 from kun.domain.checkpoints import (
     NOT_A_FILE,
     RestoreAction,
-    changes_since,
+    file_changes,
     plan_restore,
     tracked_paths,
 )
 from kun.domain.state import ThreadState, TurnState
+from kun.runtime.recorder import EventRecorder
 from kun.store.blobs import BlobError, BlobStore
 from kun.tools.atomic import replace_file
 from kun.tools.errors import ToolError
@@ -179,11 +180,26 @@ def _apply(root: Workspace, blobs: BlobStore, action: RestoreAction) -> FileChec
     return FileCheckpoint(path=action.path, before=saved, after_sha256=after)
 
 
-async def rewind_files(state: ThreadState, blobs: BlobStore, before_turn_id: str) -> FilesRestore:
+async def rewind_files(
+    recorder: EventRecorder, thread_id: str, before_turn_id: str
+) -> FilesRestore:
     """Put the files back as they were before ``before_turn_id``: undo every
-    change recorded since it started (:func:`~kun.domain.checkpoints.changes_since`)."""
-    points = changes_since(state, before_turn_id)
-    return await anyio.to_thread.run_sync(restore, _workspace(state), blobs, points)
+    change the log records since it started
+    (:func:`~kun.domain.checkpoints.file_changes`). Read from the log, not
+    the projection: a turn interrupted with ``discard`` keeps no items, but
+    its changes are on disk."""
+    await recorder.flush(thread_id)
+    state = recorder.state(thread_id)
+    start = next(t.started_seq for t in state.turns if t.turn_id == before_turn_id)
+    store = recorder.store
+
+    def changes() -> list[FileCheckpoint]:
+        return file_changes(store.read(thread_id, after=start - 1))
+
+    points = await anyio.to_thread.run_sync(changes)
+    return await anyio.to_thread.run_sync(
+        restore, _workspace(state), store.blobs(thread_id), points
+    )
 
 
 async def undo_rewind_files(

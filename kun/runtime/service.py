@@ -181,8 +181,9 @@ class TurnService:
             state = self.recorder.state(thread_id)
             if _turn(state, before_turn_id) is None:
                 raise UnknownTurn(thread_id, before_turn_id)
-            blobs = self.recorder.store.blobs(thread_id)
-            restored = await rewind_files(state, blobs, before_turn_id) if files else None
+            restored = (
+                await rewind_files(self.recorder, thread_id, before_turn_id) if files else None
+            )
             (event,) = await self.recorder.record(
                 thread_id, draft(ev.ThreadRewound, before_turn_id=before_turn_id, files=restored)
             )

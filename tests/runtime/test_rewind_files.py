@@ -8,6 +8,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from msgspec import UNSET
 
@@ -18,7 +19,7 @@ from kun.model.scripted import text_reply, tool_reply
 from kun.runtime.checkpoints import checkpoints_of
 from kun.store import log_path, read_log
 from kun.store.blobs import FileBlobStore
-from tests.runtime.support import Harness, harness
+from tests.runtime.support import Harness, SlowTool, harness, host_with
 
 pytestmark = pytest.mark.anyio
 
@@ -223,3 +224,22 @@ def test_restoring_twice_finds_the_files_already_restored(tmp_path: Path) -> Non
     again = restore(tmp_path, blobs, points)
     assert again.restored == () and again.skipped == ()
     assert (tmp_path / "f").read_text() == "old\n"
+
+
+async def test_changes_of_a_turn_interrupted_with_discard_are_undone(tmp_path: Path) -> None:
+    started = anyio.Event()
+    script = [
+        tool_reply("write_file", {"path": "gone.txt", "content": "x\n"}),
+        tool_reply("slow", {}, call_id="c2"),
+    ]
+    tools = host_with(SlowTool(started=started))
+    async with harness(tmp_path, script, policy="full-auto", tools=tools) as h:
+        turn_id = await h.service.start_turn(h.thread_id, "write then wait")
+        with anyio.fail_after(10):
+            await started.wait()
+        await h.service.interrupt_turn(h.thread_id, turn_id, discard=True)
+        with anyio.fail_after(10):
+            turn = await h.service.wait_turn(h.thread_id, turn_id)
+        assert turn.discarded_items > 0 and (h.workspace / "gone.txt").exists()
+        await h.service.rewind_thread(h.thread_id, turn_id, files=True)
+        assert not (h.workspace / "gone.txt").exists()

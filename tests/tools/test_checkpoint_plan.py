@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kun.contracts.items import BlobRef, FileCheckpoint
-from kun.domain.checkpoints import NOT_A_FILE, RestoreAction, plan_restore
+from kun.domain.checkpoints import NOT_A_FILE, RestoreAction, file_changes, plan_restore
 
 
 def _sha(text: str) -> str:
@@ -78,3 +78,20 @@ def test_kuns_own_chain_always_goes_back_to_the_start(contents: list[str], creat
         assert action.content == (None if first is None else _ref(first))
     outsider = plan_restore(points, {"f": _sha("\x00 not kun's")})
     assert outsider.actions == ()
+
+
+def test_file_changes_come_in_log_order_each_result_once() -> None:
+    from kun.contracts import events as ev
+    from kun.contracts.items import ToolResult
+
+    first, second = _change("f", None, "1"), _change("f", "1", "2")
+    result = ToolResult(id="res_1", call_id="c", checkpoint=first)
+    restore = ev.FilesRestore(restored=(_change("f", "2", "1"),))
+    events = [
+        ev.ItemCompleted(seq=1, at=0, item=result),
+        ev.ItemCompleted(seq=2, at=0, item=result),
+        ev.ItemCompleted(seq=3, at=0, item=ToolResult(id="res_2", call_id="d", checkpoint=second)),
+        ev.ThreadRewound(seq=4, at=0, before_turn_id="t", files=restore),
+        ev.ItemCompleted(seq=5, at=0, item=ToolResult(id="res_3", call_id="e")),
+    ]
+    assert file_changes(events) == [first, second, *restore.restored]
