@@ -24,6 +24,8 @@ from kun.runtime.context import TurnLimits
 from kun.runtime.errors import TurnNotRunning
 from kun.runtime.steering import SteeringQueue
 from kun.store.jsonl import JsonlEventStore
+from tests.model.fake_http import Script, Stream, client, sse
+from tests.model.support import fixture
 from tests.runtime.support import SlowTool, harness, host_with
 
 pytestmark = pytest.mark.anyio
@@ -180,3 +182,18 @@ async def test_steering_unread_when_the_turn_is_interrupted_is_recorded(tmp_path
         texts = [i.text for i in h.model.requests[-1].history if isinstance(i, UserMessage)]
         assert texts == ["work", "stop and check b.py", "go on"]
         assert replay(_log(h.home, h.thread_id)).turns == h.state().turns
+
+
+async def test_a_provider_silent_past_the_idle_timeout_is_asked_again(tmp_path: Path) -> None:
+    """End to end over HTTP (httpx.MockTransport, a 50 ms idle timeout): the
+    first response sends headers and then nothing; the step is sent again."""
+    answer = fixture("cc_plain_text.sse")
+    script = Script(sse(Stream([], hang=True)), sse(answer))
+    model = client(script, idle_timeout=0.05)
+    async with harness(tmp_path, []) as h:
+        turn = await h.run("hi", model=model)
+        assert turn.status == "completed", turn.items
+        assert len(script.requests) == 2
+        assert [i.text for i in turn.items if isinstance(i, AssistantText)] == ["Hello, world!"]
+        codes = [e.code for e in _log(h.home, h.thread_id) if isinstance(e, ev.WarningEvent)]
+        assert codes == ["stream_idle_retry"]
