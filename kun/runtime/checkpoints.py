@@ -81,6 +81,11 @@ async def undo_restore(workspace: Path, blobs: BlobStore, done: FilesRestore) ->
 def restore(workspace: Path, blobs: BlobStore, points: list[FileCheckpoint]) -> FilesRestore:
     """Undo the changes ``points`` record (blocking IO): plan from the files'
     hashes now, then carry out each action that still holds."""
+    if not workspace.is_dir():
+        why = f"the workspace {workspace} is not a directory now; left alone"
+        return FilesRestore(
+            skipped=tuple(FileSkipped(path=p, reason=why) for p in tracked_paths(points))
+        )
     root = Workspace(workspace)
     disk = {path: _disk_sha(root, path) for path in tracked_paths(points)}
     plan = plan_restore(points, disk)
@@ -128,7 +133,7 @@ def _disk_sha(root: Workspace, path: str) -> str | None:
             data = _read(where.dir_fd, where.name)
     except ToolError as exc:
         return None if exc.code == "not_found" else NOT_A_FILE
-    except _Skip:
+    except (_Skip, OSError):
         return NOT_A_FILE
     return None if data is None else hashlib.sha256(data).hexdigest()
 

@@ -243,3 +243,16 @@ async def test_changes_of_a_turn_interrupted_with_discard_are_undone(tmp_path: P
         assert turn.discarded_items > 0 and (h.workspace / "gone.txt").exists()
         await h.service.rewind_thread(h.thread_id, turn_id, files=True)
         assert not (h.workspace / "gone.txt").exists()
+
+
+async def test_a_workspace_that_is_gone_leaves_everything_alone(tmp_path: Path) -> None:
+    async with harness(tmp_path, SCRIPT, policy="full-auto") as h:
+        ids = await _four_turns(h)
+        moved = tmp_path / "elsewhere"
+        h.workspace.rename(moved)
+        await h.service.rewind_thread(h.thread_id, ids[0], files=True)
+        files = h.state().rewinds[-1].files
+        assert isinstance(files, FilesRestore) and files.restored == ()
+        assert {s.path for s in files.skipped} == {"new.txt", "a.py", "made.txt", "b.py"}
+        assert all("is not a directory now" in s.reason for s in files.skipped)
+        assert (moved / "new.txt").read_text() == "two\n"
