@@ -65,9 +65,11 @@ def title_from_reply(text: str) -> str:
 
 class Titler:
     """Titles a new thread from its first prompt. ``max_tokens`` bounds the
-    reply; ``timeout`` (seconds) gives up on a slow model."""
+    reply (room for a few words, and for a model that reasons anyway:
+    the request asks for reasoning ``off``, which some models ignore);
+    ``timeout`` (seconds) gives up on a slow model."""
 
-    def __init__(self, *, max_tokens: int = 32, timeout: float = 30.0) -> None:
+    def __init__(self, *, max_tokens: int = 128, timeout: float = 30.0) -> None:
         self.max_tokens = max_tokens
         self.timeout = timeout
 
@@ -98,6 +100,7 @@ class Titler:
             system_prompt=TITLE_INSTRUCTION,
             history=(UserMessage(id="title_prompt", text=prompt[:_PROMPT_CHARS]),),
             max_tokens=self.max_tokens,
+            reasoning_effort="off",
         )
         parts: list[str] = []
         async for chunk in model.stream(request):

@@ -121,6 +121,7 @@ async def test_the_model_title_replaces_the_prompt_title(tmp_path: Path) -> None
         assert len(model_updates(h)) == 1
         (request,) = script.title_requests
         assert request.tools == () and request.max_tokens == titler.max_tokens
+        assert request.reasoning_effort == "off"
         assert request.history[0].text == PROMPT  # type: ignore[union-attr]
 
 
