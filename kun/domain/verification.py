@@ -57,6 +57,7 @@ VERIFICATION_SUGGESTION = (
 
 _FILE_TOOLS = frozenset({"write_file", "edit_file"})
 _CHECK_TOOL = "verify_changes"
+_RELEVANT = _FILE_TOOLS | {_CHECK_TOOL, "bash"}
 
 
 def is_check_command(command: str) -> bool:
@@ -73,7 +74,7 @@ def needs_verification(items: Sequence[Item]) -> bool:
         if isinstance(item, ToolResult):
             if not item.is_error and item.status != "failed":
                 succeeded.add(item.call_id)
-        elif isinstance(item, ToolCall):
+        elif isinstance(item, ToolCall) and item.name in _RELEVANT:
             if _is_check(item):
                 return False
             if item.call_id in succeeded and _is_source_change(item):
