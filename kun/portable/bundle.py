@@ -115,7 +115,7 @@ def _write_archive(out: Path, manifest: Manifest, log: bytes, blobs: list[Path])
     mtime = manifest.exported_at // 1000
     try:
         plain = out.name.endswith(".tar")
-        with tarfile.open(temp, "w") if plain else tarfile.open(temp, "w:gz") as tar:
+        with tarfile.open(temp, "w") if plain else _gzip(temp) as tar:
             _add(tar, MANIFEST_MEMBER, encode_manifest(manifest), mtime)
             _add(tar, LOG_MEMBER, log, mtime)
             for path in blobs:
@@ -127,6 +127,12 @@ def _write_archive(out: Path, manifest: Manifest, log: bytes, blobs: list[Path])
     finally:
         with suppress(FileNotFoundError):
             temp.unlink()
+
+
+def _gzip(path: Path) -> tarfile.TarFile:
+    """gzip's own default level: tarfile's 9 takes four times as long for
+    a tenth less on a log."""
+    return tarfile.open(path, "w:gz", compresslevel=6)
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes, mtime: int) -> None:
