@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kun.app.cleanup import GcUnsafe, collect, confirm, kept_generations
 from kun.contracts import events as ev
 from kun.contracts.items import ToolResult
+from kun.contracts.threads import Goal
 from kun.domain.state import ThreadState, TurnState
 from kun.store.blobs import blob_ref
 from kun.store.codec import encode_line
@@ -150,6 +151,7 @@ def test_gc_keeps_the_visible_projection_of_any_history(
     after = replay_log(path)
     assert visible(after) == visible(before) and after.settings == before.settings
     assert len(after.turns) == len(before.visible_turns)
+    assert after.usage == before.usage  # hidden turns were paid for
 
 
 class Crash(Exception):
@@ -243,3 +245,20 @@ def test_the_snapshot_of_the_old_log_is_removed(tmp_path: Path) -> None:
     collect(tmp_path, TID)
     assert not snapshot_path(tmp_path, TID).exists()
     assert Snapshots(tmp_path).resume(TID) is None
+
+
+def test_a_goal_keeps_what_hidden_turns_spent_on_it(tmp_path: Path) -> None:
+    log = LogBuilder(TID)
+    log.create()
+    log.update(goal=Goal(objective="ship it", created_at=log.at))
+    turn(log, "one")
+    two = turn(log, "two")
+    log.rewind(two)
+    turn(log, "three")
+    path = write_log(tmp_path, log.events)
+    before = replay_log(path)
+    assert before.settings.goal is not None and before.settings.goal.tokens == 39
+    collect(tmp_path, TID)
+    after = replay_log(path)
+    assert after.settings.goal == before.settings.goal and after.usage == before.usage
+    assert len(after.turns) == 2

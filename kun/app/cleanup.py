@@ -4,7 +4,8 @@ A rewind hides turns and keeps them (SPEC: nothing is deleted), and a crash
 can leave a side file no event names. :func:`collect` writes a new
 generation of the log without the hidden turns (their events and the rewind
 events that hid them, or were undone) and moves the side files nothing in it
-names out of ``blobs/``. The old generation is kept beside it, in
+names out of ``blobs/``. What was spent stays: the hidden turns' usage
+events are kept outside any turn, and a goal keeps its accounting. The old generation is kept beside it, in
 ``generations/<n>/`` (the old ``events.jsonl`` and the side files moved out),
 until :func:`confirm` removes it: a mistaken gc is undone by moving the old
 log back.
@@ -129,15 +130,16 @@ def _collect(directory: Path, thread_id: str, fault: Fault) -> GcReport:
     events = list(read_log(log))
     before = _project(events)
     hidden = {t.turn_id for t in before.turns if t.hidden_by is not None}
-    kept = [e for e in events if not _dropped(e, hidden)]
+    kept = _kept(events, before, hidden)
+    dropped = sum(1 for e in events if _dropped(e, hidden))
     referenced = {ref.sha256 for e in kept for ref in side_file_refs(e)}
     blobs = directory / BLOBS_NAME
     loose = sorted(p for p in blobs.iterdir() if p.name not in referenced) if blobs.is_dir() else []
-    if len(kept) == len(events) and not loose:
+    if not dropped and not loose:
         return GcReport(thread_id, None)
     generation = _next_generation(directory)
     saved = 0
-    if len(kept) < len(events):
+    if dropped:
         saved = _rewrite(directory, events, kept, before, generation, fault)
     generation.mkdir(parents=True, exist_ok=True)
     if loose:
@@ -153,7 +155,7 @@ def _collect(directory: Path, thread_id: str, fault: Fault) -> GcReport:
         thread_id,
         generation,
         turns=len(hidden),
-        events=len(events) - len(kept),
+        events=dropped,
         side_files=len(loose),
         bytes_saved=saved,
     )
@@ -196,6 +198,25 @@ def _rewrite(
     return (generation / LOG_NAME).stat().st_size - log.stat().st_size
 
 
+def _kept(events: list[ev.Event], before: ThreadState, hidden: set[str]) -> list[ev.Event]:
+    """The events of the new generation (seqs not yet renumbered). A hidden
+    turn's model calls were paid for: their usage events stay, outside any
+    turn, so the thread's totals do not shrink; and a goal that hidden turns
+    were charged to keeps its accounting, restated by one ``thread_updated``
+    at the end when dropping them changed it."""
+    kept: list[ev.Event] = []
+    for event in events:
+        if not _dropped(event, hidden):
+            kept.append(event)
+        elif isinstance(event, ev.Usage) and event.turn_id in hidden:
+            kept.append(msgspec.structs.replace(event, turn_id=None))
+    goal = before.settings.goal
+    if kept and _project(kept).settings.goal != goal:
+        last = kept[-1]
+        kept.append(ev.ThreadUpdated(seq=last.seq, at=last.at, thread_id=last.thread_id, goal=goal))
+    return kept
+
+
 def _dropped(event: ev.Event, hidden: set[str]) -> bool:
     if isinstance(event, ev.ThreadRewound | ev.ThreadRewindUndone):
         return True
@@ -214,8 +235,10 @@ def _check(before: ThreadState, after: ThreadState, old_seq: dict[int, int]) -> 
     moved = tuple(_at(t, old_seq.get(t.started_seq, -1)) for t in after.visible_turns)
     if moved != before.visible_turns:
         raise GcUnsafe(f"gc of {before.thread_id} would change its visible turns; nothing changed")
-    if after.settings != before.settings:
-        raise GcUnsafe(f"gc of {before.thread_id} would change its settings; nothing changed")
+    if after.settings != before.settings or after.usage != before.usage:
+        raise GcUnsafe(
+            f"gc of {before.thread_id} would change its settings or usage; nothing changed"
+        )
 
 
 def _at(turn: TurnState, seq: int) -> TurnState:
