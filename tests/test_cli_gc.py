@@ -72,6 +72,8 @@ def test_gc_drops_hidden_turns_and_keeps_the_old_generation(tmp_path: Path) -> N
     assert visible(after) == visible(before)
     assert len(after.turns) == 2 and all(t.hidden_by is None for t in after.turns)
     assert [e.seq for e in read_log(path)] == list(range(1, after.last_seq + 1))
+    old_events = len(list(read_log(report.generation / "events.jsonl")))
+    assert report.events == old_events - after.last_seq
     assert (report.generation / "events.jsonl").read_bytes() == old_bytes
     assert report.bytes_saved == len(old_bytes) - path.stat().st_size > 0
     assert kept_generations(tmp_path, TID) == [report.generation]

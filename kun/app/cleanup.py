@@ -5,10 +5,10 @@ can leave a side file no event names. :func:`collect` writes a new
 generation of the log without the hidden turns (their events and the rewind
 events that hid them, or were undone) and moves the side files nothing in it
 names out of ``blobs/``. What was spent stays: the hidden turns' usage
-events are kept outside any turn, and a goal keeps its accounting. The old generation is kept beside it, in
-``generations/<n>/`` (the old ``events.jsonl`` and the side files moved out),
-until :func:`confirm` removes it: a mistaken gc is undone by moving the old
-log back.
+events are kept outside any turn, and a goal keeps its accounting. The old
+generation is kept beside it, in ``generations/<n>/`` (the old
+``events.jsonl`` and the side files moved out), until :func:`confirm`
+removes it: a mistaken gc is undone by moving the old log back.
 
 Seqs are renumbered 1, 2, 3, ...: readers refuse a gap (:mod:`kun.store.reader`).
 Only the rewind events point at seqs of their own thread, and they are the
@@ -131,7 +131,7 @@ def _collect(directory: Path, thread_id: str, fault: Fault) -> GcReport:
     before = _project(events)
     hidden = {t.turn_id for t in before.turns if t.hidden_by is not None}
     kept = _kept(events, before, hidden)
-    dropped = sum(1 for e in events if _dropped(e, hidden))
+    dropped = sum(1 for e in events if _dropped(e, hidden) and not _rehomed(e, hidden))
     referenced = {ref.sha256 for e in kept for ref in side_file_refs(e)}
     blobs = directory / BLOBS_NAME
     loose = sorted(p for p in blobs.iterdir() if p.name not in referenced) if blobs.is_dir() else []
@@ -208,13 +208,17 @@ def _kept(events: list[ev.Event], before: ThreadState, hidden: set[str]) -> list
     for event in events:
         if not _dropped(event, hidden):
             kept.append(event)
-        elif isinstance(event, ev.Usage) and event.turn_id in hidden:
+        elif _rehomed(event, hidden):
             kept.append(msgspec.structs.replace(event, turn_id=None))
     goal = before.settings.goal
     if kept and _project(kept).settings.goal != goal:
         last = kept[-1]
         kept.append(ev.ThreadUpdated(seq=last.seq, at=last.at, thread_id=last.thread_id, goal=goal))
     return kept
+
+
+def _rehomed(event: ev.Event, hidden: set[str]) -> bool:
+    return isinstance(event, ev.Usage) and event.turn_id in hidden
 
 
 def _dropped(event: ev.Event, hidden: set[str]) -> bool:
