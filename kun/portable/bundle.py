@@ -6,9 +6,10 @@ side file, and a manifest with the size and SHA-256 of each (see
 :mod:`kun.portable.manifest`). Snapshots, the index and the writer lock are
 derived or local, so they stay behind: the importer rebuilds what it needs.
 
-The log is read before the side files are listed: a side file is durable
-before the event naming it is appended, so every side file the exported log
-names is in the bundle. The log is replayed before anything is written, so
+The log is copied (in chunks, to a scratch directory in the home, so memory
+stays flat whatever its size) before the side files are listed: a side file
+is durable before the event naming it is appended, so every side file the
+exported log names is in the bundle. The log is replayed before anything is written, so
 a bundle never carries a log kun cannot read. The archive is written to a
 temporary name beside the target and renamed, so a failed export leaves no
 half-file.
@@ -61,32 +62,55 @@ def export_thread(home: Path, thread_id: str, out: Path, *, force: bool = False)
         raise ThreadNotFound(thread_id)
     if out.exists() and not force:
         raise BundleRefused(out, "file exists (give --force to overwrite it)")
-    data = _complete_lines(log.read_bytes())
-    with tempfile.TemporaryDirectory(prefix="kun-export-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=home) as scratch:
         copy = Path(scratch) / thread_id / LOG_NAME
         copy.parent.mkdir()
-        copy.write_bytes(data)
+        log_entry = _copy_complete_lines(log, copy)
         facts = check_log(copy)
-    blobs = _side_files(directory / BLOBS_NAME)
-    files = [FileEntry(path=LOG_MEMBER, size=len(data), sha256=hashlib.sha256(data).hexdigest())]
-    files += [_blob_entry(path) for path in blobs]
-    manifest = Manifest(
-        format=FORMAT,
-        format_version=FORMAT_VERSION,
-        kun_version=__version__,
-        thread_id=thread_id,
-        events=facts.events,
-        last_seq=facts.last_seq,
-        exported_at=time.time_ns() // 1_000_000,
-        files=tuple(files),
-    )
-    _write_archive(out, manifest, data, blobs)
+        blobs = _side_files(directory / BLOBS_NAME)
+        manifest = Manifest(
+            format=FORMAT,
+            format_version=FORMAT_VERSION,
+            kun_version=__version__,
+            thread_id=thread_id,
+            events=facts.events,
+            last_seq=facts.last_seq,
+            exported_at=time.time_ns() // 1_000_000,
+            files=(log_entry, *(_blob_entry(path) for path in blobs)),
+        )
+        _write_archive(out, manifest, copy, blobs)
     return manifest
 
 
-def _complete_lines(data: bytes) -> bytes:
-    """The log up to its last newline: a line being written is not yet an event."""
-    return data[: data.rfind(b"\n") + 1]
+def _copy_complete_lines(log: Path, copy: Path) -> FileEntry:
+    """Copy the log up to its last newline (a line being written is not yet
+    an event) as it is now, in chunks, and describe the copy."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(log, "rb") as source, open(copy, "w+b") as out:
+        end = os.fstat(source.fileno()).st_size
+        while size < end and (chunk := source.read(min(_CHUNK, end - size))):
+            out.write(chunk)
+            size += len(chunk)
+        out.flush()
+        keep = _last_newline(out.fileno(), size)
+        out.truncate(keep)
+    with open(copy, "rb") as kept:
+        while chunk := kept.read(_CHUNK):
+            digest.update(chunk)
+    return FileEntry(path=LOG_MEMBER, size=keep, sha256=digest.hexdigest())
+
+
+def _last_newline(fd: int, size: int) -> int:
+    """The offset just after the last ``\n`` in the first ``size`` bytes."""
+    end = size
+    while end > 0:
+        start = max(0, end - 4096)
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
 
 
 def _side_files(directory: Path) -> list[Path]:
@@ -110,17 +134,17 @@ def _blob_entry(path: Path) -> FileEntry:
     return FileEntry(path=f"blobs/{path.name}", size=size, sha256=sha256)
 
 
-def _write_archive(out: Path, manifest: Manifest, log: bytes, blobs: list[Path]) -> None:
+def _write_archive(out: Path, manifest: Manifest, log: Path, blobs: list[Path]) -> None:
     temp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
     mtime = manifest.exported_at // 1000
     try:
         plain = out.name.endswith(".tar")
         with tarfile.open(temp, "w") if plain else _gzip(temp) as tar:
             _add(tar, MANIFEST_MEMBER, encode_manifest(manifest), mtime)
-            _add(tar, LOG_MEMBER, log, mtime)
-            for path in blobs:
+            members = [(LOG_MEMBER, log), *((f"blobs/{path.name}", path) for path in blobs)]
+            for name, path in members:
                 with open(path, "rb") as file:
-                    tar.addfile(_info(f"blobs/{path.name}", path.stat().st_size, mtime), file)
+                    tar.addfile(_info(name, os.fstat(file.fileno()).st_size, mtime), file)
         with open(temp, "rb") as file:
             os.fsync(file.fileno())
         os.replace(temp, out)

@@ -11,6 +11,7 @@ each other.
 from __future__ import annotations
 
 import errno
+import filecmp
 import os
 import secrets
 import shutil
@@ -86,7 +87,7 @@ def same_thread(staged: Path, existing: Path) -> bool:
     """Whether the thread at ``existing`` holds the staged log byte for byte
     and every staged side file."""
     try:
-        if (existing / LOG_NAME).read_bytes() != (staged / LOG_NAME).read_bytes():
+        if not filecmp.cmp(existing / LOG_NAME, staged / LOG_NAME, shallow=False):
             return False
     except FileNotFoundError:
         return False

@@ -184,6 +184,7 @@ def test_export_refuses_to_overwrite_and_leaves_no_temp_file(tmp_path: Path) -> 
         export_thread(home, "thr_source", out)
     export_thread(home, "thr_source", out, force=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", out.name]
+    assert sorted(p.name for p in home.iterdir()) == ["threads"]
 
 
 def test_export_takes_only_complete_lines(tmp_path: Path) -> None:
@@ -192,7 +193,7 @@ def test_export_takes_only_complete_lines(tmp_path: Path) -> None:
     log = log_path(home, "thr_source")
     whole = log.read_bytes()
     with log.open("ab") as file:
-        file.write(b'{"kind":"warning","seq":')
+        file.write(b'{"kind":"warning","message":"' + b"x" * 10_000)
     members = _members(_export(home, tmp_path))
     assert members["events.jsonl"] == whole
     assert thread_dir(home, "thr_source").joinpath(LOG_NAME).is_file()
