@@ -27,6 +27,7 @@ is read, by ``type`` (and the payload's own ``type``):
 - ``compacted``: its ``message`` becomes a compaction summary.
 
 Anything else becomes an ``import_unknown_record`` warning naming its kind.
+Rollouts from before Codex wrapped its lines are read too (see :func:`_wrapped`).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ _ECHOES = frozenset(
 
 
 def import_codex(path: Path, records: list[Record]) -> list[Event]:
+    records = _wrapped(records)
     meta = next(
         (r["payload"] for _, r in records if _is(r, "session_meta") and _id_of(r["payload"])),
         None,
@@ -86,6 +88,26 @@ def import_codex(path: Path, records: list[Record]) -> list[Event]:
         builder.clock(epoch_ms(record.get("timestamp")))
         reader.read(record)
     return builder.finish()
+
+
+def _wrapped(records: list[Record]) -> list[Record]:
+    """Rollouts written before Codex wrapped its lines (2025) start with a
+    bare ``{"id", "timestamp", "instructions"}`` and hold bare response
+    items and ``{"record_type": "state"}`` lines: they read as the wrapped
+    form, the state lines (resume bookkeeping) left out."""
+    first = next((r for _, r in records if isinstance(r, dict)), None)
+    if not isinstance(first, dict) or "type" in first or "id" not in first:
+        return records
+    wrapped: list[Record] = []
+    for number, record in records:
+        if record is first:
+            record = {"type": "session_meta", "timestamp": first.get("timestamp"), "payload": first}
+        elif isinstance(record, dict) and record.get("record_type") == "state":
+            continue
+        elif isinstance(record, dict) and "type" in record:
+            record = {"type": "response_item", "payload": record}
+        wrapped.append((number, record))
+    return wrapped
 
 
 def _shell_output(text: str) -> object:

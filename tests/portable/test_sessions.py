@@ -306,3 +306,24 @@ def test_a_big_tool_output_goes_to_a_side_file(tmp_path: Path) -> None:
     assert (
         max(len(line) for line in log_path(home, result.thread_id).read_bytes().splitlines()) < 8192
     )
+
+
+def test_a_codex_rollout_from_before_wrapped_lines_imports_the_same(tmp_path: Path) -> None:
+    wrapped = [line for line in codex_lines() if line["type"] in ("session_meta", "response_item")]
+    legacy: list[Any] = [{"id": CODEX_ID, "timestamp": _ts(0), "instructions": None}]
+    legacy += [line["payload"] for line in wrapped[1:]]
+    legacy.insert(2, {"record_type": "state"})
+    home = tmp_path / "home"
+    result = import_session(
+        home, _write(tmp_path / "old.jsonl", legacy), "codex", replace_changed=False
+    )
+    assert result.thread_id == session_thread_id("codex", CODEX_ID)
+    kinds = [type(i).__name__ for i in _items(_state(home, result.thread_id))]
+    assert kinds == [
+        "UserMessage",
+        "AssistantReasoning",
+        "ToolCall",
+        "ToolResult",
+        "AssistantText",
+        "WarningItem",
+    ]
