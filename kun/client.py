@@ -98,13 +98,19 @@ class _Calls:
 
     @staticmethod
     def start_turn(
-        thread_id: str, text: str, uploads: list[dict[str, str]], disable_user_input: bool
+        thread_id: str,
+        text: str,
+        uploads: list[dict[str, str]],
+        disable_user_input: bool,
+        plan_mode: bool = False,
     ) -> _Call:
         body: dict[str, Any] = {"text": text}
         if uploads:
             body["attachments"] = uploads
         if disable_user_input:
             body["disable_user_input"] = True
+        if plan_mode:
+            body["plan_mode"] = True
         return _Call("POST", f"/v1/threads/{thread_id}/turns", json=body)
 
     @staticmethod
@@ -222,11 +228,12 @@ class KunClient:
         *,
         attachments: Sequence[Path] = (),
         disable_user_input: bool = False,
+        plan_mode: bool = False,
     ) -> str:
         """``disable_user_input``: the model may not ask questions (nobody
-        is there to answer them)."""
+        is there to answer them). ``plan_mode``: a plan-mode turn."""
         uploads = [_upload(path, path.read_bytes()) for path in attachments]
-        call = _Calls.start_turn(thread_id, text, uploads, disable_user_input)
+        call = _Calls.start_turn(thread_id, text, uploads, disable_user_input, plan_mode)
         turn_id: str = self._do(call)["turn_id"]
         return turn_id
 
@@ -354,9 +361,10 @@ class AsyncKunClient:
         *,
         attachments: Sequence[Path] = (),
         disable_user_input: bool = False,
+        plan_mode: bool = False,
     ) -> str:
         uploads = [_upload(path, await anyio.Path(path).read_bytes()) for path in attachments]
-        call = _Calls.start_turn(thread_id, text, uploads, disable_user_input)
+        call = _Calls.start_turn(thread_id, text, uploads, disable_user_input, plan_mode)
         turn_id: str = (await self._do(call))["turn_id"]
         return turn_id
 

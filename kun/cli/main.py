@@ -242,8 +242,6 @@ def run(
     from kun.store.paths import resolve_home
 
     remote = remote_target()
-    if remote is not None and plan_mode:
-        raise click.ClickException("--plan is not available over a server yet; run it locally.")
     if goal_budget is not None and goal is None:
         raise click.UsageError("--goal-budget needs --goal")
     if goal is not None and not goal.strip():
@@ -256,7 +254,7 @@ def run(
         run_over_server(
             remote, prompt_argument(prompt, sys.stdin), thread_id=thread_id, as_json=as_json,
             workspace=workspace, provider=provider, model=model, approval=approval,
-            config=config, home=home,
+            config=config, home=home, plan_mode=plan_mode,
         )  # fmt: skip
         return
     if thread_id is not None:

@@ -63,6 +63,7 @@ class RemoteRun:
     settings: dict[str, Any]
     """``provider``, ``model``, ``approval_policy``, ``reasoning_effort``,
     ``limits``: those given (a new thread's, or changes to ``thread_id``)."""
+    plan_mode: bool = False
 
 
 class RemoteView(LiveView):
@@ -247,7 +248,9 @@ async def run_remote(remote: Remote, run: RemoteRun) -> tuple[str, str, str]:
             view = RemoteView(client, stream, thread_id, _sink(run.json), prompter, out)
             async with AsyncExitStack() as stack:
                 await view.connect(after, stack)
-                turn_id, status = await _drive(view, after, run.prompt, unattended=terminal is None)
+                turn_id, status = await _drive(
+                    view, after, run.prompt, unattended=terminal is None, plan_mode=run.plan_mode
+                )
     if terminal is not None:
         terminal.close()
     return thread_id, turn_id, status
@@ -272,7 +275,9 @@ async def _thread(client: AsyncKunClient, run: RemoteRun) -> tuple[str, int]:
     return run.thread_id, last
 
 
-async def _drive(view: RemoteView, after: int, prompt: str, *, unattended: bool) -> tuple[str, str]:
+async def _drive(
+    view: RemoteView, after: int, prompt: str, *, unattended: bool, plan_mode: bool = False
+) -> tuple[str, str]:
     """Start the turn and show it. A signal interrupts it on the server and
     takes away a question being asked; the view goes on until the turn has
     ended (at most ``DRAIN_SECONDS``; a second signal stops it at once)."""
@@ -298,7 +303,7 @@ async def _drive(view: RemoteView, after: int, prompt: str, *, unattended: bool)
     async with anyio.create_task_group() as tg:
         await tg.start(watch, on_signal)
         turn_id = await view.client.start_turn(
-            view.thread_id, prompt, disable_user_input=unattended
+            view.thread_id, prompt, disable_user_input=unattended, plan_mode=plan_mode
         )
         started.append(turn_id)
         tg.start_soon(interrupt)
@@ -347,6 +352,7 @@ def run_over_server(
     approval: str | None,
     config: Path | None,
     home: Path | None,
+    plan_mode: bool = False,
 ) -> None:
     """``kun --server URL run``: the thread's settings as given (the runtime
     flags become the thread's reasoning effort and limits on the server),
@@ -373,7 +379,7 @@ def run_over_server(
         "limits": {k: v for k, v in limits.items() if v is not None} or None,
     }
     settings = {k: v for k, v in given.items() if v is not None}
-    run = RemoteRun(prompt, thread_id, workspace, as_json, settings)
+    run = RemoteRun(prompt, thread_id, workspace, as_json, settings, plan_mode)
     thread, turn, status = anyio.run(run_remote, remote, run)
     click.echo(f"thread {thread} · turn {turn} {status}", err=True)
     if status != "completed":
