@@ -18,6 +18,7 @@ from kun.contracts.events import FilesRestore
 from kun.domain.state import Rewind, ThreadState, TurnState
 from kun.domain.turnref import find_turn, fork_seq, latest_rewind
 from kun.runtime.orphans import orphan_events
+from kun.runtime.rearm import refuse_if_waiting
 from kun.runtime.service import TurnService
 
 __all__ = [
@@ -52,6 +53,8 @@ async def settled_thread_state(service: TurnService, thread_id: str) -> ThreadSt
     await thread_state(service, thread_id)
     async with service._lock(thread_id):
         running = service.running_turn(thread_id)
+        if running is None:
+            refuse_if_waiting(service.state(thread_id), "rewind")
         orphans = orphan_events(service.state(thread_id), {running} if running else set())
         if orphans:
             await service.recorder.record(thread_id, *orphans)

@@ -126,6 +126,7 @@ class ChatSession:
                 "/help for commands · Esc interrupts · Ctrl-D leaves",
                 "dim",
             )
+            await self._rearm()
             while not self._closing:
                 reply = await self.input.read(self._message, self._toolbar)
                 if reply.kind == "eof":
@@ -162,6 +163,23 @@ class ChatSession:
         after = self.service.state(self.thread_id).last_seq
         self.turn_id = await self.service.start_turn(self.thread_id, text, plan_mode=self.plan_mode)
         self._tg.start_soon(self._follow, self.view, after, self.turn_id)
+
+    async def _rearm(self) -> None:
+        """A thread whose turn was left waiting for an answer (kun stopped
+        at an approval or a question) goes on waiting here: the turn is
+        re-armed (:mod:`kun.runtime.rearm`) and shown from its start, so its
+        approval or question is asked again and the answer resumes it."""
+        from kun.runtime.rearm import rearm
+
+        if self.thread_id is None or self.view is None or self._tg is None:
+            return
+        turn_id = await rearm(self.service, self.thread_id, model=self.model)
+        if turn_id is None:
+            return
+        turn = next(t for t in self.service.state(self.thread_id).turns if t.turn_id == turn_id)
+        self.say("this thread's last turn is still waiting for your answer", "warn")
+        self.turn_id = turn_id
+        self._tg.start_soon(self._follow, self.view, turn.started_seq - 1, turn_id)
 
     async def _follow(self, view: LiveView, after: int, turn_id: str) -> None:
         try:

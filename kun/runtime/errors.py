@@ -35,6 +35,22 @@ class ThreadBusy(UserMistake):
         self.turn_id = turn_id
 
 
+class TurnWaiting(ThreadBusy):
+    """The thread's last turn was left waiting for an answer by a kun that
+    stopped (:mod:`kun.domain.suspension`); it is answered where the thread
+    is served, not replaced by a new turn."""
+
+    def __init__(self, thread_id: str, turn_id: str, what: str, waits_for: str) -> None:
+        UserMistake.__init__(
+            self,
+            f"thread {thread_id!r} has turn {turn_id!r} waiting for {waits_for}: cannot {what}; "
+            f"answer it in the session (kun resume {thread_id[:12]}; Esc there interrupts it) "
+            "or through kun serve",
+        )
+        self.thread_id = thread_id
+        self.turn_id = turn_id
+
+
 class TurnNotRunning(UserMistake):
     def __init__(self, thread_id: str, turn_id: str) -> None:
         super().__init__(f"turn {turn_id!r} of thread {thread_id!r} is not running")

@@ -7,7 +7,9 @@ process is their writer), as are turns in flight here. Hidden side threads
 are included. A thread that cannot be read or settled (a corrupt log, a
 kind from a newer kun, a write the OS refuses) is skipped and reported: it
 needs a person, not a guess, and it must not stop the threads after it from
-being settled. Returns the ids of the threads it touched.
+being settled. Returns the ids of the threads it touched. A turn that was
+only waiting for an approval or an answer is left waiting (durable
+suspension).
 
 A touched thread whose goal is still active is then resumed as after any
 settled turn (SPEC §7.4: after a restart only these threads are resumed);
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 
 from kun.domain.reduce import Projector
+from kun.domain.suspension import suspended_turns
 from kun.errors import KunError
 from kun.runtime.orphans import orphan_events
 from kun.runtime.service import TurnService
@@ -28,11 +31,17 @@ _log = logging.getLogger(__name__)
 
 
 async def reconcile_orphaned_turns(
-    service: TurnService, *, skipped: dict[str, str] | None = None
+    service: TurnService,
+    *,
+    skipped: dict[str, str] | None = None,
+    waiting: list[str] | None = None,
 ) -> list[str]:
     """Settle every orphaned turn; return the threads touched. A thread that
     could not be reconciled is put in ``skipped`` with the reason (logged
-    as a warning when no ``skipped`` is given)."""
+    as a warning when no ``skipped`` is given). A turn that only waits for
+    the user's answer (:mod:`kun.domain.suspension`) is not an orphan: it
+    is left open and its thread put in ``waiting``, for the caller to
+    re-arm (:mod:`kun.runtime.rearm`)."""
     store = service.recorder.store
     busy = service.in_flight()
     touched: list[str] = []
@@ -44,7 +53,10 @@ async def reconcile_orphaned_turns(
                 continue
             state = await service._open(thread_id)
             running = service.running_turn(thread_id)
-            events = orphan_events(state, {running} if running else set())
+            suspended = set(suspended_turns(state)) - {running}
+            if suspended and waiting is not None:
+                waiting.append(thread_id)
+            events = orphan_events(state, suspended | ({running} if running else set()))
             if events:
                 await service.write(thread_id, *events)
                 touched.append(thread_id)

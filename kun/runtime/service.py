@@ -40,6 +40,7 @@ from kun.runtime.gates import Gate
 from kun.runtime.loop import Outcome, run_turn, settle_events
 from kun.runtime.orphans import interrupt_results, orphan_events
 from kun.runtime.project import read_turn_context
+from kun.runtime.rearm import refuse_if_waiting
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.resume import GoalResumer, Sleep
 from kun.runtime.sidefiles import SideFiles, copy_side_files
@@ -135,6 +136,10 @@ class TurnService:
 
     def state(self, thread_id: str) -> ThreadState:
         return self.recorder.state(thread_id)
+
+    async def open_thread(self, thread_id: str) -> ThreadState:
+        """The thread's state, opening it for writing here if it is not."""
+        return await self._open(thread_id)
 
     def running_turn(self, thread_id: str) -> str | None:
         run = self._runs.get(thread_id)
@@ -267,6 +272,7 @@ class TurnService:
         context = await self._turn_context(Path(state.settings.workspace or "."), effort)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "start another turn")
+            refuse_if_waiting(self.recorder.state(thread_id), "start another turn")
             self.resumes.clear(thread_id)
             orphans = orphan_events(self.recorder.state(thread_id), set())
             if orphans:
@@ -336,6 +342,7 @@ class TurnService:
         state = await self._open(thread_id)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "compact")
+            refuse_if_waiting(self.recorder.state(thread_id), "compact")
             orphans = orphan_events(self.recorder.state(thread_id), set())
             if orphans:
                 await self.recorder.record(thread_id, *orphans)
@@ -367,6 +374,53 @@ class TurnService:
             self._runs[thread_id] = run
         self._tg.start_soon(self._drive, run, run_compaction)
         return turn_id
+
+    def new_run(
+        self,
+        thread_id: str,
+        turn_id: str,
+        *,
+        disable_user_input: bool,
+        model: ModelClient | None = None,
+        limits: TurnLimits | None = None,
+        context: TurnContext | None = None,
+        context_window: int | None = None,
+    ) -> TurnRun:
+        """A run of an open turn of an open thread, on this service's parts
+        (``model``, ``limits`` and ``context_window`` as for
+        :meth:`start_turn`)."""
+        model = model or self.model
+        if context_window is None and self.context_windows is not None:
+            context_window = self.context_windows(model.provider, model.model)
+        settings = self.recorder.state(thread_id).settings
+        return TurnRun(
+            thread_id=thread_id,
+            turn_id=turn_id,
+            workspace=Path(settings.workspace or "."),
+            policy=settings.approval_policy,
+            disable_user_input=disable_user_input,
+            model=model,
+            tools=self.tools,
+            limits=limits or self.limits,
+            write=lambda *events, durable=True: self.write(thread_id, *events, durable=durable),
+            state=lambda: self.recorder.state(thread_id),
+            approvals=self.approvals,
+            questions=self.questions,
+            system_prompt=self.system_prompt,
+            context=context,
+            side_files=SideFiles(self.recorder.store.blobs(thread_id)),
+            reasoning_effort=context.reasoning_effort if context is not None else None,
+            context_window=context_window,
+            compact_at=self.compact_at,
+            recovery=RecoveryState.initial(self.repetition),
+        )
+
+    def launch(self, run: TurnRun, body: Callable[[TurnRun], Awaitable[Outcome]]) -> None:
+        """Run ``run`` in the background as this thread's turn, settled like
+        every turn (``body`` is its loop)."""
+        self._refuse_if_running(run.thread_id, "resume a turn")
+        self._runs[run.thread_id] = run
+        self._tg.start_soon(self._drive, run, body)
 
     async def _turn_context(self, workspace: Path, effort: str | None) -> TurnContext | None:
         """The turn's context, read off the event loop (the file may sit on

@@ -8,10 +8,16 @@ handlers and the event streams share is on ``app.state``: ``backend``,
 begins to stop, so open streams end cleanly) and ``listening`` (set once the
 socket accepts; a bare ASGI host sets it at start-up).
 
-Once listening, orphaned turns are reconciled in the background (SPEC §5).
-Stopping (:func:`begin_shutdown`, which uvicorn's shutdown calls before it
-waits for open connections, and the lifespan's end) sets ``shutdown`` and
-interrupts every running turn, which the log records as ``turn_aborted``.
+Once listening, orphaned turns are reconciled in the background (SPEC §5),
+and turns a stopped kun left waiting for an approval or an answer are
+re-armed (:mod:`kun.runtime.rearm`); ``reconciled`` is set when that is
+done, and answers wait for it, so an answer sent right after a restart
+finds its turn waiting. Stopping (:func:`begin_shutdown`, which uvicorn's
+shutdown calls before it waits for open connections, and the lifespan's
+end) sets ``shutdown`` and interrupts every running turn, which the log
+records as ``turn_aborted`` — except a turn waiting only for the user's
+answer: it is left open, and the next start re-arms it (durable
+suspension).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from kun.runtime.rearm import open_suspension, rearm
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.server.auth import BearerAuth
 from kun.server.backend import Backend
@@ -64,6 +71,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.shutdown = anyio.Event()
         app.state.listening = anyio.Event()
+        app.state.reconciled = anyio.Event()
         if not wait_listening:
             app.state.listening.set()
         async with compose() as backend, anyio.create_task_group() as tg:
@@ -97,13 +105,37 @@ def create_app(
 
 async def _reconcile_once_listening(app: Starlette) -> None:
     await app.state.listening.wait()
+    waiting: list[str] = []
     try:
-        touched = await reconcile_orphaned_turns(app.state.service)
+        touched = await reconcile_orphaned_turns(app.state.service, waiting=waiting)
+        if touched:
+            _log.info(
+                "settled orphaned turns in %d thread(s): %s", len(touched), ", ".join(touched)
+            )
+        for thread_id in waiting:
+            await _rearm(app.state.backend, thread_id)
     except Exception:
         _log.exception("reconciling orphaned turns failed")
+    finally:
+        app.state.reconciled.set()
+
+
+async def _rearm(backend: Backend, thread_id: str) -> None:
+    """Re-arm a turn left waiting for an answer, on the thread's model."""
+    try:
+        state = await backend.state(thread_id)
+        options = backend.options(thread_id)
+        turn_id = await rearm(
+            backend.service,
+            thread_id,
+            model=backend.model_for(state.settings),
+            limits=options.limits,
+        )
+    except Exception:
+        _log.exception("re-arming the waiting turn of thread %s failed", thread_id)
         return
-    if touched:
-        _log.info("settled orphaned turns in %d thread(s): %s", len(touched), ", ".join(touched))
+    if turn_id is not None:
+        _log.info("turn %s of thread %s waits for an answer again", turn_id, thread_id)
 
 
 async def begin_shutdown(app: Any) -> None:
@@ -123,7 +155,7 @@ async def begin_shutdown(app: Any) -> None:
     async with anyio.create_task_group() as tg:
         for thread_id in service.in_flight():
             turn_id = service.running_turn(thread_id)
-            if turn_id is not None:
+            if turn_id is not None and open_suspension(service.state(thread_id)) is None:
                 tg.start_soon(_interrupt, service, thread_id, turn_id)
 
 

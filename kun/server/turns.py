@@ -35,6 +35,7 @@ from kun.server.threads import backend_of, json_response
 __all__ = ["turn_routes"]
 
 UPLOADS = "uploads"
+RECONCILE_WAIT_SECONDS = 30.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -122,8 +123,18 @@ async def interrupt(request: Request) -> Response:
     return json_response(settled)
 
 
+async def _reconciled(request: Request) -> None:
+    """Answers wait for the start-up reconciliation (bounded): a turn left
+    waiting by a stopped kun is answerable once it is re-armed."""
+    reconciled = getattr(request.app.state, "reconciled", None)
+    if reconciled is not None:
+        with anyio.move_on_after(RECONCILE_WAIT_SECONDS):
+            await reconciled.wait()
+
+
 async def answer_approval(request: Request) -> Response:
     body = await read_body(request, AnswerApproval)
+    await _reconciled(request)
     approval_id = request.path_params["approval_id"]
     await backend_of(request).service.answer_approval(approval_id, body.decision, body.reason)
     return json_response({"approval_id": approval_id, "decision": body.decision})
@@ -131,6 +142,7 @@ async def answer_approval(request: Request) -> Response:
 
 async def answer_user_input(request: Request) -> Response:
     body = await read_body(request, AnswerUserInput)
+    await _reconciled(request)
     request_id = request.path_params["request_id"]
     await backend_of(request).service.answer_user_input(request_id, body.answer)
     status = "answered" if body.answer is not None else "cancelled"

@@ -16,7 +16,10 @@ left to finish on its own.
 
 After each kill, with the child dead (the kernel dropped its lock), the
 parent reads the log as the child left it, then opens the service on the
-home, runs ``reconcile_orphaned_turns`` and checks: the thread is returned
+home, runs ``reconcile_orphaned_turns`` and checks: a turn that was only
+waiting for an approval is left waiting (durable suspension: a new turn is
+refused, it is re-armed, then interrupted so the next round can run);
+otherwise the thread is returned
 exactly when a turn was open; that turn is ``failed`` with code ``orphaned``
 and an error item; no item anywhere is left open, no approval pending; tool
 calls that had started and not finished are ``unknown_after_crash`` with a
@@ -83,8 +86,11 @@ from kun.domain.reduce import replay
 from kun.domain.state import ThreadState, TurnState
 from kun.model.client import HttpModelClient
 from kun.model.scripted import ScriptedModelClient, text_reply
+from kun.runtime.errors import TurnWaiting
 from kun.runtime.orphans import NOT_RUN_AFTER_CRASH, UNKNOWN_AFTER_CRASH
+from kun.runtime.rearm import open_suspension, rearm
 from kun.runtime.reconcile import reconcile_orphaned_turns
+from kun.runtime.service import TurnService
 from kun.store import ReadReport, encode_line, log_path, read_log
 from kun.testing.fake_provider import FakeProvider, FakeResponse, RecordedRequest
 from kun.testing.logbuilder import LogBuilder
@@ -476,6 +482,7 @@ class Tally:
     open_text_failed: int = 0
     unstarted_calls_failed: int = 0
     torn_repaired: int = 0
+    suspended: int = 0
 
 
 def _turn(state: ThreadState, turn_id: str) -> TurnState:
@@ -551,10 +558,15 @@ async def reconcile_and_check(env: Env, round_: Round, tally: Tally, why: str) -
     if not round_.killed:
         assert not open_turns, why
 
-    async with open_service(env.home) as service:
-        touched = await reconcile_orphaned_turns(service)
+    waits = open_suspension(before) is not None
+    async with open_service(env.home, ScriptedModelClient([])) as service:
+        waiting: list[str] = []
+        touched = await reconcile_orphaned_turns(service, waiting=waiting)
         await service.recorder.open(THREAD)
         assert await reconcile_orphaned_turns(service) == [], why
+        assert waiting == ([THREAD] if waits else []), why
+        if waits:
+            await _rearm_and_interrupt(service, why)
         live = service.state(THREAD)
 
     after_raw = env.log.read_bytes()
@@ -572,7 +584,7 @@ async def reconcile_and_check(env: Env, round_: Round, tally: Tally, why: str) -
         assert (repair.dropped_bytes, repair.line) == (torn.size, torn.line), why
         tally.torn_repaired += 1
 
-    assert touched == ([THREAD] if open_turns else []), why
+    assert touched == ([THREAD] if open_turns and not waits else []), why
     for turn in after.turns:
         assert turn.settled, why
         for item in turn.items:
@@ -582,6 +594,11 @@ async def reconcile_and_check(env: Env, round_: Round, tally: Tally, why: str) -
 
     if not open_turns:
         assert added == [], f"{why}: reconciliation wrote {[type(e).__name__ for e in added]}"
+        return
+    if waits:
+        (waited,) = open_turns
+        assert _turn(after, waited.turn_id).status == "aborted", why
+        tally.suspended += 1
         return
     (orphan,) = open_turns
     turn = _turn(after, orphan.turn_id)
@@ -628,6 +645,18 @@ async def reconcile_and_check(env: Env, round_: Round, tally: Tally, why: str) -
         else:
             assert final == "failed", why
             tally.open_text_failed += isinstance(item, AssistantText)
+
+
+async def _rearm_and_interrupt(service: TurnService, why: str) -> None:
+    """A turn the kill left waiting for an approval is not an orphan: a new
+    turn is refused while it waits; re-armed, it waits again, and here the
+    user interrupts it so the next round can start a turn."""
+    with pytest.raises(TurnWaiting):
+        await service.start_turn(THREAD, "a new prompt")
+    turn_id = await rearm(service, THREAD)
+    assert turn_id is not None, why
+    assert service.approvals.pending_ids(turn_id), why
+    await service.interrupt_turn(THREAD, turn_id)
 
 
 def check_requests(
@@ -715,7 +744,9 @@ async def test_sigkill_mid_turn_then_restart_settles_the_orphan(tmp_path: Path) 
     assert tally.kills >= 20
     assert tally.orphaned >= 15, tally
     assert tally.in_flight_settled >= 5, tally
-    assert tally.approvals_expired >= 2 and tally.not_run_answered >= 2, tally
+    # the two approval_pending rounds; "did not run" answers are pinned by
+    # the hand-built cases below (the random rounds that gave them now wait)
+    assert tally.suspended >= 2, tally
     assert tally.open_text_failed >= 2, tally
     assert tally.torn_repaired >= len(TORN_ROUNDS), tally
 
@@ -768,9 +799,6 @@ def _step(b: LogBuilder, how: str) -> None:
     if how == "first call running":
         return
     b.finish_tool(write, "Wrote 1 bytes to notes.txt")
-    if how == "approval pending":
-        b.request_approval(bash, "bash ./deploy.sh")
-        return
     b.start_tool(bash)
 
 
@@ -779,7 +807,6 @@ CUT_SHORT: dict[str, dict[str, str | None]] = {
     "stream cut": {},
     "before dispatch": {},
     "first call running": {"call_w": "unknown_after_crash", "call_b": "not_run_after_crash"},
-    "approval pending": {"call_w": None, "call_b": "not_run_after_crash"},
     "second call running": {"call_w": None, "call_b": "unknown_after_crash"},
 }
 
