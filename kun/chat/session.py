@@ -192,6 +192,32 @@ class ChatSession:
         if late and not self._closing and self.turn_id is None:
             self.say("(your steering came after the turn ended: sending it now)", "dim")
             await self._start("\n\n".join(late))
+        elif not self._closing and self.turn_id is None and self._tg is not None:
+            self._tg.start_soon(self._follow_resume, view, turn_id)
+
+    async def _follow_resume(self, view: LiveView, settled: str) -> None:
+        """Under an active goal kun resumes the thread by itself after a
+        turn (:mod:`kun.runtime.resume`); the session shows the resumed turn
+        as its own. A message typed before the timer fires starts the
+        user's turn instead (and drops the resume)."""
+        thread_id = self.thread_id
+        resumes = self.service.resumes
+        pending = resumes.scheduled_after(thread_id, settled) if thread_id else None
+        if thread_id is None or pending is None:
+            return
+        self.say(
+            f"(goal still active: kun continues in {pending.plan.delay_seconds:.0f} s; "
+            "type to step in, /goal pause to stop)",
+            "dim",
+        )
+        turn_id = await resumes.next_turn(thread_id, settled)
+        if turn_id is None or self._closing or self.thread_id != thread_id:
+            return
+        if self.turn_id is not None:
+            return
+        turn = next(t for t in self.service.state(thread_id).turns if t.turn_id == turn_id)
+        self.turn_id = turn_id
+        await self._follow(view, turn.started_seq - 1, turn_id)
 
     async def _steer(self, thread_id: str, turn_id: str, text: str) -> None:
         """Steer the running turn. The loop takes one more step for steering
