@@ -16,6 +16,7 @@ from kun.config.schema import (
     URL_PATTERN,
     Config,
     ConfigFile,
+    McpServerTable,
     ProviderConfig,
     ProviderTable,
     known_provider,
@@ -44,6 +45,7 @@ _URL_SECRET = re.compile(
 )
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _USE_ENV = "put the API key in an environment variable and name it with api_key_env"
+_MCP_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*")
 
 
 def find_config(
@@ -118,12 +120,15 @@ def parse_config(data: bytes | str, source: str) -> Config:
         raise ConfigError(
             source, "default_provider", f"expected the name of a provider ({choices})"
         )
+    for name, server in table.mcp.items():
+        _check_mcp(name, server, source)
     return Config(
         source=source,
         providers=providers,
         default_provider=default if default is not None else next(iter(providers), None),
         tools=table.tools,
         runtime=table.runtime,
+        mcp=dict(table.mcp),
     )
 
 
@@ -218,4 +223,43 @@ def _refuse_credentials(table: ProviderTable, here: tuple[str, ...], source: str
     if table.base_url is not None and _URL_SECRET.search(table.base_url):
         raise ConfigError(
             source, key_path((*here, "base_url")), f"expected no credentials; {_USE_ENV}"
+        )
+
+
+def _check_mcp(name: str, table: McpServerTable, source: str) -> None:
+    """``[mcp.<name>]`` as a whole: one transport, the keys of that
+    transport only, and a name that can prefix tool names (``<name>__tool``)."""
+    here = ("mcp", name)
+    if _MCP_NAME.fullmatch(name) is None or len(name) > 32:
+        raise ConfigError(
+            source,
+            key_path(here),
+            "expected a server name of at most 32 letters, digits, '-' and single '_' "
+            "(its tools are called <name>__<tool>)",
+        )
+    if (table.command is None) == (table.url is None):
+        raise ConfigError(
+            source, key_path(here), "expected either command (stdio) or url (streamable HTTP)"
+        )
+    stdio_only = (("args", table.args), ("env", table.env))
+    for key, value in stdio_only if table.url is not None else ():
+        if value:
+            raise ConfigError(source, key_path((*here, key)), "expected none with url (stdio only)")
+    if table.command is not None and table.headers_env:
+        raise ConfigError(
+            source, key_path((*here, "headers_env")), "expected none with command (HTTP only)"
+        )
+    for header in table.headers_env:
+        if _HEADER_NAME.fullmatch(header) is None:
+            raise ConfigError(
+                source,
+                key_path((*here, "headers_env", header)),
+                "expected a header name of letters, digits and -",
+            )
+    if table.url is not None and _URL_SECRET.search(table.url):
+        raise ConfigError(
+            source,
+            key_path((*here, "url")),
+            "expected no credentials; put them in an environment variable and name it "
+            "in headers_env",
         )

@@ -31,6 +31,7 @@ __all__ = [
     "ConfigFile",
     "EndpointFormat",
     "KnownProvider",
+    "McpServerTable",
     "ModelSettings",
     "ProviderConfig",
     "ProviderTable",
@@ -112,6 +113,29 @@ class ToolSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     bash: BashSettings = BashSettings()
 
 
+McpEffect = Literal["read", "write", "exec"]
+
+
+class McpServerTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[mcp.<name>]``: one MCP tool server (:mod:`kun.mcp`). ``command``
+    and ``args`` start it over stdio, with only the variables named in
+    ``env`` passed through; or ``url`` reaches it over streamable HTTP, with
+    ``headers_env`` mapping a header to the variable holding its value.
+    Names only, never values: the values are read when kun connects and are
+    scrubbed from every result. ``approval`` is the effect the approval
+    policy judges its tools by (``exec``: anything may happen);
+    ``timeout_seconds`` bounds the start and each call."""
+
+    command: NonBlank | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[EnvName, ...] = ()
+    url: HttpUrl | None = None
+    headers_env: dict[str, EnvName] = {}
+    approval: McpEffect = "exec"
+    timeout_seconds: PositiveFloat = 60.0
+    enabled: bool = True
+
+
 class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[runtime]``: how turns run unless a flag says otherwise (``None``:
     kun's default; :mod:`kun.app.settings` merges them with the flags and says
@@ -162,6 +186,7 @@ class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     providers: dict[str, ProviderTable] = {}
     tools: ToolSettings = ToolSettings()
     runtime: RuntimeTable = RuntimeTable()
+    mcp: dict[str, McpServerTable] = {}
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -202,13 +227,14 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     :data:`~kun.config.ENVIRONMENT` when it was inferred; ``default_provider`` is ``None``
     only when no provider is configured at all; ``tools`` is the file's
     ``[tools]`` table and ``runtime`` its ``[runtime]`` (defaults when
-    inferred)."""
+    inferred); ``mcp`` its MCP servers by name."""
 
     source: str
     providers: dict[str, ProviderConfig] = {}
     default_provider: str | None = None
     tools: ToolSettings = ToolSettings()
     runtime: RuntimeTable = RuntimeTable()
+    mcp: dict[str, McpServerTable] = {}
 
 
 class KnownProvider(NamedTuple):
