@@ -35,24 +35,25 @@ from kun.model.port import ModelClient
 from kun.runtime.checkpoints import rewind_files, undo_rewind_files
 from kun.runtime.compact_turn import run_compaction
 from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
-from kun.runtime.errors import SeqOutOfRange, ThreadBusy, TurnNotRunning, UnknownTurn
+from kun.runtime.control import TurnControl
+from kun.runtime.errors import SeqOutOfRange, ThreadBusy, UnknownTurn
 from kun.runtime.gates import Gate
 from kun.runtime.loop import Outcome, run_turn, settle_events
-from kun.runtime.orphans import interrupt_results, orphan_events
+from kun.runtime.orphans import orphan_events
 from kun.runtime.project import read_turn_context
 from kun.runtime.rearm import refuse_if_waiting
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.resume import GoalResumer, Sleep
 from kun.runtime.sidefiles import SideFiles, copy_side_files
 from kun.runtime.titler import Titler
-from kun.runtime.turn_input import check_prompt, check_steering
+from kun.runtime.turn_input import check_prompt
 from kun.tools.host import ToolHost
 
 _log = logging.getLogger(__name__)
 _SHIELD_SECONDS = 10.0
 
 
-class TurnService:
+class TurnService(TurnControl):
     def __init__(
         self,
         recorder: EventRecorder,
@@ -271,12 +272,8 @@ class TurnService:
         state = await self._open(thread_id)
         context = await self._turn_context(Path(state.settings.workspace or "."), effort)
         async with self._lock(thread_id):
-            self._refuse_if_running(thread_id, "start another turn")
-            refuse_if_waiting(self.recorder.state(thread_id), "start another turn")
+            await self._settle_leftovers(thread_id, "start another turn")
             self.resumes.clear(thread_id)
-            orphans = orphan_events(self.recorder.state(thread_id), set())
-            if orphans:
-                await self.recorder.record(thread_id, *orphans)
             turn_id = new_thread_local_id("turn")
             settings = state.settings
             if not state.turns:
@@ -302,25 +299,15 @@ class TurnService:
                 ),
                 draft(ev.ItemCompleted, turn_id, item=message),
             )
-            run = TurnRun(
-                thread_id=thread_id,
-                turn_id=turn_id,
-                workspace=Path(settings.workspace or "."),
-                policy=settings.approval_policy,
+            run = self.new_run(
+                thread_id,
+                turn_id,
                 disable_user_input=disable_user_input,
                 model=model,
-                tools=self.tools,
                 limits=limits,
-                write=lambda *events, durable=True: self.write(thread_id, *events, durable=durable),
-                state=lambda: self.recorder.state(thread_id),
-                approvals=self.approvals,
-                questions=self.questions,
-                system_prompt=self.system_prompt,
                 context=context,
-                side_files=SideFiles(self.recorder.store.blobs(thread_id)),
-                reasoning_effort=effort,
                 context_window=context_window,
-                compact_at=self.compact_at,
+                reasoning_effort=effort,
                 recovery=self._next_recovery(thread_id),
             )
             self._runs[thread_id] = run
@@ -339,13 +326,9 @@ class TurnService:
         model = model or self.model
         if context_window is None and self.context_windows is not None:
             context_window = self.context_windows(model.provider, model.model)
-        state = await self._open(thread_id)
+        await self._open(thread_id)
         async with self._lock(thread_id):
-            self._refuse_if_running(thread_id, "compact")
-            refuse_if_waiting(self.recorder.state(thread_id), "compact")
-            orphans = orphan_events(self.recorder.state(thread_id), set())
-            if orphans:
-                await self.recorder.record(thread_id, *orphans)
+            await self._settle_leftovers(thread_id, "compact")
             if plan_compaction(self.recorder.state(thread_id).visible_turns) is None:
                 return None
             turn_id = new_thread_local_id("turn")
@@ -353,27 +336,27 @@ class TurnService:
                 thread_id,
                 draft(ev.TurnStarted, turn_id, provider=model.provider, model=model.model),
             )
-            run = TurnRun(
-                thread_id=thread_id,
-                turn_id=turn_id,
-                workspace=Path(state.settings.workspace or "."),
-                policy=state.settings.approval_policy,
+            run = self.new_run(
+                thread_id,
+                turn_id,
                 disable_user_input=True,
                 model=model,
-                tools=self.tools,
-                limits=self.limits,
-                write=lambda *events, durable=True: self.write(thread_id, *events, durable=durable),
-                state=lambda: self.recorder.state(thread_id),
-                approvals=self.approvals,
-                questions=self.questions,
-                system_prompt=self.system_prompt,
-                side_files=SideFiles(self.recorder.store.blobs(thread_id)),
                 context_window=context_window,
-                compact_at=self.compact_at,
             )
             self._runs[thread_id] = run
         self._tg.start_soon(self._drive, run, run_compaction)
         return turn_id
+
+    async def _settle_leftovers(self, thread_id: str, what: str) -> None:
+        """Before a new turn (under the thread's lock): refuse while a turn
+        runs or waits for the user's answer (:mod:`kun.runtime.rearm`), and
+        settle a turn a dead process left open as ``orphaned``, so two
+        turns are never open."""
+        self._refuse_if_running(thread_id, what)
+        refuse_if_waiting(self.recorder.state(thread_id), what)
+        orphans = orphan_events(self.recorder.state(thread_id), set())
+        if orphans:
+            await self.recorder.record(thread_id, *orphans)
 
     def new_run(
         self,
@@ -385,10 +368,13 @@ class TurnService:
         limits: TurnLimits | None = None,
         context: TurnContext | None = None,
         context_window: int | None = None,
+        reasoning_effort: str | None = None,
+        recovery: RecoveryState | None = None,
     ) -> TurnRun:
         """A run of an open turn of an open thread, on this service's parts
-        (``model``, ``limits`` and ``context_window`` as for
-        :meth:`start_turn`)."""
+        (``model``, ``limits``, ``reasoning_effort`` and ``context_window``
+        as for :meth:`start_turn`; the effort defaults to the recorded
+        context's)."""
         model = model or self.model
         if context_window is None and self.context_windows is not None:
             context_window = self.context_windows(model.provider, model.model)
@@ -409,10 +395,12 @@ class TurnService:
             system_prompt=self.system_prompt,
             context=context,
             side_files=SideFiles(self.recorder.store.blobs(thread_id)),
-            reasoning_effort=context.reasoning_effort if context is not None else None,
+            reasoning_effort=reasoning_effort
+            if reasoning_effort is not None
+            else (context.reasoning_effort if context is not None else None),
             context_window=context_window,
             compact_at=self.compact_at,
-            recovery=RecoveryState.initial(self.repetition),
+            recovery=recovery or RecoveryState.initial(self.repetition),
         )
 
     def launch(self, run: TurnRun, body: Callable[[TurnRun], Awaitable[Outcome]]) -> None:
@@ -497,110 +485,6 @@ class TurnService:
                 await getattr(hook, name)(run, status)
             except Exception:
                 _log.exception("turn hook %s.%s failed", type(hook).__name__, name)
-
-    def _running(self, thread_id: str, turn_id: str) -> TurnRun:
-        run = self._runs.get(thread_id)
-        if run is None or run.turn_id != turn_id:
-            raise TurnNotRunning(thread_id, turn_id)
-        return run
-
-    async def steer_turn(self, thread_id: str, turn_id: str, text: str) -> None:
-        """Queue ``text`` for the running turn; it reaches the model as a user
-        message at the loop's next safe point. Blank text is refused."""
-        check_steering(text)
-        run = self._running(thread_id, turn_id)
-        run.steering.push(text)
-        await self.write(thread_id, draft(ev.TurnSteered, turn_id, text=text))
-
-    async def interrupt_turn(self, thread_id: str, turn_id: str, *, discard: bool = False) -> None:
-        """Abort the running turn: stop it, cancel what it waits for, answer
-        the tool calls it cut short (so the next request still shows the model
-        what ran), and record ``turn_aborted`` (``discard`` drops its
-        generated items). If
-        recording fails the turn is still stopped; reconciliation settles the
-        log later."""
-        run = self._running(thread_id, turn_id)
-        run.aborted = True
-        run.scope.cancel()
-        with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
-            await run.done.wait()
-            try:
-                await self._record_abort(thread_id, turn_id, discard)
-            except Exception:
-                _log.exception("recording the abort of turn %s failed", turn_id)
-
-    async def _record_abort(self, thread_id: str, turn_id: str, discard: bool) -> None:
-        state = self.recorder.state(thread_id)
-        turn = _turn(state, turn_id)
-        if turn is None or turn.settled:
-            return
-        ids = {item.id for item in turn.items}
-        events: list[ev.Event] = [
-            draft(ev.ApprovalResolved, turn_id, approval_id=a, decision="cancelled")
-            for a in state.pending_approvals
-            if a in ids
-        ]
-        events += [
-            draft(ev.UserInputResolved, turn_id, request_id=q, status="cancelled")
-            for q in state.pending_user_inputs
-            if q in ids
-        ]
-        if not discard:
-            events += [
-                draft(ev.ItemCompleted, turn_id, item=result) for result in interrupt_results(turn)
-            ]
-        events.append(draft(ev.TurnAborted, turn_id, reason="interrupted", discard=discard))
-        await self.write(thread_id, *events)
-
-    async def wait_turn(self, thread_id: str, turn_id: str) -> TurnState:
-        run = self._runs.get(thread_id)
-        if run is not None and run.turn_id == turn_id:
-            await run.done.wait()
-        turn = _turn(self.recorder.state(thread_id), turn_id)
-        if turn is None:
-            raise TurnNotRunning(thread_id, turn_id)
-        return turn
-
-    # -- answers ---------------------------------------------------------------
-
-    async def answer_approval(
-        self, approval_id: str, decision: str, reason: str | None = None
-    ) -> None:
-        """Approve or deny a pending approval; a second answer is a conflict."""
-        thread_id, turn_id = self.approvals.owner(approval_id)
-
-        async def persist() -> None:
-            await self.write(
-                thread_id,
-                draft(
-                    ev.ApprovalResolved,
-                    turn_id,
-                    approval_id=approval_id,
-                    decision=decision,
-                    reason=reason,
-                ),
-            )
-
-        await self.approvals.answer(approval_id, decision, reason, persist)
-
-    async def answer_user_input(self, request_id: str, answer: str | None) -> None:
-        """Answer a pending question (``None`` cancels it)."""
-        thread_id, turn_id = self.questions.owner(request_id)
-        status = "answered" if answer is not None else "cancelled"
-
-        async def persist() -> None:
-            await self.write(
-                thread_id,
-                draft(
-                    ev.UserInputResolved,
-                    turn_id,
-                    request_id=request_id,
-                    status=status,
-                    answer=answer,
-                ),
-            )
-
-        await self.questions.answer(request_id, status, answer, persist)
 
 
 def _turn(state: ThreadState, turn_id: str) -> TurnState | None:
