@@ -129,6 +129,7 @@ def parse_config(data: bytes | str, source: str) -> Config:
         tools=table.tools,
         runtime=table.runtime,
         mcp=dict(table.mcp),
+        observability=table.observability,
     )
 
 

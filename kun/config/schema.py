@@ -33,6 +33,7 @@ __all__ = [
     "KnownProvider",
     "McpServerTable",
     "ModelSettings",
+    "ObservabilityTable",
     "ProviderConfig",
     "ProviderTable",
     "RetrySettings",
@@ -179,6 +180,20 @@ class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     models: dict[str, ModelSettings] = {}
 
 
+class ObservabilityTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[observability]`` (:mod:`kun.observe`): ``log`` writes one JSON line
+    per model call, tool call and turn to ``<home>/logs/kun-YYYYMMDD.jsonl``
+    (``file``), stderr, or a file of that path (anything else); ``log_content``
+    adds prompts, replies and tool arguments and output, scrubbed of known
+    secrets; ``otel`` makes OpenTelemetry spans (the ``kun[otel]`` extra).
+    All off by default; ``--log-json``, ``--log-json-to``, ``--log-content``,
+    ``KUN_LOG_JSON``, ``KUN_LOG_CONTENT`` and ``KUN_OTEL`` turn them on."""
+
+    log: NonBlank = "off"
+    log_content: bool = False
+    otel: bool = False
+
+
 class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole ``kun.toml`` as written."""
 
@@ -187,6 +202,7 @@ class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     tools: ToolSettings = ToolSettings()
     runtime: RuntimeTable = RuntimeTable()
     mcp: dict[str, McpServerTable] = {}
+    observability: ObservabilityTable = ObservabilityTable()
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -235,6 +251,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     tools: ToolSettings = ToolSettings()
     runtime: RuntimeTable = RuntimeTable()
     mcp: dict[str, McpServerTable] = {}
+    observability: ObservabilityTable = ObservabilityTable()
 
 
 class KnownProvider(NamedTuple):
