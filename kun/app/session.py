@@ -4,7 +4,7 @@ tools those turns use."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from kun.app.windows import compact_at, context_windows
 from kun.config import Config
 from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.repetition import RepetitionSettings
+from kun.mcp import open_mcp_tools, secret_values
 from kun.model.port import ModelClient
 from kun.model.redact import Redactor
 from kun.runtime.context import TurnLimits
@@ -21,8 +22,10 @@ from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
 from kun.runtime.titler import Titler
 from kun.store.jsonl import JsonlEventStore
+from kun.tools.base import Tool
+from kun.tools.builtin import builtin_tools
 from kun.tools.environment import ToolEnvironment
-from kun.tools.host import ToolHost, default_host
+from kun.tools.host import ToolHost
 
 SYSTEM_PROMPT = (
     "You are kun, a coding agent working in the user's workspace. Use the tools to "
@@ -31,7 +34,12 @@ SYSTEM_PROMPT = (
 )
 
 
-def tool_host(config: Config | None = None, environ: Mapping[str, str] | None = None) -> ToolHost:
+def tool_host(
+    config: Config | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    extra: Iterable[Tool] = (),
+) -> ToolHost:
     """The built-in tools with kun's secrets kept from them: ``bash`` runs
     commands without the providers' key variables and the secret-looking
     ones, but those ``[tools.bash] env_allow`` names
@@ -39,15 +47,20 @@ def tool_host(config: Config | None = None, environ: Mapping[str, str] | None = 
     of all of them, in every form (:class:`~kun.model.redact.Redactor`),
     before it is recorded. The values are read from ``environ`` (default:
     ``os.environ``) once, here; a command gets kun's environment as it is
-    when the command starts, less what is withheld."""
+    when the command starts, less what is withheld. ``extra`` are the
+    tools of the configured MCP servers (:mod:`kun.mcp`); the values of the
+    variables their ``env`` and ``headers_env`` name are scrubbed too."""
     env = os.environ if environ is None else environ
     providers = config.providers.values() if config is not None else ()
     environment = ToolEnvironment(
         withhold=frozenset(p.api_key_env for p in providers if p.api_key_env),
         allow=frozenset(config.tools.bash.env_allow if config is not None else ()),
     )
-    redactor = Redactor(environment.secret_values(env))
-    return default_host(environment, redact=redactor.scrub if redactor else None)
+    secrets = {*environment.secret_values(env)}
+    secrets |= secret_values(config.mcp, env) if config is not None else set()
+    redactor = Redactor(sorted(secrets))
+    tools = [*builtin_tools(environment), *extra]
+    return ToolHost(tools, redact=redactor.scrub if redactor else None)
 
 
 @asynccontextmanager
@@ -70,14 +83,22 @@ async def open_service(
     (:mod:`kun.runtime.project`), and compact their history by the model's
     context window and ``[runtime] compact_at`` of ``config``
     (:mod:`kun.app.windows`); ``repetition`` (``[runtime] repetition_*``)
-    tunes their round-outcome decisions (:mod:`kun.domain.recovery`)."""
+    tunes their round-outcome decisions (:mod:`kun.domain.recovery`).
+    With the default tools, the MCP servers of ``config`` are connected
+    for as long as the service is open (:mod:`kun.mcp`)."""
     store = JsonlEventStore(home)
-    async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
+    servers = config.mcp if config is not None and tools is None and model is not None else {}
+    async with (
+        store,
+        EventRecorder(store) as recorder,
+        open_mcp_tools(servers, os.environ) as mcp,
+        anyio.create_task_group() as tg,
+    ):
         service = TurnService(
             recorder,
             tg,
             model=model,
-            tools=tools or (tool_host(config) if model is not None else None),
+            tools=tools or (tool_host(config, extra=mcp.tools) if model is not None else None),
             limits=limits,
             system_prompt=system_prompt,
             reasoning_effort=reasoning_effort,

@@ -125,7 +125,8 @@ class McpServerTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     Names only, never values: the values are read when kun connects and are
     scrubbed from every result. ``approval`` is the effect the approval
     policy judges its tools by (``exec``: anything may happen);
-    ``timeout_seconds`` bounds the start and each call."""
+    ``timeout_seconds`` bounds each call (and the start, given at least
+    30 s)."""
 
     command: NonBlank | None = None
     args: tuple[str, ...] = ()

@@ -1,0 +1,107 @@
+"""MCP tool servers: the tools of the servers ``kun.toml`` declares
+(``[mcp.<name>]``, :class:`~kun.config.schema.McpServerTable`), offered to
+the model next to the built-ins.
+
+When: every enabled server is started (stdio) or reached (streamable
+HTTP) when a service that runs turns opens (:func:`kun.app.session.open_service`,
+so ``kun run``, ``kun chat`` and ``kun serve`` alike), all at once, each
+within its ``timeout_seconds``; its tools are listed once and the
+connection is reused by every turn of the process, then closed when kun
+exits. A server that fails to start is a warning and its tools are absent;
+the thread runs without them.
+
+What the model sees: ``<server>__<tool>`` with the server's own
+description and JSON Schema, validated by the host like a built-in's
+(:mod:`kun.tools.host`). What the approval policy sees: the server's
+``approval`` effect, ``exec`` by default. MCP tools never join a parallel
+read-only batch (their names always hold ``__``, which no built-in's does;
+:data:`kun.runtime.dispatch.READ_ONLY_BUILTINS`).
+
+Secrets: ``env`` and ``headers_env`` name variables; their values go to the
+server only and are scrubbed from every result (:func:`secret_values`,
+added to the host's redactor).
+
+The ``mcp`` package is imported only when a server is configured, so
+commands that run no turn (``kun --help``, ``kun replay``) never load it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+
+from kun.config.schema import McpServerTable
+from kun.tools.base import Tool
+
+__all__ = ["McpServers", "open_mcp_tools", "secret_values"]
+
+_log = logging.getLogger("kun.mcp")
+_CLOSE_SECONDS = 10.0
+
+
+@dataclass
+class McpServers:
+    """The servers of one service: their tools, and how each one fared
+    (``None``: connected)."""
+
+    tools: tuple[Tool, ...] = ()
+    failures: dict[str, str | None] = field(default_factory=dict)
+
+
+def enabled(servers: Mapping[str, McpServerTable]) -> dict[str, McpServerTable]:
+    return {name: table for name, table in servers.items() if table.enabled}
+
+
+def secret_values(servers: Mapping[str, McpServerTable], environ: Mapping[str, str]) -> set[str]:
+    """The values of every variable an enabled server's ``env`` or
+    ``headers_env`` names: what a tool result must never show."""
+    names = {
+        name
+        for table in enabled(servers).values()
+        for name in (*table.env, *table.headers_env.values())
+    }
+    return {environ[name] for name in names if environ.get(name)}
+
+
+@asynccontextmanager
+async def open_mcp_tools(
+    servers: Mapping[str, McpServerTable], environ: Mapping[str, str]
+) -> AsyncIterator[McpServers]:
+    """Connect the enabled ``servers`` and yield their tools; close them on
+    exit. Never raises for a server's sake: a failure is logged and kept in
+    :attr:`McpServers.failures`."""
+    wanted = enabled(servers)
+    if not wanted:
+        yield McpServers()
+        return
+    from kun.mcp.connection import McpConnection
+    from kun.mcp.tools import adapt
+
+    conns = [McpConnection(name, table, environ) for name, table in sorted(wanted.items())]
+    async with anyio.create_task_group() as tg:
+        for conn in conns:
+            tg.start_soon(conn.run)
+        for conn in conns:
+            await conn.ready.wait()
+        taken: set[str] = set()
+        result = McpServers()
+        for conn in conns:
+            result.failures[conn.name] = conn.failure
+            if conn.failure is not None:
+                _log.warning(
+                    "MCP server %r did not start, its tools are absent: %s",
+                    conn.name,
+                    conn.failure,
+                )
+                continue
+            result.tools += tuple(adapt(conn, taken))
+        try:
+            yield result
+        finally:
+            for conn in conns:
+                conn.close()
+            tg.cancel_scope.deadline = anyio.current_time() + _CLOSE_SECONDS

@@ -1,0 +1,79 @@
+"""A small real MCP server for kun's tests, written with the ``mcp`` package.
+
+``python demo.py`` serves over stdio; ``python demo.py http PORT`` over
+streamable HTTP on 127.0.0.1:PORT (path ``/mcp``), refusing requests whose
+``Authorization`` header is not ``Bearer $DEMO_HTTP_TOKEN`` when that
+variable is set.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("demo")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def getenv(name: str) -> str:
+    """The value of an environment variable of the server, or <unset>."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    time.sleep(seconds)
+    return "woke up"
+
+
+@server.tool()
+def crash() -> str:
+    """Kill the server process."""
+    os._exit(3)
+
+
+@server.tool()
+def bad(ctx: Context) -> str:
+    """Answer with a result that is not a tool result (stdio only)."""
+    from mcp.server import stdio
+
+    wire = stdio._claims[1].private_fd  # mcp moved the protocol off fd 1
+    assert wire is not None
+    rid = ctx.request_id
+    raw = rid if rid.isdigit() else f'"{rid}"'
+    os.write(wire, f'{{"jsonrpc":"2.0","id":{raw},"result":{{"content":"garbage"}}}}\n'.encode())
+    time.sleep(0.2)
+    return "late"
+
+
+@server.tool()
+def fail() -> str:
+    """A tool that reports an error."""
+    raise ValueError("the tool failed on purpose")
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()

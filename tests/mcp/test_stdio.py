@@ -1,0 +1,144 @@
+"""MCP tools over stdio in real turns: a real server (tests/mcp/servers/demo.py)
+started by ``open_service`` as ``kun run`` opens it, a scripted model."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import anyio
+import pytest
+
+from kun.contracts import events as ev
+from kun.model.scripted import text_reply, tool_reply
+from tests.mcp.support import mcp_run, stdio_demo
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+async def test_a_turn_calls_an_mcp_tool_and_reads_its_result(tmp_path: Path) -> None:
+    script = [
+        tool_reply("demo__echo", {"text": "hello from mcp"}, call_id="c1"),
+        tool_reply("demo__add", {"a": 2, "b": 40}, call_id="c2"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
+        turn = await run.turn()
+        names = [t.name for t in run.model.requests[0].tools]
+    assert turn.status == "completed"
+    assert {"demo__echo", "demo__add", "read_file"} <= set(names)
+    results = run.results(turn)
+    assert (results["c1"].output, results["c1"].is_error) == ("hello from mcp", False)
+    assert results["c2"].output == "42"
+    assert "hello from mcp" in str(run.model.requests[1].history)
+
+
+async def test_arguments_are_validated_against_the_servers_schema(tmp_path: Path) -> None:
+    script = [
+        tool_reply("demo__add", {"a": "two", "b": 1}, call_id="c1"),
+        tool_reply("demo__echo", {"txt": "x"}, call_id="c2"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
+        turn = await run.turn()
+    results = run.results(turn)
+    assert results["c1"].code == "invalid_arguments" and "a:" in results["c1"].output
+    assert results["c2"].code == "invalid_arguments" and "text: missing" in results["c2"].output
+
+
+async def test_an_mcp_tool_asks_approval_as_exec_under_on_request(tmp_path: Path) -> None:
+    script = [tool_reply("demo__echo", {"text": "approved"}, call_id="c1"), text_reply("ok")]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}, policy="on-request") as run:
+        turn_id = await run.service.start_turn(run.thread_id, "go")
+        asked = None
+        with anyio.fail_after(20):
+            async for event in run.service.recorder.subscribe(run.thread_id):
+                if isinstance(event, ev.ApprovalRequested):
+                    asked = event
+                    await run.service.answer_approval(event.approval_id, "approved")
+                    break
+            turn = await run.service.wait_turn(run.thread_id, turn_id)
+    assert asked is not None
+    assert run.results(turn)["c1"].output == "approved"
+
+
+async def test_a_read_approval_runs_without_asking(tmp_path: Path) -> None:
+    script = [tool_reply("demo__echo", {"text": "read"}, call_id="c1"), text_reply("ok")]
+    server = stdio_demo(approval="read")
+    async with mcp_run(tmp_path, script, {"demo": server}, policy="on-request") as run:
+        turn = await run.turn()
+    assert turn.status == "completed" and run.results(turn)["c1"].output == "read"
+    assert "approval_requested" not in run.log()
+
+
+async def test_env_names_pass_values_and_the_log_never_holds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEMO_TOKEN", "tok-7f3a9c2e11b4")
+    monkeypatch.setenv("OTHER_SECRET", "not-for-the-server")
+    script = [
+        tool_reply("demo__getenv", {"name": "DEMO_TOKEN"}, call_id="c1"),
+        tool_reply("demo__getenv", {"name": "OTHER_SECRET"}, call_id="c2"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo(env=("DEMO_TOKEN",))}) as run:
+        turn = await run.turn()
+    results = run.results(turn)
+    assert results["c1"].output == "[redacted]"
+    assert results["c2"].output == "<unset>"
+    assert "tok-7f3a9c2e11b4" not in run.log()
+
+
+async def test_a_hanging_call_times_out_and_the_turn_goes_on(tmp_path: Path) -> None:
+    script = [
+        tool_reply("demo__slow", {"seconds": 1.5}, call_id="c1"),
+        tool_reply("demo__echo", {"text": "still here"}, call_id="c2"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo(timeout_seconds=0.5)}) as run:
+        turn = await run.turn()
+    results = run.results(turn)
+    assert turn.status == "completed"
+    assert results["c1"].is_error and results["c1"].code == "mcp_timeout"
+    assert results["c2"].output == "still here"
+
+
+async def test_garbage_and_a_crash_are_tool_errors_and_the_server_stays_down(
+    tmp_path: Path,
+) -> None:
+    script = [
+        tool_reply("demo__bad", {}, call_id="c1"),
+        tool_reply("demo__fail", {}, call_id="c2"),
+        tool_reply("demo__crash", {}, call_id="c3"),
+        tool_reply("demo__echo", {"text": "anyone?"}, call_id="c4"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
+        turn = await run.turn()
+    results = run.results(turn)
+    assert turn.status == "completed"
+    assert [results[c].code for c in ("c1", "c2", "c3", "c4")] == [
+        "mcp_bad_response",
+        "mcp_tool_error",
+        "mcp_server_crashed",
+        "mcp_server_crashed",
+    ]
+    assert "not running" in results["c4"].output
+
+
+async def test_a_server_that_does_not_start_is_a_warning_and_the_thread_runs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    servers = {
+        "gone": stdio_demo().__class__(command=str(tmp_path / "no-such-server")),
+        "off": stdio_demo(enabled=False),
+    }
+    script = [tool_reply("gone__echo", {"text": "x"}, call_id="c1"), text_reply("fine")]
+    with caplog.at_level(logging.WARNING, logger="kun.mcp"):
+        async with mcp_run(tmp_path, script, servers) as run:
+            turn = await run.turn()
+            names = {t.name for t in run.model.requests[0].tools}
+    assert turn.status == "completed"
+    assert run.results(turn)["c1"].code == "unknown_tool"
+    assert not any(n.startswith(("gone__", "off__")) for n in names)
+    assert "'gone' did not start" in caplog.text and "'off'" not in caplog.text
