@@ -42,6 +42,7 @@ from kun.server.openapi import openapi_routes
 from kun.server.reads import read_routes
 from kun.server.threads import thread_routes
 from kun.server.turns import turn_routes
+from kun.server.web import web_routes
 
 __all__ = ["Compose", "begin_shutdown", "create_app"]
 
@@ -94,6 +95,7 @@ def create_app(
             *read_routes(),
             *_stream_routes(),
             *openapi_routes(),
+            *web_routes(),
         ],
         middleware=middleware,
         exception_handlers=exception_handlers(),  # type: ignore[arg-type]
