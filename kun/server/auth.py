@@ -4,7 +4,9 @@ A server bound to anything but loopback must have a bearer token
 (:func:`check_bind`): the API runs commands in a workspace. Every HTTP
 request then carries ``Authorization: Bearer <token>``, compared in
 constant time (:func:`hmac.compare_digest`, so the time taken does not
-tell how much of a guess was right); a request without it gets 401.
+tell how much of a guess was right); a request without it gets 401. A
+browser, whose ``EventSource`` cannot send headers, uses the web view's
+cookie instead (:mod:`kun.server.web`: ``/?token=...`` sets it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kun.errors import UserMistake
 from kun.server.errors import error_response
+from kun.server.web import cookie_token, token_exchange
 
 __all__ = ["BearerAuth", "NeedsToken", "check_bind", "is_loopback"]
 
@@ -50,9 +53,14 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
+        self._token = token
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        exchange = token_exchange(scope, self._token)
+        if exchange is not None:
+            await exchange(scope, receive, send)
+            return
         if scope["type"] == "http" and not self._allowed(scope):
             response = error_response(
                 401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer ...)"
@@ -68,4 +76,6 @@ class BearerAuth:
             if name == b"authorization":
                 given = value
                 break
+        else:
+            given = cookie_token(scope)
         return hmac.compare_digest(given, self._expected)
