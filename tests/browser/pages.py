@@ -55,4 +55,4 @@ def same_items(page: Page, state: dict[str, Any]) -> None:
     assert [{k: i[k] for k in keys} for i in shown] == [{k: i[k] for k in keys} for i in projected]
     for got, want in zip(shown, projected, strict=True):
         if want["type"] in ("user_message", "assistant_text"):
-            assert words(got["body"]) == words(want["body"]), got["id"]
+            assert words(got["body"]) == words(want["body"]), (got, want)

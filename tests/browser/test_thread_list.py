@@ -1,0 +1,46 @@
+"""The thread list in headless Chromium: a thread created through the API,
+and its turn running then ending, show up live, without a reload."""
+
+from __future__ import annotations
+
+import pytest
+
+from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.testing.fake_provider import FakeProvider, FakeResponse
+from tests.browser.conftest import Shot
+from tests.browser.kunserver import KunServer
+
+sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+Page = sync_api.Page
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_list_follows_new_threads_and_their_turns_live(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    chunks = (*(TextDeltaChunk(text=f"w{n} ") for n in range(15)), CompletedChunk())
+    provider.enqueue(FakeResponse(chunks=chunks, per_event=True, piece_delay=0.1))
+    old = kun.new_thread(title="the old one")
+    page.goto("/")
+    rows = page.locator("#threads li[data-thread-id]")
+    expect(rows).to_have_count(1)
+    expect(rows).to_have_attribute("data-thread-id", old)
+    expect(rows.locator(f'a[href="/threads/{old}"]')).to_have_text("the old one")
+    page.evaluate("window.__kunNotReloaded = true")
+    shot(page, "one")
+    new = kun.new_thread(title="the new one")
+    row = page.locator(f'#threads li[data-thread-id="{new}"]')
+    expect(row.locator(f'a[href="/threads/{new}"]')).to_have_text("the new one")
+    expect(rows).to_have_count(2)
+    expect(row).to_have_attribute("data-status", "idle")
+    shot(page, "two")
+    kun.start_turn(new, "count")
+    expect(row).to_have_attribute("data-status", "running")
+    expect(row).to_contain_text("running")
+    shot(page, "running")
+    expect(row).to_have_attribute("data-status", "completed", timeout=10_000)
+    expect(row).to_contain_text("completed")
+    shot(page, "completed")
+    assert page.evaluate("window.__kunNotReloaded") is True

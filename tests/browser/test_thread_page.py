@@ -1,0 +1,128 @@
+"""The thread page in headless Chromium against a real ``kun serve``: a
+finished thread loads as its log says; a turn streams to completion and the
+page ends up with exactly the log's items and text; a server restarted
+under the page mid-turn is followed again, every event shown once."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.model.scripted import text_reply
+from kun.testing.fake_provider import FakeProvider, FakeResponse
+from tests.browser.conftest import Shot
+from tests.browser.kunserver import KunServer
+from tests.browser.pages import rendered_items, same_items, words
+
+sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+Page = sync_api.Page
+
+pytestmark = pytest.mark.slow
+
+WORDS = [f"word{n:02d} " for n in range(40)]
+REPLY = "".join(WORDS).strip()
+
+
+def _slow_reply(delay: float) -> FakeResponse:
+    """``REPLY``, one word per SSE event, ``delay`` seconds apart."""
+    chunks = (*(TextDeltaChunk(text=w) for w in WORDS), CompletedChunk(stop_reason="stop"))
+    return FakeResponse(chunks=chunks, per_event=True, piece_delay=delay)
+
+
+def _reply_body(page: Page) -> str:
+    bodies = [i["body"] for i in rendered_items(page) if i["type"] == "assistant_text"]
+    return words(" ".join(bodies))
+
+
+def test_a_finished_thread_loads_as_its_log_says(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    provider.enqueue(FakeResponse(chunks=tuple(text_reply("It prints **a** and then *b*."))))
+    thread = kun.new_thread()
+    turn = kun.start_turn(thread, "what does a.py print?")
+    state = kun.settled(thread)
+    page.goto(f"/threads/{thread}")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
+    expect(page.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))
+    shot(page, "loaded")
+    section = page.locator("#transcript section.turn")
+    expect(section).to_have_count(1)
+    expect(section).to_have_attribute("data-turn-id", turn)
+    expect(section).to_have_attribute("data-status", "completed")
+    shown = rendered_items(page)
+    assert [(i["id"], i["type"]) for i in shown] == [
+        (i["id"], i["type"]) for i in state["turns"][0]["items"]
+    ]
+    assert words(shown[0]["body"]) == "what does a.py print?"
+    reply = page.locator('#transcript article[data-type="assistant_text"] .body')
+    expect(reply.locator("strong")).to_have_text("a")
+    expect(reply.locator("em")).to_have_text("b")
+    assert words(reply.inner_text()) == "It prints a and then b."
+    expect(page.locator("#interrupt")).to_be_disabled()
+
+
+def test_a_turn_streams_to_completion_as_the_log_has_it(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    provider.enqueue(_slow_reply(0.04))
+    thread = kun.new_thread()
+    page.goto(f"/threads/{thread}")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
+    turn = kun.start_turn(thread, "count to forty")
+    section = page.locator(f'#transcript section.turn[data-turn-id="{turn}"]')
+    expect(section).to_have_attribute("data-status", "running")
+    partial = _reply_body(page)
+    deadline = time.monotonic() + 5
+    while not partial and time.monotonic() < deadline:
+        partial = _reply_body(page)
+    shot(page, "streaming")
+    assert partial and partial != REPLY and REPLY.startswith(partial.split(" ")[0])
+    expect(section).to_have_attribute("data-status", "completed")
+    state = kun.settled(thread)
+    expect(page.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))
+    shot(page, "completed")
+    same_items(page, state)
+    assert _reply_body(page) == REPLY
+    replayed = kun.transcript(thread)
+    assert replayed.count("word00") == 1 and REPLY in words(replayed)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_a_restart_mid_turn_is_followed_with_every_event_once(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot, sig: signal.Signals
+) -> None:
+    provider.enqueue(_slow_reply(0.1), FakeResponse(chunks=tuple(text_reply("back again"))))
+    thread = kun.new_thread()
+    page.goto(f"/threads/{thread}")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
+    first = kun.start_turn(thread, "count slowly")
+    expect(page.locator('#transcript article[data-type="assistant_text"]')).to_have_count(1)
+    time.sleep(1.5)
+    shot(page, "before-restart")
+    kun.stop(sig)
+    expect(page.locator("#connection")).not_to_have_attribute("data-state", "open")
+    shot(page, "server-down")
+    kun.start()
+    state = kun.settled(thread)
+    ended = state["turns"][0]["status"]
+    assert state["turns"][0]["turn_id"] == first and ended in ("aborted", "failed")
+    connection = page.locator("#connection")
+    expect(connection).to_have_attribute("data-state", "open", timeout=10_000)
+    expect(page.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))
+    expect(page.locator(f'section.turn[data-turn-id="{first}"]')).to_have_attribute(
+        "data-status", ended
+    )
+    shot(page, "resumed")
+    same_items(page, state)
+    second = kun.start_turn(thread, "again")
+    expect(page.locator(f'section.turn[data-turn-id="{second}"]')).to_have_attribute(
+        "data-status", "completed"
+    )
+    state = kun.settled(thread)
+    expect(page.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))
+    shot(page, "after")
+    same_items(page, state)
