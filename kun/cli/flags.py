@@ -1,7 +1,8 @@
 """The runtime flags of the commands that run turns (``kun``, ``kun chat``,
 ``kun resume``, ``kun run``): ``--reasoning-effort``, ``--max-steps``,
 ``--max-wall-seconds``, ``--max-cost`` and ``--system``, each the flag of a
-``[runtime]`` key of ``kun.toml`` (``--approval`` is the commands' own).
+``[runtime]`` key of ``kun.toml`` (``--approval`` is the commands' own), and
+the ``[observability]`` flags (:mod:`kun.observe.flags`).
 
 The options are not parameters of the commands: each keeps its value in
 the click context's ``meta``, where :func:`runtime_flags` finds them, so a
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from kun.app.overrides import RuntimeFlags
+from kun.observe.flags import observe_options
 
 __all__ = ["RuntimeFlags", "runtime_flags", "runtime_options"]
 
@@ -82,7 +84,7 @@ def runtime_options(func: F) -> F:
     ]  # fmt: skip
     for option in reversed(options):
         func = option(func)
-    return func
+    return observe_options(func)
 
 
 def runtime_flags(approval_policy: str | None = None) -> RuntimeFlags:

@@ -1,0 +1,104 @@
+"""The JSON lines of a real turn: one per model call, tool call and turn,
+with ids, timings, tokens and cost, and never a prompt, an output or a
+secret unless content is asked for (then scrubbed)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kun.observe.observer import Observer
+from tests.observe.support import PROMPT, REPLY, SECRET, Lines, observed, run_turn
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _secret_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUN_FAKE_API_KEY", SECRET)
+
+
+async def test_a_turn_logs_its_model_calls_tool_call_and_itself(tmp_path: Path) -> None:
+    lines = Lines()
+    async with observed(tmp_path, Observer(sink=lines)) as (service, thread_id):
+        turn = await run_turn(service, thread_id)
+    assert turn.status == "completed"
+    assert [r["kind"] for r in lines.records] == ["model_call", "tool_call", "model_call", "turn"]
+    first, tool, second, whole = lines.records
+    for record in lines.records:
+        assert record["thread_id"] == thread_id
+        assert record["turn_id"] == turn.turn_id
+        assert record["ts"].endswith("Z")
+    assert first["provider"] == "scripted"
+    assert first["model"] == service.model.model
+    assert first["response_model"] == "scripted-1-20261201"
+    assert (first["step"], first["call"], second["step"], second["call"]) == (0, 1, 1, 2)
+    assert first["status"] == "ok" and first["stop_reason"] == "tool_calls"
+    assert first["tool_calls"] == 1 and second["tool_calls"] == 0
+    assert (first["input_tokens"], first["output_tokens"], first["cost_usd"]) == (120, 15, 0.0012)
+    assert 0 <= first["ttfb_ms"] <= first["duration_ms"]
+    assert tool["tool"] == "peek" and tool["effect"] == "read" and tool["step"] == 0
+    assert tool["call_id"] == "call_peek" and tool["status"] == "ok"
+    assert tool["output_bytes"] == len(b"FAKE_API_KEY=[redacted] what=env")
+    assert tool["duration_ms"] >= 0
+    assert whole["status"] == "completed"
+    assert (whole["model_calls"], whole["tool_calls"]) == (2, 1)
+    assert (whole["input_tokens"], whole["output_tokens"]) == (300, 24)
+    assert whole["cost_usd"] == pytest.approx(0.0033)
+
+
+async def test_without_content_no_prompt_reply_arguments_or_secret(tmp_path: Path) -> None:
+    lines = Lines()
+    async with observed(tmp_path, Observer(sink=lines)) as (service, thread_id):
+        await run_turn(service, thread_id, f"{PROMPT} (key {SECRET})")
+    text = msgspec.json.encode(lines.records).decode()
+    assert "Zanzibar" not in text
+    assert SECRET not in text
+    assert '"env"' not in text and "what=" not in text
+    for record in lines.records:
+        assert not {"input", "output", "arguments", "system_prompt", "calls"} & set(record)
+
+
+async def test_with_content_the_prompt_and_outputs_are_there_scrubbed(tmp_path: Path) -> None:
+    lines = Lines()
+    observer = Observer(sink=lines, content=True)
+    async with observed(tmp_path, observer) as (service, thread_id):
+        await run_turn(service, thread_id, f"{PROMPT} (key {SECRET})")
+    text = msgspec.json.encode(lines.records).decode()
+    assert SECRET not in text
+    first, tool, second, _ = lines.records
+    assert f"{PROMPT} (key [redacted])" in msgspec.json.encode(first["input"]).decode()
+    assert first["calls"] == [
+        {"call_id": "call_peek", "name": "peek", "arguments": '{"what":"env"}'}
+    ]
+    assert tool["arguments"] == '{"what":"env"}'
+    assert tool["output"] == "FAKE_API_KEY=[redacted] what=env"
+    assert second["output"] == REPLY
+    new = msgspec.json.encode(second["input"]).decode()
+    assert "Zanzibar quarterly" not in new, "a later call logs only what is new since the last"
+    assert "[redacted]" in new
+
+
+async def test_the_event_log_is_the_same_with_the_observer_on(tmp_path: Path) -> None:
+    async def logged(path: Path, observer: Observer | None) -> list[str]:
+        async with observed(path, observer) as (service, thread_id):
+            await run_turn(service, thread_id)
+            events = service.recorder.store.read(thread_id)
+            return [_stable(e, path) for e in events]
+
+    on = await logged(tmp_path / "on", Observer(sink=Lines(), content=True))
+    off = await logged(tmp_path / "off", None)
+    assert len(on) > 8
+    assert on == off
+
+
+def _stable(event: object, path: Path) -> str:
+    """An event without what differs from run to run (times, generated ids,
+    the directory)."""
+    record = msgspec.json.decode(msgspec.json.encode(event))
+    record.pop("at")
+    text = msgspec.json.encode(record).decode().replace(str(path), "<dir>")
+    return re.sub(r"\b([a-z]+)_[0-9a-z]{12,}\b", r"\1_<id>", text)
