@@ -88,6 +88,10 @@ def render_config(
     lines += ["", "[tools.bash]", _row("env_allow", list(allow), _where(raw, found, "tools"))]
     for name, provider in config.providers.items():
         lines += ["", f"[providers.{_key(name)}]", *_provider(provider, raw, found, env)]
+    if config.mcp:
+        from kun.mcp.describe import config_lines
+
+        lines += config_lines(config.mcp, raw.get("mcp", {}), str(found), env)
     return _aligned(lines)
 
 
