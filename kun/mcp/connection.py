@@ -107,7 +107,7 @@ class McpConnection:
             errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: ASYNC230
             streams = await stack.enter_async_context(self._stdio(self.table.command, errlog))
         else:
-            streams = await stack.enter_async_context(self._http(self.table.url or ""))
+            streams = await stack.enter_async_context(await self._http(stack, self.table.url or ""))
         read, write = streams
         return await stack.enter_async_context(ClientSession(read, write))
 
@@ -128,7 +128,10 @@ class McpConnection:
             _log.warning("MCP server %r: environment variable %s is not set", self.name, name)
         return value
 
-    def _http(self, url: str) -> Any:
+    async def _http(self, stack: AsyncExitStack, url: str) -> Any:
+        """The headers of ``headers_env`` on every request; the HTTP client
+        is closed with the connection (``mcp`` leaves a client it was given
+        open)."""
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -137,7 +140,7 @@ class McpConnection:
             for header, var in self.table.headers_env.items()
             if (value := self._variable(var)) is not None
         }
-        client = create_mcp_http_client(headers=headers)
+        client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
         return streamable_http_client(url, http_client=client)
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
+import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("demo")
@@ -68,9 +70,28 @@ def fail() -> str:
     raise ValueError("the tool failed on purpose")
 
 
+def guarded(app: Any, token: str | None) -> Any:
+    """``app`` behind a bearer token, as a hosted MCP server would be."""
+    expected = f"Bearer {token}".encode()
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if (
+            token
+            and scope["type"] == "http"
+            and dict(scope["headers"]).get(b"authorization") != expected
+        ):
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await app(scope, receive, send)
+
+    return asgi
+
+
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        app = guarded(server.streamable_http_app(), os.environ.get("DEMO_HTTP_TOKEN"))
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run()
 

@@ -1,0 +1,60 @@
+"""MCP tools over streamable HTTP: the demo server on 127.0.0.1 behind a
+bearer token that ``headers_env`` supplies."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kun.config.schema import McpServerTable
+from kun.model.scripted import text_reply, tool_reply
+from tests.mcp.support import http_demo, mcp_run
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TOKEN = "http-tok-5be1d0a7c9"
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with http_demo({**os.environ, "DEMO_HTTP_TOKEN": TOKEN}) as address:
+        yield address
+
+
+def web(url: str) -> McpServerTable:
+    return McpServerTable(url=url, headers_env={"Authorization": "DEMO_AUTH"}, timeout_seconds=5)
+
+
+async def test_a_turn_calls_a_tool_of_an_http_server(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEMO_AUTH", f"Bearer {TOKEN}")
+    script = [
+        tool_reply("web__add", {"a": 1, "b": 2}, call_id="c1"),
+        tool_reply("web__echo", {"text": f"Bearer {TOKEN}"}, call_id="c2"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"web": web(url)}) as run:
+        turn = await run.turn()
+    results = run.results(turn)
+    assert turn.status == "completed"
+    assert results["c1"].output == "3"
+    assert results["c2"].output == "[redacted]"
+
+
+async def test_a_refused_http_server_is_a_warning_and_the_thread_runs(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("DEMO_AUTH", "Bearer wrong")
+    script = [text_reply("fine")]
+    with caplog.at_level(logging.WARNING, logger="kun.mcp"):
+        async with mcp_run(tmp_path, script, {"web": web(url)}) as run:
+            turn = await run.turn()
+            names = {t.name for t in run.model.requests[0].tools}
+    assert turn.status == "completed"
+    assert not any(n.startswith("web__") for n in names)
+    assert "'web' did not start" in caplog.text
