@@ -141,11 +141,13 @@ class KunServer:
         assert response.status_code == 200, response.text
         return response.text
 
-    def last_seq(self, thread_id: str) -> int:
-        """The seq of the log's last event (read through the API, which
-        flushes what the recorder buffers first)."""
+    def log(self, thread_id: str) -> list[dict[str, Any]]:
+        """The log's events, read through the API (which flushes what the
+        recorder buffers first)."""
         response = self.client.get(f"/v1/threads/{thread_id}/log")
         assert response.status_code == 200, response.text
-        lines = response.content.splitlines()
-        seq: int = msgspec.json.decode(lines[-1])["seq"]
+        return [msgspec.json.decode(line) for line in response.content.splitlines()]
+
+    def last_seq(self, thread_id: str) -> int:
+        seq: int = self.log(thread_id)[-1]["seq"]
         return seq

@@ -31,8 +31,9 @@ def rendered_items(page: Page) -> list[dict[str, str]]:
 
 
 def projected_items(state: dict[str, Any]) -> list[dict[str, str]]:
-    """The same for the log's projection (``GET /v1/threads/{id}``); the
-    body is the text of the items that are text (messages, replies)."""
+    """The same for the log's projection (``GET /v1/threads/{id}``), its
+    visible turns (a rewind hides some); the body is the text of the items
+    that are text (messages, replies)."""
     return [
         {
             "id": item["id"],
@@ -42,6 +43,7 @@ def projected_items(state: dict[str, Any]) -> list[dict[str, str]]:
             "body": item.get("text", ""),
         }
         for turn in state["turns"]
+        if turn.get("hidden_by") is None
         for item in turn["items"]
     ]
 
