@@ -32,11 +32,13 @@ def free_port() -> int:
 
 class KunServer:
     """One ``kun serve`` on 127.0.0.1 over ``root/home``, its model the fake
-    provider at ``base_url``; ``start``, ``stop`` and ``restart`` keep the
-    port, so a page open on it sees the same origin come back."""
+    provider at ``base_url``, requiring ``token`` if given; ``start``,
+    ``stop`` and ``restart`` keep the port, so a page open on it sees the
+    same origin come back."""
 
-    def __init__(self, root: Path, base_url: str) -> None:
+    def __init__(self, root: Path, base_url: str, *, token: str | None = None) -> None:
         self.root = root
+        self.token = token
         self.home = root / "home"
         self.port = free_port()
         self.origin = f"http://127.0.0.1:{self.port}"
@@ -50,7 +52,8 @@ class KunServer:
         )
         self.output = root / "serve.out"
         self.process: subprocess.Popen[bytes] | None = None
-        self.client = httpx.Client(base_url=self.origin, timeout=WAIT_SECONDS)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(base_url=self.origin, headers=headers, timeout=WAIT_SECONDS)
 
     def start(self) -> None:
         command = [
@@ -58,6 +61,9 @@ class KunServer:
             "--config", str(self.config), "--home", str(self.home),
         ]  # fmt: skip
         environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        if self.token:
+            command += ["--token-env", "KUN_BROWSER_TOKEN"]
+            environ["KUN_BROWSER_TOKEN"] = self.token
         with self.output.open("ab") as out:
             self.process = subprocess.Popen(
                 command, env=environ, cwd=self.root, stdin=subprocess.DEVNULL,
