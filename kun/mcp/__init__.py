@@ -58,13 +58,14 @@ def enabled(servers: Mapping[str, McpServerTable]) -> dict[str, McpServerTable]:
 
 def secret_values(servers: Mapping[str, McpServerTable], environ: Mapping[str, str]) -> set[str]:
     """The values of every variable an enabled server's ``env`` or
-    ``headers_env`` names: what a tool result must never show."""
-    names = {
-        name
-        for table in enabled(servers).values()
-        for name in (*table.env, *table.headers_env.values())
-    }
-    return {environ[name] for name in names if environ.get(name)}
+    ``headers_env`` names: what a tool result must never show. A header
+    value's credential is a secret on its own too (the token of
+    ``Bearer <token>``), as a server may echo it without its scheme."""
+    tables = enabled(servers).values()
+    values = {environ.get(name) for table in tables for name in table.env}
+    headers = {environ.get(name) for table in tables for name in table.headers_env.values()}
+    values |= {v.split()[-1] for v in headers if v and len(v.split()) == 2}
+    return {v for v in values | headers if v}
 
 
 @asynccontextmanager

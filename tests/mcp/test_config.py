@@ -99,7 +99,7 @@ def test_secret_values_are_those_of_enabled_servers() -> None:
         "off": McpServerTable(command="x", env=("OFF_TOKEN",), enabled=False),
     }
     environ = {"A_TOKEN": "aaaa1111", "B_AUTH": "Bearer bbbb", "OFF_TOKEN": "zzzz9999"}
-    assert secret_values(servers, environ) == {"aaaa1111", "Bearer bbbb"}
+    assert secret_values(servers, environ) == {"aaaa1111", "Bearer bbbb", "bbbb"}
 
 
 def _call(name: str, index: int) -> ToolCall:

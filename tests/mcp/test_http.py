@@ -26,16 +26,17 @@ def url() -> Iterator[str]:
 
 
 def web(url: str) -> McpServerTable:
-    return McpServerTable(url=url, headers_env={"Authorization": "DEMO_AUTH"}, timeout_seconds=5)
+    return McpServerTable(url=url, headers_env={"Authorization": "DEMO_BEARER"}, timeout_seconds=5)
 
 
 async def test_a_turn_calls_a_tool_of_an_http_server(
     tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DEMO_AUTH", f"Bearer {TOKEN}")
+    monkeypatch.setenv("DEMO_BEARER", f"Bearer {TOKEN}")
     script = [
         tool_reply("web__add", {"a": 1, "b": 2}, call_id="c1"),
         tool_reply("web__echo", {"text": f"Bearer {TOKEN}"}, call_id="c2"),
+        tool_reply("web__echo", {"text": f"token={TOKEN}"}, call_id="c3"),
         text_reply("done"),
     ]
     async with mcp_run(tmp_path, script, {"web": web(url)}) as run:
@@ -44,12 +45,13 @@ async def test_a_turn_calls_a_tool_of_an_http_server(
     assert turn.status == "completed"
     assert results["c1"].output == "3"
     assert results["c2"].output == "[redacted]"
+    assert results["c3"].output == "token=[redacted]"
 
 
 async def test_a_refused_http_server_is_a_warning_and_the_thread_runs(
     tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv("DEMO_AUTH", "Bearer wrong")
+    monkeypatch.setenv("DEMO_BEARER", "Bearer wrong")
     script = [text_reply("fine")]
     with caplog.at_level(logging.WARNING, logger="kun.mcp"):
         async with mcp_run(tmp_path, script, {"web": web(url)}) as run:

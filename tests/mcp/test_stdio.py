@@ -74,19 +74,19 @@ async def test_a_read_approval_runs_without_asking(tmp_path: Path) -> None:
 async def test_env_names_pass_values_and_the_log_never_holds_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DEMO_TOKEN", "tok-7f3a9c2e11b4")
+    monkeypatch.setenv("DEMO_ACCOUNT_ID", "acct-7f3a9c2e11b4")
     monkeypatch.setenv("OTHER_SECRET", "not-for-the-server")
     script = [
-        tool_reply("demo__getenv", {"name": "DEMO_TOKEN"}, call_id="c1"),
+        tool_reply("demo__getenv", {"name": "DEMO_ACCOUNT_ID"}, call_id="c1"),
         tool_reply("demo__getenv", {"name": "OTHER_SECRET"}, call_id="c2"),
         text_reply("done"),
     ]
-    async with mcp_run(tmp_path, script, {"demo": stdio_demo(env=("DEMO_TOKEN",))}) as run:
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo(env=("DEMO_ACCOUNT_ID",))}) as run:
         turn = await run.turn()
     results = run.results(turn)
     assert results["c1"].output == "[redacted]"
     assert results["c2"].output == "<unset>"
-    assert "tok-7f3a9c2e11b4" not in run.log()
+    assert "acct-7f3a9c2e11b4" not in run.log()
 
 
 async def test_a_hanging_call_times_out_and_the_turn_goes_on(tmp_path: Path) -> None:
