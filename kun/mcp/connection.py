@@ -78,6 +78,8 @@ class McpConnection:
             if scope.cancelled_caught and not self.ready.is_set():
                 self.failure = f"no answer within {self.start_seconds:g} s"
         except Exception as exc:
+            if self.ready.is_set():
+                self.mark_down(_describe(exc))
             self.failure = self.failure or _describe(exc)
         finally:
             self.session = None

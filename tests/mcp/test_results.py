@@ -1,0 +1,49 @@
+"""What the model reads of an MCP ``tools/call`` result."""
+
+from __future__ import annotations
+
+import base64
+
+from mcp.types import (
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+
+from kun.mcp.tools import MAX_OUTPUT_CHARS, to_output
+
+
+def test_blocks_become_text_and_binary_blocks_a_line_naming_them() -> None:
+    png = base64.b64encode(b"\x89PNG" + b"0" * 96).decode()
+    result = CallToolResult(
+        content=[
+            TextContent(text="first"),
+            ImageContent(data=png, mime_type="image/png"),
+            EmbeddedResource(resource=TextResourceContents(uri="file:///notes.md", text="# notes")),
+            ResourceLink(uri="file:///big.bin", name="big"),
+        ]
+    )
+    output = to_output(result)
+    assert not output.is_error
+    assert output.output.splitlines() == [
+        "first",
+        "[image image/png, 100 bytes, not shown]",
+        "# notes",
+        "[resource file:///big.bin]",
+    ]
+
+
+def test_is_error_is_an_error_result_and_structured_content_is_json() -> None:
+    failed = to_output(CallToolResult(content=[TextContent(text="no such row")], is_error=True))
+    assert (failed.is_error, failed.code, failed.output) == (True, "mcp_tool_error", "no such row")
+    structured = to_output(CallToolResult(content=[], structured_content={"rows": 2}))
+    assert structured.output == '{"rows":2}'
+
+
+def test_a_huge_result_is_cut_with_a_note() -> None:
+    output = to_output(CallToolResult(content=[TextContent(text="x" * (MAX_OUTPUT_CHARS + 10))]))
+    assert output.output.endswith(f"[output cut at {MAX_OUTPUT_CHARS} characters]")
+    assert len(output.output) < MAX_OUTPUT_CHARS + 100
