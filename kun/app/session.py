@@ -17,6 +17,7 @@ from kun.domain.repetition import RepetitionSettings
 from kun.mcp import open_mcp_tools, secret_values
 from kun.model.port import ModelClient
 from kun.model.redact import Redactor
+from kun.observe.setup import observing
 from kun.runtime.context import TurnLimits
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
@@ -85,20 +86,28 @@ async def open_service(
     (:mod:`kun.app.windows`); ``repetition`` (``[runtime] repetition_*``)
     tunes their round-outcome decisions (:mod:`kun.domain.recovery`).
     With the default tools, the MCP servers of ``config`` are connected
-    for as long as the service is open (:mod:`kun.mcp`)."""
+    for as long as the service is open (:mod:`kun.mcp`). Its turns are
+    logged and traced as ``[observability]``, the environment and the
+    command's flags ask (:mod:`kun.observe`; nothing is wrapped when off)."""
     store = JsonlEventStore(home)
     servers = config.mcp if config is not None and tools is None and model is not None else {}
     async with (
         store,
         EventRecorder(store) as recorder,
         open_mcp_tools(servers, os.environ) as mcp,
+        observing(
+            home,
+            config,
+            tools or (tool_host(config, extra=mcp.tools) if model is not None else None),
+        ) as watched,
         anyio.create_task_group() as tg,
     ):
         service = TurnService(
             recorder,
             tg,
             model=model,
-            tools=tools or (tool_host(config, extra=mcp.tools) if model is not None else None),
+            tools=watched.tools,
+            hooks=watched.hooks,
             limits=limits,
             system_prompt=system_prompt,
             reasoning_effort=reasoning_effort,
