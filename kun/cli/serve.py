@@ -70,6 +70,7 @@ def serve(
 def _run(host: str, port: int, token: str | None, config: Path | None, home: Path | None) -> None:
     from kun.config import load_config
     from kun.model.factory import build_router
+    from kun.observe.setup import preflight
     from kun.server.app import create_app
     from kun.server.backend import backend_from_config
     from kun.server.runner import serve as run_server
@@ -79,6 +80,7 @@ def _run(host: str, port: int, token: str | None, config: Path | None, home: Pat
     loaded = load_config(config, home=root)
     flags = runtime_flags()
     router = build_router(loaded)  # a missing key is one line here, not a traceback in uvicorn
+    preflight(loaded)  # and so is tracing asked for but not installed
     app = create_app(
         lambda: backend_from_config(root, loaded, flags, router=router),
         token=token,

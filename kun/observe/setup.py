@@ -24,7 +24,7 @@ from kun.observe.sink import open_sink
 from kun.observe.spans import Spans
 from kun.tools.host import ToolHost
 
-__all__ = ["Watched", "observer_for", "observing"]
+__all__ = ["Watched", "observer_for", "observing", "preflight"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,16 @@ def _otel_spans() -> Spans:
         ) from exc
     provider, owned = provider_from_env()
     return OtelSpans(provider, owned=owned)
+
+
+def preflight(config: Any, environ: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`~kun.observe.errors.ObserveError` now if tracing is
+    asked for and cannot run: for ``kun serve``, whose service starts
+    inside the server, where an error would be a traceback."""
+    table = getattr(config, "observability", None) if config is not None else None
+    settings = resolve(table, os.environ if environ is None else environ, given_flags())
+    if settings.otel:
+        _otel_spans().close()
 
 
 @asynccontextmanager

@@ -80,7 +80,7 @@ async def test_tracing_over_otlp_without_the_exporter_is_one_line(tmp_path: Path
     else:
         pytest.skip("the OTLP exporter is installed here")
     async with FakeProvider([ANSWER], format="chat_completions") as provider:
-        code, out, err = await _kun(
+        code, _, err = await _kun(
             "run", "hi",
             "--config", str(_config(tmp_path, provider.base_url)),
             "--home", str(tmp_path / "home"), "--workspace", str(_workspace(tmp_path)),
