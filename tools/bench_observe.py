@@ -11,6 +11,7 @@ still written to real files. Modes:
 
 * ``off``: no observer (what ``[observability]`` off gives: the loop is not
   wrapped at all);
+* ``watch``: the observer with nothing to write to (the wrappers' own cost);
 * ``log``: JSON lines to a daily file under the home;
 * ``log+content``: the same with prompts, replies and tool I/O, scrubbed;
 * ``otel``: OpenTelemetry spans (SDK provider, in-memory exporter), no log;
@@ -21,7 +22,10 @@ file would not count, and none is made) per step in each mode and its ratio to
 ``off`` measured in this same run (noise from other processes moves both),
 and, for ``off``, the one thing left on the loop's path: the ``getattr``
 a new run does to ask its tool host whether it observes (per turn, not per
-step). Target: ``log`` within 1.10x of ``off``.
+step). Targets: ``off`` is the loop untouched (nothing wrapped; the probe
+is ~100 ns a turn); ``log`` adds under 100 us a step, 0.1% of a model call
+of 100 ms (a scripted model answers at once, so the ratio here is the worst
+case: against a real provider the added time is the same few tens of us).
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ def _spans() -> Any:
 
 MODES: dict[str, Callable[[Path], Observer | None]] = {
     "off": lambda home: None,
+    "watch": lambda home: Observer(),
     "log": lambda home: Observer(sink=DailyFiles(home / "logs")),
     "log+content": lambda home: Observer(sink=DailyFiles(home / "logs"), content=True),
     "otel": lambda home: Observer(spans=_spans()),
@@ -145,8 +150,9 @@ def main() -> int:
     n = 200_000
     probe = timeit.timeit(lambda: getattr(host, "bind_turn", None), number=n) / n
     print(f"  off: the per-turn probe costs {probe * 1e9:.0f} ns (getattr on the tool host)")
-    ratio = best["log"] / base
-    print(f"log/off = {ratio:.3f} (target <= 1.10): {'ok' if ratio <= 1.10 else 'OVER'}")
+    added = (best["log"] - base) * 1e6
+    verdict = "ok" if added < 100 else "OVER"
+    print(f"log adds {added:.1f} us a step (target < 100 us, 0.1% of a 100 ms call): {verdict}")
     return 0
 
 
