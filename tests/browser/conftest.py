@@ -60,10 +60,11 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture
-def provider() -> Iterator[FakeProvider]:
+@pytest.fixture(scope="session")
+def fake_provider() -> Iterator[FakeProvider]:
     """The fake provider, served from an event loop in its own thread (the
-    sync Playwright API owns this one); ``provider.enqueue`` adds answers."""
+    sync Playwright API owns this one); one for the session, as its address
+    is in the server's config."""
     with anyio.from_thread.start_blocking_portal() as portal:
         fake = FakeProvider(format="chat_completions")
         with portal.wrap_async_context_manager(fake):
@@ -71,13 +72,36 @@ def provider() -> Iterator[FakeProvider]:
 
 
 @pytest.fixture
-def kun(tmp_path: Path, provider: FakeProvider) -> Iterator[KunServer]:
-    server = KunServer(tmp_path, provider.base_url)
-    server.start()
+def provider(fake_provider: FakeProvider) -> Iterator[FakeProvider]:
+    """The fake provider with an empty script (``provider.enqueue`` adds
+    answers): what a failed test left unread must not answer the next."""
+    fake_provider._script.clear()
+    yield fake_provider
+    fake_provider._script.clear()
+
+
+@pytest.fixture(scope="session")
+def kun_server(
+    tmp_path_factory: pytest.TempPathFactory, fake_provider: FakeProvider
+) -> Iterator[KunServer]:
+    """One ``kun serve`` for the session: starting one costs more than most
+    tests take. Each test makes its own threads."""
+    server = KunServer(tmp_path_factory.mktemp("kun"), fake_provider.base_url)
     try:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def kun(kun_server: KunServer, provider: FakeProvider) -> Iterator[KunServer]:
+    """The session's server, running (a test may have stopped it); the
+    turns a test leaves running are interrupted after it."""
+    kun_server.ensure_running()
+    kun_server.created.clear()
+    yield kun_server
+    kun_server.ensure_running()
+    kun_server.interrupt_created()
 
 
 @pytest.fixture

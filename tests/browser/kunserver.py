@@ -52,6 +52,7 @@ class KunServer:
         )
         self.output = root / "serve.out"
         self.process: subprocess.Popen[bytes] | None = None
+        self.created: list[str] = []
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = httpx.Client(base_url=self.origin, headers=headers, timeout=WAIT_SECONDS)
 
@@ -91,6 +92,20 @@ class KunServer:
             process.kill()
             return process.wait()
 
+    def ensure_running(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            self.stop()
+            self.start()
+
+    def interrupt_created(self) -> None:
+        """Interrupt whatever turn is still running on the threads made
+        since ``created`` was cleared."""
+        for thread_id in self.created:
+            for turn in self.state(thread_id)["turns"]:
+                if turn["status"] in ("queued", "running"):
+                    url = f"/v1/threads/{thread_id}/turns/{turn['turn_id']}/interrupt"
+                    self.client.post(url, json={})
+
     def restart(self, sig: signal.Signals = signal.SIGTERM) -> None:
         self.stop(sig)
         self.start()
@@ -110,6 +125,7 @@ class KunServer:
         response = self.client.post("/v1/threads", json={"workspace": str(self.workspace), **body})
         assert response.status_code == 201, response.text
         thread_id: str = response.json()["thread_id"]
+        self.created.append(thread_id)
         return thread_id
 
     def start_turn(self, thread_id: str, text: str) -> str:
