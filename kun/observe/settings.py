@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 __all__ = ["ObserveSettings", "resolve"]
@@ -31,13 +30,6 @@ class ObserveSettings:
     @property
     def active(self) -> bool:
         return self.log != "off" or self.otel
-
-    def log_path(self, home: Path) -> Path | None:
-        """The file the lines go to; ``None`` for stderr or off. ``file``
-        names the home's log directory (the day picks the file)."""
-        if self.log in ("off", "stderr"):
-            return None
-        return home / "logs" if self.log == "file" else Path(self.log).expanduser()
 
 
 def resolve(table: Any, environ: Mapping[str, str], flags: Mapping[str, Any]) -> ObserveSettings:

@@ -3,7 +3,7 @@ watches, with a fake secret in the environment and in the tool's output."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +92,15 @@ async def run_turn(service: TurnService, thread_id: str, text: str = PROMPT) -> 
     for _ in range(50):
         await anyio.lowlevel.checkpoint()
     return turn
+
+
+async def until(condition: Callable[[], object]) -> None:
+    """Wait for ``condition`` (10 s at most)."""
+    with anyio.fail_after(10):
+        while True:
+            if condition():
+                return
+            await anyio.sleep(0.01)
 
 
 class Lines:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 
+from kun.contracts.model import TextDeltaChunk
 from kun.observe.observer import Observer
-from tests.observe.support import PROMPT, REPLY, SECRET, Lines, observed, run_turn
+from tests.observe.support import PROMPT, REPLY, SECRET, Lines, observed, run_turn, until
 
 pytestmark = pytest.mark.anyio
 
@@ -102,3 +104,32 @@ def _stable(event: object, path: Path) -> str:
     record.pop("at")
     text = msgspec.json.encode(record).decode().replace(str(path), "<dir>")
     return re.sub(r"\b([a-z]+)_[0-9a-z]{12,}\b", r"\1_<id>", text)
+
+
+async def test_an_interrupted_turn_logs_its_cut_call_and_ends(tmp_path: Path) -> None:
+    from kun.contracts.threads import ThreadSettings
+    from kun.model.scripted import ScriptedModelClient
+    from kun.runtime.recorder import EventRecorder
+    from kun.runtime.service import TurnService
+    from kun.store.memory import MemoryEventStore
+    from kun.tools.host import ToolHost
+
+    lines = Lines()
+    observer = Observer(sink=lines)
+    model = ScriptedModelClient([[TextDeltaChunk(text="x")] * 1000], delay=0.01)
+    store = MemoryEventStore()
+    async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
+        tools = observer.watch(ToolHost([]))
+        service = TurnService(recorder, tg, model=model, tools=tools, hooks=(observer,))
+        thread_id = await service.create_thread(ThreadSettings(workspace=str(tmp_path)))
+        turn_id = await service.start_turn(thread_id, PROMPT)
+        await until(lambda: len(service.state(thread_id).turns[-1].items) >= 2)
+        await service.interrupt_turn(thread_id, turn_id)
+        await service.wait_turn(thread_id, turn_id)
+        await until(lambda: lines.of("turn"))
+        tg.cancel_scope.cancel()
+    (call,) = lines.of("model_call")
+    assert call["status"] == "cancelled" and "stop_reason" not in call
+    assert call["ttfb_ms"] is not None and call["duration_ms"] >= call["ttfb_ms"]
+    (turn,) = lines.of("turn")
+    assert turn["status"] == "aborted" and turn["model_calls"] == 1
