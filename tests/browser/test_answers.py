@@ -99,3 +99,32 @@ def test_a_denied_command_does_not_run_and_a_write_shows_its_diff(
     assert (kun.workspace / "c.py").read_text() == "print('c')\n"
     expect(page.locator(f'article[data-item-id="{asked}"]')).to_contain_text("denied")
     same_items(page, state)
+
+
+def test_an_approval_answered_in_one_tab_is_gone_from_the_other(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    call = tool_reply("bash", {"command": "echo from-one-tab"})
+    provider.enqueue(call, text_reply("ran once"))
+    thread = kun.new_thread(approval_policy="on-request")
+    other = page.context.new_page()
+    for tab in (page, other):
+        _open(tab, thread)
+    kun.start_turn(thread, "run it")
+    for tab in (page, other):
+        expect(tab.locator("button[data-approve]")).to_have_count(1)
+    shot(other, "other-asked")
+    page.locator("button[data-approve]").click()
+    for tab in (page, other):
+        expect(tab.locator("#transcript section.turn")).to_have_attribute(
+            "data-status", "completed"
+        )
+        expect(tab.locator("button[data-approve], button[data-deny]")).to_have_count(0)
+    state = kun.settled(thread)
+    shot(other, "other-done")
+    for tab in (page, other):
+        expect(tab.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))
+        same_items(tab, state)
+    assert [i["status"] for i in _items(state, "approval")] == ["approved"]
+    outputs = [i["output"] for i in _items(state, "tool_result")]
+    assert len(outputs) == 1 and outputs[0].startswith("from-one-tab\n")

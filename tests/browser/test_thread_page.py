@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.contracts.model import CompletedChunk, ReasoningDeltaChunk, TextDeltaChunk, UsageChunk
+from kun.contracts.usage import UsageSnapshot
 from kun.model.scripted import text_reply
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 from tests.browser.conftest import Shot
@@ -41,7 +42,14 @@ def _reply_body(page: Page) -> str:
 def test_a_finished_thread_loads_as_its_log_says(
     page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
 ) -> None:
-    provider.enqueue(FakeResponse(chunks=tuple(text_reply("It prints **a** and then *b*."))))
+    usage = UsageSnapshot(prompt_tokens=321, completion_tokens=54, cache_hit_tokens=210)
+    chunks = (
+        ReasoningDeltaChunk(text="Reading a.py first."),
+        TextDeltaChunk(text="It prints **a** and then *b*."),
+        UsageChunk(usage=usage),
+        CompletedChunk(stop_reason="stop"),
+    )
+    provider.enqueue(FakeResponse(chunks=chunks))
     thread = kun.new_thread()
     turn = kun.start_turn(thread, "what does a.py print?")
     state = kun.settled(thread)
@@ -62,6 +70,13 @@ def test_a_finished_thread_loads_as_its_log_says(
     expect(reply.locator("strong")).to_have_text("a")
     expect(reply.locator("em")).to_have_text("b")
     assert words(reply.inner_text()) == "It prints a and then b."
+    reasoning = page.locator('#transcript article[data-type="assistant_reasoning"] details')
+    expect(reasoning).not_to_have_attribute("open", "")
+    expect(reasoning).to_contain_text("Reading a.py first.")
+    shown_usage = words(page.locator("#usage").inner_text())
+    assert state["usage"]["prompt_tokens"] == 321
+    for number in ("321", "54", "210"):
+        assert number in shown_usage.split(" "), shown_usage
     expect(page.locator("#interrupt")).to_be_disabled()
 
 
