@@ -21,6 +21,11 @@ Page = sync_api.Page
 pytestmark = pytest.mark.slow
 
 MAX_TABS = 40
+FOCUS = """() => {
+    const e = document.activeElement, s = getComputedStyle(e);
+    const outline = s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0;
+    return {id: e.id, what: e.outerHTML.slice(0, 80), visible: outline || s.boxShadow !== 'none'};
+}"""
 
 
 def _open(page: Page, thread: str) -> None:
@@ -108,7 +113,9 @@ def test_the_prompt_works_from_the_keyboard_alone(
     _open(page, thread)
     for _ in range(MAX_TABS):
         page.keyboard.press("Tab")
-        if page.evaluate("document.activeElement && document.activeElement.id") == "prompt":
+        focused = page.evaluate(FOCUS)
+        assert focused["visible"], f"no visible focus on {focused['what']}"
+        if focused["id"] == "prompt":
             break
     else:
         pytest.fail(f"#prompt not reached in {MAX_TABS} presses of Tab")
