@@ -66,7 +66,7 @@ def test_every_shipped_file_works_offline() -> None:
             if ref.startswith("/static/"):
                 assert ref.removeprefix("/static/") in STATIC, (page.name, ref)
             else:
-                assert ref.startswith(("/", "#")), (page.name, ref)
+                assert ref.startswith(("/", "#", "data:")), (page.name, ref)
 
 
 @pytest.mark.anyio

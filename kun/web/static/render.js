@@ -138,9 +138,17 @@
     var details = article.querySelector("details");
     var ctx = { readOnly: readOnly, open: details ? details.open : false };
     var inner = el("div", { className: "body" }, body(item, ctx));
+    var hadFocus = article.contains(document.activeElement);
     article.dataset.type = item.type;
     article.dataset.status = item.status;
     article.replaceChildren(header(item), inner);
+    if (hadFocus) {
+      // The control that had focus is gone (an answered approval): keep
+      // keyboard users where they were rather than dropping them at the top.
+      var next = article.querySelector("button, input") || article;
+      if (next === article) article.tabIndex = -1;
+      next.focus();
+    }
   }
 
   function section(turn, number) {

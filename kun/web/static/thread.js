@@ -242,10 +242,17 @@
     }
   }
 
+  // aria-disabled, not disabled: a disabled button drops the keyboard focus
+  // to the page's top before the answer's event redraws the item.
   function decide(button, id, decision) {
-    button.closest(".buttons").querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    var group = button.closest(".buttons");
+    if (group.dataset.busy) return;
+    group.dataset.busy = "1";
+    group.querySelectorAll("button").forEach(function (b) { b.setAttribute("aria-disabled", "true"); });
     act("POST", "/v1/approvals/" + encodeURIComponent(id), { decision: decision }).then(function (r) {
-      if (!r) button.closest(".buttons").querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+      if (r) return;
+      delete group.dataset.busy;
+      group.querySelectorAll("button").forEach(function (b) { b.removeAttribute("aria-disabled"); });
     });
   }
 
