@@ -51,14 +51,8 @@
     var d = item.data;
     var text = item.text + item.preview;
     switch (item.type) {
-      case "user_message": {
-        var parts = [el("p", { className: "plain", text: d.text || "" })];
-        (d.attachments || []).forEach(function (a) {
-          parts.push(el("p", { className: "attachment", text: "attachment: " + a.name + " (" + a.mime_type + ")" }));
-        });
-        if (d.steered) parts.unshift(el("p", { className: "note", text: "steered into the running turn" }));
-        return parts;
-      }
+      case "user_message":
+        return [el("p", { className: "plain", text: d.text || "" })];
       case "assistant_text":
         return [html("div", item.preview ? "md provisional" : "md", md.render(text))];
       case "assistant_reasoning": {
@@ -134,6 +128,20 @@
     ]);
   }
 
+  // What is said about an item rather than its text: kept out of .body,
+  // which holds the item's text alone.
+  function notes(item) {
+    var d = item.data;
+    var out = [];
+    if (item.type !== "user_message") return out;
+    if (d.steered) out.push(el("p", { className: "note", text: "steered into the running turn" }));
+    if (d.goal_resume) out.push(el("p", { className: "note", text: "kun resumed the goal (attempt " + d.goal_resume + ")" }));
+    (d.attachments || []).forEach(function (a) {
+      out.push(el("p", { className: "note attachment", text: "attachment: " + a.name + " (" + a.mime_type + ")" }));
+    });
+    return out;
+  }
+
   function drawItem(article, item, readOnly) {
     var details = article.querySelector("details");
     var ctx = { readOnly: readOnly, open: details ? details.open : false };
@@ -141,7 +149,7 @@
     var hadFocus = article.contains(document.activeElement);
     article.dataset.type = item.type;
     article.dataset.status = item.status;
-    article.replaceChildren(header(item), inner);
+    article.replaceChildren.apply(article, [header(item)].concat(notes(item), [inner]));
     if (hadFocus) {
       // The control that had focus is gone (an answered approval): keep
       // keyboard users where they were rather than dropping them at the top.
