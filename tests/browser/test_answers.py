@@ -128,3 +128,28 @@ def test_an_approval_answered_in_one_tab_is_gone_from_the_other(
     assert [i["status"] for i in _items(state, "approval")] == ["approved"]
     outputs = [i["output"] for i in _items(state, "tool_result")]
     assert len(outputs) == 1 and outputs[0].startswith("from-one-tab\n")
+
+
+def test_an_approval_waiting_across_a_restart_is_answered_from_the_page(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    call = tool_reply("bash", {"command": "echo after-restart"})
+    provider.enqueue(call, text_reply("ran after the restart"))
+    thread = kun.new_thread(approval_policy="on-request")
+    _open(page, thread)
+    kun.start_turn(thread, "run it")
+    approve = page.locator("button[data-approve]")
+    expect(approve).to_have_count(1)
+    asked = kun.state(thread)["pending_approvals"][0]
+    kun.restart()
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open", timeout=10_000)
+    expect(approve).to_have_attribute("data-approve", asked)
+    shot(page, "still-asked")
+    approve.click()
+    expect(page.locator("#transcript section.turn")).to_have_attribute("data-status", "completed")
+    state = kun.settled(thread)
+    expect(page.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))
+    shot(page, "ran")
+    outputs = [i["output"] for i in _items(state, "tool_result")]
+    assert len(outputs) == 1 and outputs[0].startswith("after-restart\n")
+    same_items(page, state)

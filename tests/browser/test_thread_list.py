@@ -36,6 +36,8 @@ def test_the_list_follows_new_threads_and_their_turns_live(
     expect(row.locator(f'a[href="/threads/{new}"]')).to_have_text("the new one")
     expect(rows).to_have_count(listed + 1)
     expect(row).to_have_attribute("data-status", "idle")
+    expect(row).to_contain_text(str(kun.workspace))
+    expect(row).to_contain_text("fake-model")
     shot(page, "two")
     kun.start_turn(new, "count")
     expect(row).to_have_attribute("data-status", "running")
