@@ -62,11 +62,6 @@ def test_a_bash_call_approved_from_the_page_runs_once(
     same_items(page, state)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="web view: a steered message's note 'steered into the running turn' is inside its "
-    ".body, which the contract keeps for the item's text (REQUEST in /tmp/webcontract.md)",
-)
 def test_a_running_turn_is_steered_then_interrupted_from_the_page(
     page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
 ) -> None:
