@@ -93,7 +93,7 @@ async def test_ids_that_may_not_touch_the_disk(tmp_path: Path, path: str) -> Non
 
 async def test_traversal_and_unknown_routes_and_methods(tmp_path: Path) -> None:
     async with api(tmp_path) as a:
-        for path in ("/v1/threads/..%2F..%2Fetc", "/v1/threads/..%2F", "/v2/threads", "/"):
+        for path in ("/v1/threads/..%2F..%2Fetc", "/v1/threads/..%2F", "/v2/threads", "/nope"):
             response = await a.client.get(path)
             assert response.status_code in (400, 404), (path, response.status_code)
             assert response.json()["error"]["code"] in ("invalid_id", "not_found")
