@@ -199,3 +199,16 @@ def _fold(messages: list[str]) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+@needs_node
+def test_the_page_fold_counts_previewed_characters_as_code_points() -> None:
+    def delta(seq: int, text: str) -> str:
+        event = {"kind": "assistant_text_delta", "seq": seq, "at": 1, "thread_id": "t"}
+        return json.dumps({**event, "turn_id": "u", "item_id": "x", "text": text})
+
+    start = {"kind": "turn_started", "seq": 1, "at": 1, "thread_id": "t", "turn_id": "u"}
+    messages = [json.dumps(start), delta(0, "a😀"), delta(0, "b"), delta(2, "a😀"), delta(3, "b")]
+    out = json.loads(_fold(messages))
+    assert out["texts"] == ["a😀", "a😀b", "a😀b", "a😀b"]
+    assert out["text"] == "a😀b" and out["preview"] == "" and out["repeats"] == 0
