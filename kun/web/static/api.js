@@ -57,7 +57,7 @@
 
   function cost(value) {
     if (value === null || value === undefined) return "cost unknown";
-    return "$" + Number(value).toFixed(value < 0.01 ? 4 : 2);
+    return "$" + Number(value).toFixed(value > 0 && value < 0.01 ? 4 : 2);
   }
 
   function setConnection(state, words) {

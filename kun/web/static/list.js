@@ -43,7 +43,7 @@
   }
 
   function soon() {
-    if (pending === null) pending = setTimeout(load, 250);
+    if (pending === null) pending = setTimeout(load, 400);
   }
 
   function markRunning(data) {
@@ -77,6 +77,20 @@
     });
   }
 
+  async function create(e) {
+    e.preventDefault();
+    var body = {};
+    var workspace = document.getElementById("new-workspace").value.trim();
+    var title = document.getElementById("new-title").value.trim();
+    if (workspace) body.workspace = workspace;
+    if (title) body.title = title;
+    try {
+      var made = await api.call("POST", "/v1/threads", body);
+      location.assign("/threads/" + encodeURIComponent(made.thread_id));
+    } catch (err) { /* shown in #error */ }
+  }
+
+  document.getElementById("new-thread").addEventListener("submit", create);
   load();
   follow();
 })();

@@ -136,6 +136,8 @@
     $("send").disabled = past;
     $("prompt").disabled = past;
     $("interrupt").disabled = past || !running;
+    $("plan-mode").disabled = past || !!running;
+    $("rewind-files").disabled = past;
     var select = $("rewind-turn");
     var chosen = select.value;
     var options = thread.visibleTurns().map(function (turn, i) {
@@ -194,7 +196,7 @@
     $("send").disabled = true;
     var done = running
       ? await act("POST", base + "/turns/" + encodeURIComponent(running.id) + "/steer", { text: text })
-      : await act("POST", base + "/turns", { text: text });
+      : await act("POST", base + "/turns", { text: text, plan_mode: $("plan-mode").checked });
     $("send").disabled = false;
     if (done) $("prompt").value = "";
     $("prompt").focus();
@@ -211,7 +213,7 @@
     });
     $("rewind").addEventListener("click", function () {
       var turn = $("rewind-turn").value;
-      if (turn) act("POST", base + "/rewind", { before_turn: turn });
+      if (turn) act("POST", base + "/rewind", { before_turn: turn, files: $("rewind-files").checked });
     });
     $("undo").addEventListener("click", function () { act("POST", base + "/rewind/undo", {}); });
     $("fork").addEventListener("click", async function () {
