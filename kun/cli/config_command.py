@@ -65,6 +65,8 @@ def render_config(
 
     from kun.app.settings import resolve_runtime
     from kun.config import find_config, load_config
+    from kun.observe.describe import config_lines as observe_lines
+    from kun.observe.flags import given_flags
     from kun.store.paths import resolve_home
 
     env = os.environ if environ is None else environ
@@ -86,6 +88,9 @@ def render_config(
         lines.append(_row(key, sourced.value, sourced.source))
     allow = config.tools.bash.env_allow
     lines += ["", "[tools.bash]", _row("env_allow", list(allow), _where(raw, found, "tools"))]
+    lines += observe_lines(
+        config.observability, raw.get("observability", {}), found, env, given_flags()
+    )
     for name, provider in config.providers.items():
         lines += ["", f"[providers.{_key(name)}]", *_provider(provider, raw, found, env)]
     if config.mcp:
