@@ -24,7 +24,7 @@ an embedding application) is used as it is. Otherwise kun sets up the SDK's
 with the exporter ``OTEL_TRACES_EXPORTER`` names (the SDK's variable):
 ``otlp`` (its default; needs ``opentelemetry-exporter-otlp-proto-http``,
 which reads ``OTEL_EXPORTER_OTLP_ENDPOINT`` and the other standard
-variables), ``console`` or ``none``; the resource takes
+variables), ``console`` (JSON spans on stderr) or ``none``; the resource takes
 ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``, with ``service.name``
 ``kun`` by default.
 """
@@ -32,6 +32,7 @@ variables), ``console`` or ``none``; the resource takes
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from opentelemetry import trace
@@ -149,7 +150,8 @@ def provider_from_env() -> tuple[TracerProvider, bool]:
     provider = SdkProvider(resource=Resource.create({"service.name": "kun"}))
     name = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
     if name == "console":
-        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+        # stderr: stdout is the transcript, or the events of kun run --json
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
     elif name == "otlp":
         provider.add_span_processor(BatchSpanProcessor(_otlp_exporter()))
     elif name != "none":

@@ -5,8 +5,10 @@ is one readable line."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -93,3 +95,39 @@ async def test_tracing_over_otlp_without_the_exporter_is_one_line(tmp_path: Path
         "not installed: pip install opentelemetry-exporter-otlp-proto-http "
         "(or set OTEL_TRACES_EXPORTER=console)"
     ]
+
+
+async def test_kun_run_exports_its_spans_to_the_console_exporter(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    script = [FakeResponse(chunks=tuple(tool_reply("read_file", {"path": "a.py"}))), ANSWER]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        code, out, err = await _kun(
+            "run", "what does a.py print?", "--json",
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(tmp_path / "home"), "--workspace", str(_workspace(tmp_path)),
+            env={"KUN_OTEL": "1", "OTEL_TRACES_EXPORTER": "console"},
+        )  # fmt: skip
+    assert code == 0, err
+    for line in out.splitlines():
+        msgspec.json.decode(line)  # stdout is only the events
+    spans = _console_spans(err)
+    by_name = {span["name"]: span for span in spans}
+    assert sorted(by_name) == ["chat fake-model", "execute_tool read_file", "invoke_agent kun"]
+    turn = by_name["invoke_agent kun"]
+    assert turn["parent_id"] is None
+    for name in ("chat fake-model", "execute_tool read_file"):
+        assert by_name[name]["parent_id"] == turn["context"]["span_id"]
+    assert by_name["chat fake-model"]["attributes"]["gen_ai.request.model"] == "fake-model"
+    assert turn["resource"]["attributes"]["service.name"] == "kun"
+
+
+def _console_spans(err: str) -> list[dict[str, Any]]:
+    """The JSON objects the console exporter wrote among the other lines."""
+    decoder = json.JSONDecoder()
+    spans, at = [], err.find("{")
+    while at != -1:
+        value, end = decoder.raw_decode(err, at)
+        if isinstance(value, dict) and "span_id" in value.get("context", {}):
+            spans.append(value)
+        at = err.find("{", end)
+    return spans
