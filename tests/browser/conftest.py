@@ -46,7 +46,7 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
         _unavailable(f"{CHROMIUM} is absent: apt-get install chromium to run the browser tests")
@@ -60,10 +60,10 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def fake_provider() -> Iterator[FakeProvider]:
     """The fake provider, served from an event loop in its own thread (the
-    sync Playwright API owns this one); one for the session, as its address
+    sync Playwright API owns this one); one for the browser tests, as its address
     is in the server's config."""
     with anyio.from_thread.start_blocking_portal() as portal:
         fake = FakeProvider(format="chat_completions")
@@ -80,11 +80,11 @@ def provider(fake_provider: FakeProvider) -> Iterator[FakeProvider]:
     fake_provider._script.clear()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kun_server(
     tmp_path_factory: pytest.TempPathFactory, fake_provider: FakeProvider
 ) -> Iterator[KunServer]:
-    """One ``kun serve`` for the session: starting one costs more than most
+    """One ``kun serve`` for the browser tests: starting one costs more than most
     tests take. Each test makes its own threads."""
     server = KunServer(tmp_path_factory.mktemp("kun"), fake_provider.base_url)
     try:
@@ -95,7 +95,7 @@ def kun_server(
 
 @pytest.fixture
 def kun(kun_server: KunServer, provider: FakeProvider) -> Iterator[KunServer]:
-    """The session's server, running (a test may have stopped it); the
+    """The package's server, running (a test may have stopped it); the
     turns a test leaves running are interrupted after it."""
     kun_server.ensure_running()
     kun_server.created.clear()
