@@ -127,3 +127,24 @@ def test_the_prompt_works_from_the_keyboard_alone(
     shot(page, "sent")
     assert [t["items"][0]["text"] for t in state["turns"]] == ["line one\nline two"]
     same_items(page, state)
+
+
+def test_a_plan_mode_turn_is_started_from_the_page(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    provider.enqueue(text_reply("here is the plan"), text_reply("and now for real"))
+    thread = kun.new_thread()
+    _open(page, thread)
+    page.locator("#plan-mode").check()
+    page.locator("#prompt").fill("plan it first")
+    page.locator("#send").click()
+    sections = page.locator("#transcript section.turn")
+    expect(sections).to_have_attribute("data-status", "completed")
+    page.locator("#plan-mode").uncheck()
+    page.locator("#prompt").fill("go")
+    page.locator("#send").click()
+    expect(sections.nth(1)).to_have_attribute("data-status", "completed")
+    shot(page, "planned")
+    state = kun.settled(thread)
+    assert [t["plan_mode"] for t in state["turns"]] == [True, False]
+    same_items(page, state)

@@ -1,7 +1,7 @@
 """The thread's history from the page, in headless Chromium against a real
 ``kun serve``: the thread as it was at a seq (``?until=``, read only, and
-the time slider moved from the keyboard); a rewind and its undo; a fork
-that opens the new thread."""
+the time slider moved from the keyboard); a rewind that puts the files
+back, and its undo; a fork that opens the new thread."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from kun.model.scripted import text_reply
+from kun.model.scripted import text_reply, tool_reply
 from kun.testing.fake_provider import FakeProvider
 from tests.browser.conftest import Shot
 from tests.browser.kunserver import KunServer
@@ -23,9 +23,10 @@ pytestmark = pytest.mark.slow
 
 
 def _two_turns(kun: KunServer, provider: FakeProvider) -> tuple[str, list[str], int]:
-    """A thread with two finished turns, their ids and the seq that ended
-    the first."""
-    provider.enqueue(text_reply("first answer"), text_reply("second answer"))
+    """A thread with two finished turns (the second writes ``d.txt``), their
+    ids and the seq that ended the first."""
+    write = tool_reply("write_file", {"path": "d.txt", "content": "from turn two\n"})
+    provider.enqueue(text_reply("first answer"), write, text_reply("second answer"))
     thread = kun.new_thread()
     turns = []
     for text in ("first question", "second question"):
@@ -71,13 +72,18 @@ def test_the_past_is_shown_read_only_and_the_slider_moves_through_it(
 def test_a_rewind_its_undo_and_a_fork_from_the_page(
     page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
 ) -> None:
+    written = kun.workspace / "d.txt"
+    written.unlink(missing_ok=True)
     thread, turns, _ = _two_turns(kun, provider)
+    assert written.read_text() == "from turn two\n"
     page.goto(f"/threads/{thread}")
     sections = page.locator("#transcript section.turn")
     expect(sections).to_have_count(2)
     page.locator("select#rewind-turn").select_option(turns[1])
+    page.locator("#rewind-files").check()
     page.locator("#rewind").click()
     expect(sections).to_have_count(1)
+    assert not written.exists()
     expect(sections).to_have_attribute("data-turn-id", turns[0])
     state = kun.state(thread)
     assert state["turns"][1]["hidden_by"] is not None
@@ -86,6 +92,7 @@ def test_a_rewind_its_undo_and_a_fork_from_the_page(
     shot(page, "rewound")
     page.locator("#undo").click()
     expect(sections).to_have_count(2)
+    assert written.read_text() == "from turn two\n"
     state = kun.state(thread)
     assert [t.get("hidden_by") for t in state["turns"]] == [None, None]
     expect(page.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))

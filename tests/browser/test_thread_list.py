@@ -3,6 +3,8 @@ and its turn running then ending, show up live, without a reload."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kun.contracts.model import CompletedChunk, TextDeltaChunk
@@ -47,3 +49,21 @@ def test_the_list_follows_new_threads_and_their_turns_live(
     expect(row).to_contain_text("completed")
     shot(page, "completed")
     assert page.evaluate("window.__kunNotReloaded") is True
+
+
+def test_a_thread_is_created_from_the_list(page: Page, kun: KunServer, shot: Shot) -> None:
+    page.goto("/")
+    page.locator("#new-workspace").fill(str(kun.workspace / "no such folder"))
+    page.locator("#create").click()
+    expect(page.locator("#error")).to_contain_text("no such folder")
+    expect(page).to_have_url(kun.url("/"))
+    shot(page, "refused")
+    page.locator("#new-workspace").fill(str(kun.workspace))
+    page.locator("#new-title").fill("made in the page")
+    page.locator("#create").click()
+    expect(page).to_have_url(re.compile(r"/threads/thr_[0-9a-z]+$"))
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
+    shot(page, "created")
+    state = kun.state(page.url.rsplit("/", 1)[-1])
+    assert state["settings"]["title"] == "made in the page"
+    assert state["settings"]["workspace"] == str(kun.workspace)
