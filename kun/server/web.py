@@ -14,7 +14,8 @@ Token: an ``EventSource`` cannot send an ``Authorization`` header, so a
 browser authenticates with a cookie. Opening any page with
 ``?token=<token>`` answers ``303`` to the same address without it, setting
 ``kun_token`` (``HttpOnly``: no script reads it; ``SameSite=Strict``: no
-other site's page sends it; ``Secure`` over https). :class:`BearerAuth
+other site's page sends it; ``Secure`` over https), the token
+percent-encoded so that any token survives as a cookie value. :class:`BearerAuth
 <kun.server.auth.BearerAuth>` accepts the cookie as it accepts the header.
 """
 
@@ -24,7 +25,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 from importlib.resources import files
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote_to_bytes, urlencode
 
 from starlette.datastructures import URL, QueryParams
 from starlette.requests import Request
@@ -124,7 +125,7 @@ def cookie_token(scope: Scope) -> bytes:
             for part in value.split(b";"):
                 key, _, given = part.strip().partition(b"=")
                 if key == COOKIE.encode() and given:
-                    return b"Bearer " + bytes(given)
+                    return b"Bearer " + unquote_to_bytes(bytes(given))
     return b""
 
 
@@ -144,7 +145,7 @@ def token_exchange(scope: Scope, token: str) -> Response | None:
     response = RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
     response.set_cookie(
         COOKIE,
-        token,
+        quote(token, safe=""),
         httponly=True,
         samesite="strict",
         secure=url.scheme == "https",

@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import tomllib
 from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
@@ -99,7 +100,7 @@ async def test_a_browser_trades_the_token_for_a_cookie(tmp_path: Path) -> None:
         assert swap.status_code == 303
         assert swap.headers["location"] == f"/threads/{thread_id}?until=3"
         cookie = swap.headers["set-cookie"]
-        assert cookie.startswith("kun_token=s3cret;")
+        assert cookie.startswith("kun_token=s3cret;")  # percent-encoding leaves it as it is
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
         assert "Secure" not in cookie  # plain http on loopback: a Secure cookie never returns
 
@@ -212,3 +213,22 @@ def test_the_page_fold_counts_previewed_characters_as_code_points() -> None:
     out = json.loads(_fold(messages))
     assert out["texts"] == ["a😀", "a😀b", "a😀b", "a😀b"]
     assert out["text"] == "a😀b" and out["preview"] == "" and out["repeats"] == 0
+
+
+@pytest.mark.anyio
+async def test_any_token_survives_the_cookie(tmp_path: Path) -> None:
+    token = 'a b;c="d"%é'
+    async with api(tmp_path, token=token) as a:
+        swap = await a.client.get("/", params={"token": token})
+        assert swap.status_code == 303 and swap.headers["location"] == "/"
+        value = swap.headers["set-cookie"].split(";")[0].removeprefix("kun_token=")
+        assert re.fullmatch(r"[A-Za-z0-9%._~-]+", value), value
+        jar = {"Cookie": f"kun_token={value}"}
+        assert (await a.client.get("/v1/threads", headers=jar)).status_code == 200
+
+
+def test_the_wheel_ships_every_static_file() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["kun.web"]
+    for path in SHIPPED:
+        assert any(path.match(g) for g in globs), path.name
