@@ -26,6 +26,9 @@ pytestmark = pytest.mark.slow
 
 WORDS = [f"word{n:02d} " for n in range(40)]
 REPLY = "".join(WORDS).strip()
+PREVIEWS_ONLY = 1.0
+"""Killed sooner than this after its first preview, a reply has no durable
+text yet (the log merges an item's fragments for up to a second)."""
 
 
 def _slow_reply(delay: float) -> FakeResponse:
@@ -106,9 +109,32 @@ def test_a_turn_streams_to_completion_as_the_log_has_it(
     assert replayed.count("word00") == 1 and REPLY in words(replayed)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+@pytest.mark.parametrize(
+    ("sig", "after"),
+    [
+        (signal.SIGTERM, 1.5),
+        (signal.SIGKILL, 1.5),
+        pytest.param(
+            signal.SIGKILL,
+            0.3,  # < PREVIEWS_ONLY
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="web view: text only ever previewed (never durable: the server was "
+                "killed within the log's merge window) stays on the page as a failed "
+                "assistant_text the log does not have; previews not confirmed by the log "
+                "should go when the turn ends (REQUEST in /tmp/webcontract.md)",
+            ),
+        ),
+    ],
+    ids=["sigterm", "sigkill", "sigkill-previews-only"],
+)
 def test_a_restart_mid_turn_is_followed_with_every_event_once(
-    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot, sig: signal.Signals
+    page: Page,
+    kun: KunServer,
+    provider: FakeProvider,
+    shot: Shot,
+    sig: signal.Signals,
+    after: float,
 ) -> None:
     provider.enqueue(_slow_reply(0.1), FakeResponse(chunks=tuple(text_reply("back again"))))
     thread = kun.new_thread()
@@ -116,9 +142,12 @@ def test_a_restart_mid_turn_is_followed_with_every_event_once(
     expect(page.locator("#connection")).to_have_attribute("data-state", "open")
     first = kun.start_turn(thread, "count slowly")
     expect(page.locator('#transcript article[data-type="assistant_text"]')).to_have_count(1)
-    time.sleep(1.5)
+    time.sleep(after)
     shot(page, "before-restart")
     kun.stop(sig)
+    durable = (kun.home / "threads" / thread / "events.jsonl").read_text()
+    if after < PREVIEWS_ONLY and '"assistant_text_delta"' in durable:
+        pytest.skip("the text was durable before the kill: not the previews-only case")
     expect(page.locator("#connection")).not_to_have_attribute("data-state", "open")
     shot(page, "server-down")
     kun.start()
