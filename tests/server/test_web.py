@@ -232,3 +232,39 @@ def test_the_wheel_ships_every_static_file() -> None:
     globs = pyproject["tool"]["setuptools"]["package-data"]["kun.web"]
     for path in SHIPPED:
         assert any(path.match(g) for g in globs), path.name
+
+
+SETTLE = """
+const fold = require(process.argv[1]);
+const thread = new fold.Thread();
+for (const line of require("fs").readFileSync(0, "utf8").split("\\n").filter(Boolean)) {
+  thread.apply(JSON.parse(line));
+}
+const items = [...thread.items.values()].map((i) => [i.id, i.status, i.text + i.preview]);
+console.log(JSON.stringify({items, turn: [...thread.turns.values()][0].items}));
+"""
+
+
+@needs_node
+def test_text_only_previewed_goes_when_its_turn_ends() -> None:
+    def event(seq: int, kind: str, **fields: object) -> str:
+        return json.dumps({"kind": kind, "seq": seq, "at": 1, "turn_id": "u", **fields})
+
+    lines = [
+        event(1, "turn_started"),
+        event(2, "assistant_text_delta", item_id="kept", text="said "),
+        event(0, "assistant_text_delta", item_id="kept", text="and more"),
+        event(0, "assistant_text_delta", item_id="lost", text="never written down"),
+        event(3, "turn_failed", code="orphaned", message="kun stopped"),
+    ]
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, "-e", SETTLE, str(STATIC_DIR / "fold.js")],
+        input="\n".join(lines),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    out = json.loads(done.stdout)
+    assert out == {"items": [["kept", "failed", "said "]], "turn": ["kept"]}

@@ -35,6 +35,7 @@
     this.pending = new Map();
     this.dirty = new Set();      // item ids to redraw
     this.structural = true;      // turns or item order changed
+    this.folding = false;        // inside a durable event's handler
   }
 
   Thread.prototype.turn = function (id) {
@@ -51,11 +52,12 @@
     var item = this.items.get(id);
     if (!item) {
       item = { id: id, type: type, status: "in_progress", turnId: turnId, data: {},
-               text: "", preview: "", name: "" };
+               text: "", preview: "", name: "", durable: false };
       this.items.set(id, item);
       if (turnId) this.turn(turnId).items.push(id);
       this.structural = true;
     }
+    if (this.folding) item.durable = true;
     this.dirty.add(id);
     return item;
   };
@@ -82,7 +84,12 @@
     if (e.seq <= this.lastSeq) return false;
     this.lastSeq = e.seq;
     var handler = HANDLERS[e.kind];
-    if (handler) handler.call(this, e);
+    this.folding = true;
+    try {
+      if (handler) handler.call(this, e);
+    } finally {
+      this.folding = false;
+    }
     return true;
   };
 
@@ -143,9 +150,12 @@
     this.structural = true;
     var self = this;
     var keep = [];
+    // An item only ever previewed is not in the log (the server stopped
+    // before it wrote it down): once the turn is over it is gone.
     turn.items.forEach(function (id) {
       var item = self.items.get(id);
-      if (e.discard && item.type !== "user_message") { self.items.delete(id); return; }
+      var gone = !item.durable || (e.discard && item.type !== "user_message");
+      if (gone) { self.items.delete(id); return; }
       keep.push(id);
       item.preview = "";
       if (!OPEN[item.status]) return;
@@ -156,13 +166,16 @@
       else item.status = status;
     });
     turn.items = keep;
+    this.pending.forEach(function (_, key) {
+      if (key.split("\u0001")[1] === turn.id) self.pending.delete(key);
+    });
   };
 
   var HANDLERS = {
     thread_created: function (e) { this.settings = Object.assign({}, e.settings || {}); },
     thread_updated: function (e) {
       var self = this;
-      ["workspace", "provider", "model", "approval_policy", "title", "goal"].forEach(function (k) {
+      ["workspace", "provider", "model", "approval_policy", "title", "goal", "todos"].forEach(function (k) {
         if (k in e) self.settings[k] = e[k];
       });
     },

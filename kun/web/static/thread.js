@@ -46,6 +46,7 @@
     knownLast = Math.max(knownLast, thread.lastSeq);
     drawHeader();
     drawUsage();
+    drawGoal();
     drawControls();
     drawSlider();
     if (follow) window.scrollTo(0, document.body.scrollHeight);
@@ -115,6 +116,17 @@
     var pending = document.querySelector('article[data-status="pending"]');
     $("activity").textContent = until !== null ? "past view (read only)"
       : pending ? "waiting for your answer" : running ? "turn running" : "idle";
+  }
+
+  function drawGoal() {
+    var goal = thread.settings.goal;
+    var todos = thread.settings.todos || [];
+    $("plan-panel").hidden = !goal && !todos.length;
+    $("goal").textContent = goal ? goal.objective + " (" + goal.status + ")" : "no goal";
+    var items = todos.map(function (t) {
+      return api.el("li", { "data-status": t.status, text: "[" + t.status.replace(/_/g, " ") + "] " + t.content });
+    });
+    $("todos").replaceChildren.apply($("todos"), items);
   }
 
   function drawUsage() {
