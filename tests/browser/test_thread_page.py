@@ -26,9 +26,9 @@ pytestmark = pytest.mark.slow
 
 WORDS = [f"word{n:02d} " for n in range(40)]
 REPLY = "".join(WORDS).strip()
-PREVIEWS_ONLY = 1.0
-"""Killed sooner than this after its first preview, a reply has no durable
-text yet (the log merges an item's fragments for up to a second)."""
+PREVIEWS_SECONDS = 0.3
+"""Killed this soon after its first preview, a reply has no durable text yet
+(the log merges an item's fragments for up to a second)."""
 
 
 def _slow_reply(delay: float) -> FakeResponse:
@@ -110,13 +110,13 @@ def test_a_turn_streams_to_completion_as_the_log_has_it(
 
 
 @pytest.mark.parametrize(
-    ("sig", "after"),
+    ("sig", "durable"),
     [
-        (signal.SIGTERM, 1.5),
-        (signal.SIGKILL, 1.5),
+        (signal.SIGTERM, True),
+        (signal.SIGKILL, True),
         pytest.param(
             signal.SIGKILL,
-            0.3,  # < PREVIEWS_ONLY
+            False,
             marks=pytest.mark.xfail(
                 strict=True,
                 reason="web view: text only ever previewed (never durable: the server was "
@@ -134,19 +134,27 @@ def test_a_restart_mid_turn_is_followed_with_every_event_once(
     provider: FakeProvider,
     shot: Shot,
     sig: signal.Signals,
-    after: float,
+    durable: bool,
 ) -> None:
+    """``durable``: killed once some of the reply is in the log file, else
+    while it is only previewed."""
     provider.enqueue(_slow_reply(0.1), FakeResponse(chunks=tuple(text_reply("back again"))))
     thread = kun.new_thread()
     page.goto(f"/threads/{thread}")
     expect(page.locator("#connection")).to_have_attribute("data-state", "open")
     first = kun.start_turn(thread, "count slowly")
     expect(page.locator('#transcript article[data-type="assistant_text"]')).to_have_count(1)
-    time.sleep(after)
+    log = kun.home / "threads" / thread / "events.jsonl"
+    if durable:
+        deadline = time.monotonic() + 10
+        while '"assistant_text_delta"' not in log.read_text():
+            assert time.monotonic() < deadline, "no text reached the log"
+            time.sleep(0.05)
+    else:
+        time.sleep(PREVIEWS_SECONDS)
     shot(page, "before-restart")
     kun.stop(sig)
-    durable = (kun.home / "threads" / thread / "events.jsonl").read_text()
-    if after < PREVIEWS_ONLY and '"assistant_text_delta"' in durable:
+    if not durable and '"assistant_text_delta"' in log.read_text():
         pytest.skip("the text was durable before the kill: not the previews-only case")
     expect(page.locator("#connection")).not_to_have_attribute("data-state", "open")
     shot(page, "server-down")
