@@ -149,6 +149,7 @@
     $("prompt").disabled = past;
     $("interrupt").disabled = past || !running;
     $("plan-mode").disabled = past || !!running;
+    $("attach").disabled = past || !!running;
     $("rewind-files").disabled = past;
     var select = $("rewind-turn");
     var chosen = select.value;
@@ -201,14 +202,39 @@
     try { return await api.call(method, path, body); } catch (e) { return null; }
   }
 
+  function upload(file) {
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () {
+        var url = String(reader.result);
+        resolve({ name: file.name, mime_type: /^[\w.+-]+\/[\w.+-]+$/.test(file.type) ? file.type : "application/octet-stream",
+                  data: url.slice(url.indexOf(",") + 1) });
+      };
+      reader.onerror = function () { reject(reader.error); };
+      reader.readAsDataURL(file);
+    });
+  }
+
+  // Attachments go with a new turn only: steering takes text.
   async function send() {
     var text = $("prompt").value;
     if (!text.trim() || until !== null) return;
     var running = thread.runningTurn();
     $("send").disabled = true;
-    var done = running
-      ? await act("POST", base + "/turns/" + encodeURIComponent(running.id) + "/steer", { text: text })
-      : await act("POST", base + "/turns", { text: text, plan_mode: $("plan-mode").checked });
+    var done;
+    if (running) {
+      done = await act("POST", base + "/turns/" + encodeURIComponent(running.id) + "/steer", { text: text });
+    } else {
+      var attachments = [];
+      try {
+        attachments = await Promise.all(Array.from($("attach").files).map(upload));
+      } catch (err) {
+        api.showError("cannot read the attached file: " + err.message);
+      }
+      done = await act("POST", base + "/turns", { text: text, plan_mode: $("plan-mode").checked,
+                                                  attachments: attachments });
+      if (done) $("attach").value = "";
+    }
     $("send").disabled = false;
     if (done) $("prompt").value = "";
     $("prompt").focus();
