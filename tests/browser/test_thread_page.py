@@ -114,17 +114,7 @@ def test_a_turn_streams_to_completion_as_the_log_has_it(
     [
         (signal.SIGTERM, True),
         (signal.SIGKILL, True),
-        pytest.param(
-            signal.SIGKILL,
-            False,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="web view: text only ever previewed (never durable: the server was "
-                "killed within the log's merge window) stays on the page as a failed "
-                "assistant_text the log does not have; previews not confirmed by the log "
-                "should go when the turn ends (REQUEST in /tmp/webcontract.md)",
-            ),
-        ),
+        (signal.SIGKILL, False),
     ],
     ids=["sigterm", "sigkill", "sigkill-previews-only"],
 )
