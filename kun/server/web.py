@@ -36,7 +36,7 @@ from starlette.types import Scope
 from kun.store.errors import InvalidThreadId
 from kun.store.paths import validate_thread_id
 
-__all__ = ["COOKIE", "STATIC", "cookie_token", "token_exchange", "web_routes"]
+__all__ = ["COOKIE", "STATIC", "cookie_token", "locked_page", "token_exchange", "web_routes"]
 
 COOKIE = "kun_token"
 _TYPES = {
@@ -127,6 +127,16 @@ def cookie_token(scope: Scope) -> bytes:
                 if key == COOKIE.encode() and given:
                     return b"Bearer " + unquote_to_bytes(bytes(given))
     return b""
+
+
+def locked_page(scope: Scope) -> Response | None:
+    """The 401 a browser gets for a page without the token: a page saying
+    how to give it (the API's 401 stays JSON)."""
+    path = scope["path"]
+    if path.startswith("/v1/") or path == "/openapi.json":
+        return None
+    file = STATIC["locked.html"]
+    return Response(file.body, 401, media_type=file.media_type, headers=_PAGE_HEADERS)
 
 
 def token_exchange(scope: Scope, token: str) -> Response | None:

@@ -92,9 +92,14 @@ async def test_a_browser_trades_the_token_for_a_cookie(tmp_path: Path) -> None:
         bearer = {"Authorization": "Bearer s3cret"}
         created = await a.client.post("/v1/threads", json={}, headers=bearer)
         thread_id = created.json()["thread_id"]
-        assert (await a.client.get("/")).status_code == 401
-        assert (await a.client.get("/?token=wrong")).status_code == 401
-        assert (await a.client.get("/v1/threads?token=s3cret")).status_code == 401
+        for page in ("/", "/?token=wrong", f"/threads/{thread_id}"):
+            locked = await a.client.get(page)
+            assert locked.status_code == 401, page
+            assert locked.headers["content-type"] == "text/html; charset=utf-8"
+            assert "?token=" in locked.text
+        api_401 = await a.client.get("/v1/threads?token=s3cret")
+        assert api_401.status_code == 401
+        assert api_401.json()["error"]["code"] == "unauthorized"
 
         swap = await a.client.get(f"/threads/{thread_id}?until=3&token=s3cret")
         assert swap.status_code == 303
