@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kun.errors import UserMistake
 from kun.server.errors import error_response
-from kun.server.web import cookie_token, token_exchange
+from kun.server.web import cookie_token, locked_page, token_exchange
 
 __all__ = ["BearerAuth", "NeedsToken", "check_bind", "is_loopback"]
 
@@ -62,7 +62,7 @@ class BearerAuth:
             await exchange(scope, receive, send)
             return
         if scope["type"] == "http" and not self._allowed(scope):
-            response = error_response(
+            response = locked_page(scope) or error_response(
                 401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer ...)"
             )
             response.headers["WWW-Authenticate"] = "Bearer"
