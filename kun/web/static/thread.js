@@ -165,6 +165,7 @@
     $("rewind").disabled = past || !options.length || !!running;
     $("undo").disabled = past || !thread.rewinds.some(function (r) { return !r.undone; });
     $("fork").textContent = past ? "Fork at seq " + until : "Fork";
+    $("fork").disabled = until === 0;  // a fork holds at least the thread's first event
     $("live").hidden = !past;
   }
 
@@ -255,7 +256,7 @@
     });
     $("undo").addEventListener("click", function () { act("POST", base + "/rewind/undo", {}); });
     $("fork").addEventListener("click", async function () {
-      var forked = await act("POST", base + "/fork", until !== null && until > 0 ? { at_seq: until } : {});
+      var forked = await act("POST", base + "/fork", until !== null ? { at_seq: until } : {});
       if (forked) location.assign("/threads/" + encodeURIComponent(forked.thread_id));
     });
     $("live").addEventListener("click", function () { goTo(knownLast); });
