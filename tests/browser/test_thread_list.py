@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 def test_the_list_follows_new_threads_and_their_turns_live(
     page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
 ) -> None:
-    chunks = (*(TextDeltaChunk(text=f"w{n} ") for n in range(15)), CompletedChunk())
+    chunks = (*(TextDeltaChunk(text=f"w{n} ") for n in range(10)), CompletedChunk())
     provider.enqueue(FakeResponse(chunks=chunks, per_event=True, piece_delay=0.1))
     old = kun.new_thread(title="the old one")
     listed = len(kun.client.get("/v1/threads", params={"limit": 500}).json()["threads"])
