@@ -157,8 +157,10 @@ class ApiMachine(RuleBasedStateMachine):
         assert response.status_code == 200, response.text
         settled = response.json()
         assert settled["status"] == "aborted"
-        if discard:
-            assert [i["type"] for i in settled["items"]] == ["user_message"]
+        if discard:  # the user's words stay: the prompt, and steering the turn never read
+            items = settled["items"]
+            assert {i["type"] for i in items} == {"user_message"}
+            assert not items[0].get("steered") and all(i.get("steered") for i in items[1:])
 
     @precondition(lambda self: self.turns)
     @rule(data=st.data(), number=st.integers(1, 4))
