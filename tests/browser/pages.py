@@ -10,6 +10,14 @@ if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 
+def open_thread(page: Page, thread_id: str) -> None:
+    """Open the thread's page and wait until it follows the live stream."""
+    from playwright.sync_api import expect
+
+    page.goto(f"/threads/{thread_id}")
+    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
+
+
 def words(text: str) -> str:
     """Text with its whitespace runs made single spaces: the page lays text
     out, the log keeps it as written."""

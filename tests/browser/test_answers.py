@@ -11,18 +11,13 @@ from kun.model.scripted import text_reply, tool_reply
 from kun.testing.fake_provider import FakeProvider
 from tests.browser.conftest import Shot
 from tests.browser.kunserver import KunServer
-from tests.browser.pages import same_items
+from tests.browser.pages import open_thread, same_items
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 Page = sync_api.Page
 
 pytestmark = pytest.mark.slow
-
-
-def _open(page: Page, thread: str) -> None:
-    page.goto(f"/threads/{thread}")
-    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
 
 
 def _items(state: dict[str, object], kind: str) -> list[dict[str, object]]:
@@ -39,7 +34,7 @@ def test_questions_are_answered_by_an_option_and_by_typing(
         text_reply("thanks"),
     )
     thread = kun.new_thread()
-    _open(page, thread)
+    open_thread(page, thread)
     kun.start_turn(thread, "ask me twice")
     option = page.locator("button[data-answer-option]", has_text="b.py")
     expect(option).to_be_visible()
@@ -78,7 +73,7 @@ def test_a_denied_command_does_not_run_and_a_write_shows_its_diff(
         text_reply("as you wish"),
     )
     thread = kun.new_thread(approval_policy="on-request")
-    _open(page, thread)
+    open_thread(page, thread)
     kun.start_turn(thread, "write c.py, then touch ran.txt")
     deny = page.locator("button[data-deny]")
     expect(deny).to_have_count(1)
@@ -109,7 +104,7 @@ def test_an_approval_answered_in_one_tab_is_gone_from_the_other(
     thread = kun.new_thread(approval_policy="on-request")
     other = page.context.new_page()
     for tab in (page, other):
-        _open(tab, thread)
+        open_thread(tab, thread)
     kun.start_turn(thread, "run it")
     for tab in (page, other):
         expect(tab.locator("button[data-approve]")).to_have_count(1)
@@ -136,7 +131,7 @@ def test_an_approval_waiting_across_a_restart_is_answered_from_the_page(
     call = tool_reply("bash", {"command": "echo after-restart"})
     provider.enqueue(call, text_reply("ran after the restart"))
     thread = kun.new_thread(approval_policy="on-request")
-    _open(page, thread)
+    open_thread(page, thread)
     kun.start_turn(thread, "run it")
     approve = page.locator("button[data-approve]")
     expect(approve).to_have_count(1)

@@ -12,7 +12,7 @@ from kun.model.scripted import text_reply, tool_reply
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 from tests.browser.conftest import Shot
 from tests.browser.kunserver import KunServer
-from tests.browser.pages import same_items
+from tests.browser.pages import open_thread, same_items
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
@@ -28,18 +28,13 @@ FOCUS = """() => {
 }"""
 
 
-def _open(page: Page, thread: str) -> None:
-    page.goto(f"/threads/{thread}")
-    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
-
-
 def test_a_bash_call_approved_from_the_page_runs_once(
     page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
 ) -> None:
     call = tool_reply("bash", {"command": "echo approved-run"})
     provider.enqueue(FakeResponse(chunks=tuple(call)), text_reply("it ran"))
     thread = kun.new_thread(approval_policy="on-request")
-    _open(page, thread)
+    open_thread(page, thread)
     page.locator("#prompt").fill("run it")
     page.locator("#send").click()
     approve = page.locator("button[data-approve]")
@@ -68,7 +63,7 @@ def test_a_running_turn_is_steered_then_interrupted_from_the_page(
     chunks = (*(TextDeltaChunk(text=f"w{n} ") for n in range(100)), CompletedChunk())
     provider.enqueue(FakeResponse(chunks=chunks, per_event=True, piece_delay=0.1))
     thread = kun.new_thread()
-    _open(page, thread)
+    open_thread(page, thread)
     send, interrupt = page.locator("#send"), page.locator("#interrupt")
     expect(interrupt).to_be_disabled()
     idle_label = send.inner_text()
@@ -105,7 +100,7 @@ def test_the_prompt_works_from_the_keyboard_alone(
 ) -> None:
     provider.enqueue(text_reply("typed and sent"))
     thread = kun.new_thread()
-    _open(page, thread)
+    open_thread(page, thread)
     for _ in range(MAX_TABS):
         page.keyboard.press("Tab")
         focused = page.evaluate(FOCUS)
@@ -134,7 +129,7 @@ def test_a_plan_mode_turn_is_started_from_the_page(
 ) -> None:
     provider.enqueue(text_reply("here is the plan"), text_reply("and now for real"))
     thread = kun.new_thread()
-    _open(page, thread)
+    open_thread(page, thread)
     page.locator("#plan-mode").check()
     page.locator("#prompt").fill("plan it first")
     page.locator("#send").click()

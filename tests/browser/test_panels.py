@@ -13,7 +13,7 @@ from kun.model.scripted import text_reply, tool_reply
 from kun.testing.fake_provider import FakeProvider
 from tests.browser.conftest import Shot
 from tests.browser.kunserver import KunServer
-from tests.browser.pages import same_items
+from tests.browser.pages import open_thread, same_items
 
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
@@ -24,11 +24,6 @@ pytestmark = pytest.mark.slow
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
-
-
-def _open(page: Page, thread: str) -> None:
-    page.goto(f"/threads/{thread}")
-    expect(page.locator("#connection")).to_have_attribute("data-state", "open")
 
 
 def test_the_todo_list_shows_in_the_side_panel_as_it_changes(
@@ -48,7 +43,7 @@ def test_the_todo_list_shows_in_the_side_panel_as_it_changes(
         text_reply("on it"),
     )
     thread = kun.new_thread()
-    _open(page, thread)
+    open_thread(page, thread)
     expect(page.locator("#plan-panel")).to_be_hidden()
     kun.start_turn(thread, "plan your work")
     expect(page.locator("#transcript section.turn")).to_have_attribute("data-status", "completed")
@@ -71,7 +66,7 @@ def test_a_file_attached_from_the_page_goes_up_with_the_turn(
     dot = tmp_path / "dot.png"
     dot.write_bytes(PNG)
     thread = kun.new_thread()
-    _open(page, thread)
+    open_thread(page, thread)
     page.locator("#attach").set_input_files(str(dot))
     page.locator("#prompt").fill("what is this?")
     page.locator("#send").click()
