@@ -49,6 +49,9 @@ def test_a_token_in_the_address_becomes_a_cookie_the_live_list_uses(
         page.set_default_timeout(TIMEOUT_MS)
         refused = page.goto("/")
         assert refused is not None and refused.status == 401
+        expect(page.locator("#error")).to_contain_text("token")
+        expect(page.locator("body")).to_contain_text("?token=")
+        shot(page, "refused")
         page.goto(f"/?token={TOKEN}")
         expect(page).to_have_url(re.compile(r"/$"))
         cookies = {c["name"]: c for c in context.cookies()}
