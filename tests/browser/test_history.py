@@ -1,6 +1,6 @@
 """The thread's history from the page, in headless Chromium against a real
 ``kun serve``: the thread as it was at a seq (``?until=``, read only, and
-the time slider moved from the keyboard); a rewind that puts the files
+the time slider moved from the keyboard, a fork from there); a rewind that puts the files
 back, and its undo; a fork that opens the new thread."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _two_turns(kun: KunServer, provider: FakeProvider) -> tuple[str, list[str], 
     return thread, turns, ended
 
 
-def test_the_past_is_shown_read_only_and_the_slider_moves_through_it(
+def test_the_past_is_read_only_the_slider_moves_through_it_and_forks_from_it(
     page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
 ) -> None:
     thread, turns, ended = _two_turns(kun, provider)
@@ -67,6 +67,20 @@ def test_the_past_is_shown_read_only_and_the_slider_moves_through_it(
     page.go_back()
     expect(sections).to_have_count(2)
     expect(page.locator("#prompt")).to_be_enabled()
+    page.go_forward()
+    expect(sections).to_have_count(1)
+    fork = page.locator("#fork")
+    expect(fork).to_contain_text(str(ended))
+    fork.click()
+    expect(page).to_have_url(re.compile(r"/threads/thr_[0-9a-z]+$"))
+    forked = page.url.rsplit("/", 1)[-1]
+    assert forked != thread
+    expect(page.locator("body")).to_have_attribute("data-mode", "live")
+    expect(sections).to_have_count(1)
+    shot(page, "forked-at-seq")
+    state = kun.state(forked)
+    assert state["forked_from"] == {"thread_id": thread, "seq": ended}
+    assert [t["turn_id"] for t in state["turns"]] == [turns[0]]
 
 
 def test_a_rewind_its_undo_and_a_fork_from_the_page(
