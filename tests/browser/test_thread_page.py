@@ -1,5 +1,5 @@
 """The thread page in headless Chromium against a real ``kun serve``: a
-finished thread loads as its log says; a turn streams to completion and the
+finished thread, and a long one, load as their logs say; a turn streams to completion and the
 page ends up with exactly the log's items and text; a server restarted
 under the page mid-turn is followed again, every event shown once."""
 
@@ -8,12 +8,14 @@ from __future__ import annotations
 import signal
 import time
 
+import msgspec
 import pytest
 
 from kun.contracts.model import CompletedChunk, ReasoningDeltaChunk, TextDeltaChunk, UsageChunk
 from kun.contracts.usage import UsageSnapshot
 from kun.model.scripted import text_reply
 from kun.testing.fake_provider import FakeProvider, FakeResponse
+from kun.testing.logbuilder import LogBuilder
 from tests.browser.conftest import Shot
 from tests.browser.kunserver import KunServer
 from tests.browser.pages import rendered_items, same_items, words
@@ -26,6 +28,8 @@ pytestmark = pytest.mark.slow
 
 WORDS = [f"word{n:02d} " for n in range(40)]
 REPLY = "".join(WORDS).strip()
+LONG_TURNS = 200
+LONG_PIECES = 40
 PREVIEWS_SECONDS = 0.3
 """Killed this soon after its first preview, a reply has no durable text yet
 (the log merges an item's fragments for up to a second)."""
@@ -168,3 +172,28 @@ def test_a_restart_mid_turn_is_followed_with_every_event_once(
     expect(page.locator("body")).to_have_attribute("data-last-seq", str(kun.last_seq(thread)))
     shot(page, "after")
     same_items(page, state)
+
+
+def test_a_long_thread_loads_whole_and_once(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    """~8,600 backlog events, 1.4 MB of log (more than a stream's 1 MiB
+    queue): the page shows every turn and every reply exactly once and
+    reaches the log's last seq."""
+    thread = f"t_long_{time.monotonic_ns()}"
+    builder = LogBuilder(thread)
+    builder.create(workspace=str(kun.workspace), model="fake-model")
+    for n in range(LONG_TURNS):
+        builder.start_turn(f"question {n}")
+        builder.assistant_text([f"a{n}.{k} " for k in range(LONG_PIECES)])
+        builder.complete()
+    path = kun.home / "threads" / thread / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in builder.events))
+    page.goto(f"/threads/{thread}")
+    expect(page.locator("body")).to_have_attribute(
+        "data-last-seq", str(builder.seq), timeout=20_000
+    )
+    shot(page, "loaded")
+    expect(page.locator("#transcript section.turn")).to_have_count(LONG_TURNS)
+    same_items(page, kun.state(thread))
