@@ -102,6 +102,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False
+    app.state.token_required = token is not None
     return app
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 from collections.abc import Iterator
 
 import uvicorn
@@ -36,6 +37,18 @@ class KunServer(uvicorn.Server):
         listening = getattr(self.kun_app.state, "listening", None)
         if self.started and listening is not None:
             listening.set()
+        if self.started:
+            self._say_where()
+
+    def _say_where(self) -> None:
+        """One line a person can act on: where the web view is (the API is
+        under ``/v1``), and how a browser gets in when a token is needed."""
+        config = self.config
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        base = f"http://{host}:{config.port}/"
+        token = getattr(self.kun_app.state, "token_required", False)
+        how = " (open it once with ?token=<your token>)" if token else ""
+        print(f"kun serve: the web view is at {base}{how}; the API under {base}v1", file=sys.stderr)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await begin_shutdown(self.kun_app)

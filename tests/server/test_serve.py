@@ -144,6 +144,8 @@ async def test_a_full_turn_over_http(tmp_path: Path) -> None:
     assert projection == msgspec.json.decode(msgspec.json.encode(state))
     assert log == (tmp_path / "home" / "threads" / thread / "events.jsonl").read_bytes()
     assert [t.model for t in state.turns] == ["fake-model", "fake-2"]
+    said = (tmp_path / "serve.out").read_text()
+    assert "kun serve: the web view is at http://127.0.0.1:" in said and "?token" not in said
 
 
 async def test_the_token_is_required_and_a_public_bind_needs_one(tmp_path: Path) -> None:
@@ -163,6 +165,8 @@ async def test_the_token_is_required_and_a_public_bind_needs_one(tmp_path: Path)
             assert (await client.get("/v1/threads")).status_code == 401
             headers = {"Authorization": "Bearer s3cret"}
             assert (await client.get("/v1/threads", headers=headers)).status_code == 200
+    said = (tmp_path / "serve.out").read_text()
+    assert "open it once with ?token=<your token>" in said and "s3cret" not in said
 
 
 async def test_sigterm_mid_turn_aborts_it_and_ends_open_streams(tmp_path: Path) -> None:
