@@ -41,3 +41,43 @@ def test_resume_asks_the_waiting_approval_again(tmp_path: Path) -> None:
     assert (workspace / "deployed.txt").read_text() == "deployed\n"
     (turn,) = state_of(home, THREAD).turns
     assert turn.status == "completed"
+
+
+def test_sigterm_at_an_approval_leaves_it_for_the_next_resume(tmp_path: Path) -> None:
+    """The session killed while it asks an approval leaves the turn waiting
+    (it is not interrupted); ``kun resume`` asks again and ``y`` runs it."""
+    import signal
+
+    import pexpect
+
+    from kun.model.scripted import tool_reply
+    from kun.testing.fake_provider import FakeResponse
+    from tests.terminal_support import only_thread
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    call = tool_reply("bash", {"command": "echo deployed >> deployed.txt"})
+    with serve([FakeResponse(chunks=tuple(call)), answer("Deployed.")]) as provider:
+        config = write_config(tmp_path, provider.base_url)
+        child = spawn(["--config", str(config), "--home", str(home)], cwd=workspace)
+        child.expect("Ctrl-D leaves")
+        child.send("deploy" + ENTER)
+        child.expect_exact("approval needed")
+        child.kill(signal.SIGTERM)
+        child.expect(pexpect.EOF)
+        child.close()
+        thread = only_thread(home)
+        assert state_of(home, thread).turns[0].status == "running"
+        assert not (workspace / "deployed.txt").exists()
+        child = spawn(
+            ["resume", thread, "--config", str(config), "--home", str(home)], cwd=workspace
+        )
+        child.expect_exact("approval needed")
+        child.send("y" + ENTER)
+        child.expect("turn completed")
+        child.send("/quit" + ENTER)
+        code, text = finish(child)
+    assert code == 0, text
+    assert (workspace / "deployed.txt").read_text() == "deployed\n"
+    assert state_of(home, thread).turns[0].status == "completed"

@@ -23,9 +23,11 @@ from tests.terminal_support import (
     finish,
     kun,
     only_thread,
+    plain,
     serve,
     slow_answer,
     spawn,
+    state_of,
     write_config,
 )
 
@@ -169,3 +171,24 @@ def test_prompts_read_the_terminal_when_stdout_is_piped(tmp_path: Path) -> None:
     assert code == 0, text
     assert (workspace / "b.py").read_text() == "x"
     assert "wrote it" in text
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_at_an_approval_leaves_the_turn_waiting(tmp_path: Path, signum: int) -> None:
+    """SIGTERM or SIGHUP while ``kun run`` asks an approval stops kun but
+    not the turn: it waits (durable suspension) and nothing ran; Ctrl-C
+    still interrupts (the test above)."""
+    with serve([WRITE, answer("never sent")]) as provider:
+        args, home, workspace = _setup(tmp_path, provider.base_url)
+        child = spawn(["run", "write b.py", "--approval", "untrusted", *args], cwd=tmp_path)
+        child.expect("allow")
+        child.kill(signum)
+        child.expect(pexpect.EOF)
+        child.close()
+    assert not (workspace / "b.py").exists()
+    thread = only_thread(home)
+    state = state_of(home, thread)
+    assert state.turns[0].status == "running"
+    assert len(state.pending_approvals) == 1
+    if signum == signal.SIGTERM:
+        assert "kun resume" in plain(child.before or "")

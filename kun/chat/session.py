@@ -7,7 +7,8 @@ turn is shown above the prompt as it happens (:class:`~kun.cli.terminal.LiveView
 drawing through :class:`~kun.chat.view.ChatSink`). Esc or Ctrl-C interrupts
 the turn; Ctrl-D or ``/quit`` leaves (interrupting a running turn first).
 SIGTERM and SIGHUP interrupt the turn, record it ``aborted`` and end the
-session; nothing is left open.
+session — except a turn that only waits for an approval or an answer, which
+is left waiting for the next ``kun resume`` (durable suspension).
 
 A new session's thread is created with its first message, so opening kun
 and leaving at once leaves no empty thread behind.
@@ -244,9 +245,21 @@ class ChatSession:
             await self.view.interrupt(self.turn_id)
 
     async def _on_signal(self, signum: int) -> None:
+        """SIGINT interrupts the turn; SIGTERM and SIGHUP end the session
+        too, interrupting the turn unless it only waits for the user's
+        answer: then it is left waiting (durable suspension), for the next
+        ``kun resume`` to ask again."""
         import signal
 
-        await self._interrupt()
+        from kun.cli.run import waits_for_answer
+
+        thread_id = self.thread_id
+        if signum == signal.SIGINT or thread_id is None:
+            await self._interrupt()
+        elif self.turn_id is not None and waits_for_answer(self.service, thread_id):
+            self.say(f"the turn still waits for your answer: kun resume {thread_id[:12]}", "warn")
+        else:
+            await self._interrupt()
         if signum != signal.SIGINT:
             self._closing = True
             if self._tg is not None:

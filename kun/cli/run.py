@@ -3,13 +3,16 @@
 The turn runs on the thread's model unless the user names another
 (:mod:`kun.app.selection`); approvals are asked on the controlling terminal
 (:mod:`kun.cli.tty`); SIGINT, SIGTERM and SIGHUP interrupt the turn, which the
-log records as aborted, and the view stops at once, even mid-prompt.
+log records as aborted, and the view stops at once, even mid-prompt — except
+that SIGTERM or SIGHUP while the turn only waits for an approval or an answer
+leaves it waiting (durable suspension), for ``kun resume`` to ask again.
 ``--goal`` sets a goal first and stays for its resumed turns
 (:mod:`kun.cli.run_goal`).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +34,7 @@ from kun.cli.tty import TtyPrompter, open_terminal, watch
 from kun.config import Config, load_config
 from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings
 from kun.domain.state import TurnState
+from kun.errors import UserMistake
 from kun.model.factory import build_router
 from kun.runtime.service import TurnService
 from kun.runtime.turn_input import check_prompt
@@ -170,20 +174,47 @@ async def _drive(
         await view.interrupt(started[0])
         showing.cancel()
 
-    async def on_signal(signum: int) -> None:
-        signalled.set()
+    left = anyio.CancelScope()
 
-    async with anyio.create_task_group() as tg:
-        await tg.start(watch, on_signal)
-        turn_id = await service.start_turn(
-            thread_id, prompt, disable_user_input=unattended, plan_mode=plan_mode
-        )
-        started.append(turn_id)
-        tg.start_soon(interrupt)
-        with showing:
-            await view.follow(after, turn_id)
-        turn = await service.wait_turn(thread_id, turn_id)
-        tg.cancel_scope.cancel()
+    async def on_signal(signum: int) -> None:
+        if signum != signal.SIGINT and started and waits_for_answer(service, thread_id):
+            left.cancel()  # SIGTERM/SIGHUP at an approval: the turn waits (durable suspension)
+        else:
+            signalled.set()
+
+    with left:
+        async with anyio.create_task_group() as tg:
+            await tg.start(watch, on_signal)
+            turn_id = await service.start_turn(
+                thread_id, prompt, disable_user_input=unattended, plan_mode=plan_mode
+            )
+            started.append(turn_id)
+            tg.start_soon(interrupt)
+            with showing:
+                await view.follow(after, turn_id)
+            turn = await service.wait_turn(thread_id, turn_id)
+            tg.cancel_scope.cancel()
+    if left.cancel_called:
+        raise TurnLeftWaiting(thread_id, started[0])
     if showing.cancel_called:
         view.sink.line(f"turn {turn.status}", "warn")
     return turn
+
+
+def waits_for_answer(service: TurnService, thread_id: str) -> bool:
+    """Whether the thread's running turn only waits for the user's answer
+    (:mod:`kun.domain.suspension`): stopping then leaves it waiting."""
+    from kun.runtime.rearm import open_suspension
+
+    return open_suspension(service.state(thread_id)) is not None
+
+
+class TurnLeftWaiting(UserMistake):
+    """kun was stopped while the turn waited for an approval or an answer:
+    it is left waiting, for ``kun resume`` or ``kun serve`` to take up."""
+
+    def __init__(self, thread_id: str, turn_id: str) -> None:
+        super().__init__(
+            f"stopped while turn {turn_id} waited for your answer; it still waits: "
+            f"kun resume {thread_id[:12]} asks it again"
+        )
