@@ -127,9 +127,9 @@ class _Calls:
         return _Call("POST", path, json={"discard": discard})
 
     @staticmethod
-    def rewind(thread_id: str, before_turn: str | int) -> _Call:
+    def rewind(thread_id: str, before_turn: str | int, files: bool) -> _Call:
         path = f"/v1/threads/{thread_id}/rewind"
-        return _Call("POST", path, json={"before_turn": str(before_turn)})
+        return _Call("POST", path, json={"before_turn": str(before_turn), "files": files})
 
     @staticmethod
     def undo_rewind(thread_id: str) -> _Call:
@@ -261,8 +261,11 @@ class KunClient:
         result: dict[str, Any] = self._do(_Calls.interrupt(thread_id, turn_id, discard))
         return result
 
-    def rewind(self, thread_id: str, before_turn: str | int) -> dict[str, Any]:
-        result: dict[str, Any] = self._do(_Calls.rewind(thread_id, before_turn))
+    def rewind(
+        self, thread_id: str, before_turn: str | int, *, files: bool = False
+    ) -> dict[str, Any]:
+        """``files``: also put back the files kun's tools changed since."""
+        result: dict[str, Any] = self._do(_Calls.rewind(thread_id, before_turn, files))
         return result
 
     def undo_rewind(self, thread_id: str) -> dict[str, Any]:
@@ -389,8 +392,10 @@ class AsyncKunClient:
         result: dict[str, Any] = await self._do(_Calls.interrupt(thread_id, turn_id, discard))
         return result
 
-    async def rewind(self, thread_id: str, before_turn: str | int) -> dict[str, Any]:
-        result: dict[str, Any] = await self._do(_Calls.rewind(thread_id, before_turn))
+    async def rewind(
+        self, thread_id: str, before_turn: str | int, *, files: bool = False
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = await self._do(_Calls.rewind(thread_id, before_turn, files))
         return result
 
     async def undo_rewind(self, thread_id: str) -> dict[str, Any]:
