@@ -14,6 +14,7 @@ from kun.app.windows import compact_at, context_windows
 from kun.config import Config
 from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.repetition import RepetitionSettings
+from kun.domain.resume_policy import ResumeSettings
 from kun.mcp import open_mcp_tools, secret_values
 from kun.model.port import ModelClient
 from kun.model.redact import Redactor
@@ -64,6 +65,20 @@ def tool_host(
     return ToolHost(tools, redact=redactor.scrub if redactor else None)
 
 
+def resume_settings(config: Config | None) -> ResumeSettings:
+    """``[runtime] goal_resume_*`` (no flag sets them), else the SPEC's
+    defaults; read here rather than handed over by each command, so every
+    surface that runs turns (``kun run``, the session, the server) gets them."""
+    written, default = (config.runtime if config is not None else None), ResumeSettings()
+    if written is None:
+        return default
+    return ResumeSettings(
+        base_seconds=written.goal_resume_base_seconds or default.base_seconds,
+        cap_seconds=written.goal_resume_max_seconds or default.cap_seconds,
+        max_attempts=written.goal_resume_max_attempts or default.max_attempts,
+    )
+
+
 @asynccontextmanager
 async def open_service(
     home: Path,
@@ -75,6 +90,7 @@ async def open_service(
     system_prompt: str = SYSTEM_PROMPT,
     reasoning_effort: str | None = None,
     repetition: RepetitionSettings | None = None,
+    resume: ResumeSettings | None = None,
 ) -> AsyncIterator[TurnService]:
     """The service, its recorder and store, and the task group its turns
     run in; everything is flushed and closed on exit. Without ``tools``, a
@@ -84,7 +100,9 @@ async def open_service(
     (:mod:`kun.runtime.project`), and compact their history by the model's
     context window and ``[runtime] compact_at`` of ``config``
     (:mod:`kun.app.windows`); ``repetition`` (``[runtime] repetition_*``)
-    tunes their round-outcome decisions (:mod:`kun.domain.recovery`).
+    tunes their round-outcome decisions (:mod:`kun.domain.recovery`);
+    ``resume``, else ``[runtime] goal_resume_*`` of ``config``
+    (:func:`resume_settings`), is the backoff of their goal resume.
     With the default tools, the MCP servers of ``config`` are connected
     for as long as the service is open (:mod:`kun.mcp`). Its turns are
     logged and traced as ``[observability]``, the environment and the
@@ -115,6 +133,7 @@ async def open_service(
             context_windows=context_windows(config) if config is not None else None,
             compact_at=compact_at(config) if config is not None else DEFAULT_COMPACT_AT,
             repetition=repetition,
+            resume=resume if resume is not None else resume_settings(config),
             titler=Titler() if config is not None and config.runtime.model_titles else None,
         )
         try:

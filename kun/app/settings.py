@@ -20,12 +20,14 @@ from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.repetition import RepetitionSettings
+from kun.domain.resume_policy import ResumeSettings
 from kun.runtime.context import TurnLimits
 
 __all__ = ["RUNTIME_KEYS", "RuntimeSettings", "Sourced", "resolve_runtime", "runtime_settings"]
 
 _LIMITS = TurnLimits()
 _REPETITION = RepetitionSettings()
+_RESUME = ResumeSettings()
 
 RUNTIME_KEYS: tuple[tuple[str, str, Any], ...] = (
     ("approval_policy", "--approval", "on-request"),
@@ -37,6 +39,9 @@ RUNTIME_KEYS: tuple[tuple[str, str, Any], ...] = (
     ("repetition_dice", "", _REPETITION.dice),
     ("repetition_min_chars", "", _REPETITION.min_chars),
     ("repetition_max_repeats", "", _REPETITION.max_repeats),
+    ("goal_resume_base_seconds", "", _RESUME.base_seconds),
+    ("goal_resume_max_seconds", "", _RESUME.cap_seconds),
+    ("goal_resume_max_attempts", "", _RESUME.max_attempts),
     ("compact_at", "", DEFAULT_COMPACT_AT),
     ("model_titles", "", False),
 )
@@ -56,7 +61,9 @@ class Sourced:
 class RuntimeSettings:
     """``approval_policy`` is for new threads (a thread keeps its own
     unless ``--approval`` names one); ``repetition`` is for the loop's
-    repeated-reply check (SPEC §7.2)."""
+    repeated-reply check (SPEC §7.2). The ``goal_resume_*`` keys are not
+    here: :func:`kun.app.session.open_service` reads them from the config
+    itself (:func:`kun.app.session.resume_settings`)."""
 
     approval_policy: ApprovalPolicy
     reasoning_effort: str | None

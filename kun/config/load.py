@@ -19,8 +19,10 @@ from kun.config.schema import (
     McpServerTable,
     ProviderConfig,
     ProviderTable,
+    RuntimeTable,
     known_provider,
 )
+from kun.domain.resume_policy import ResumeSettings
 
 __all__ = [
     "CONFIG_NAME",
@@ -122,6 +124,7 @@ def parse_config(data: bytes | str, source: str) -> Config:
         )
     for name, server in table.mcp.items():
         _check_mcp(name, server, source)
+    _check_resume_backoff(table.runtime, source)
     return Config(
         source=source,
         providers=providers,
@@ -224,6 +227,28 @@ def _refuse_credentials(table: ProviderTable, here: tuple[str, ...], source: str
     if table.base_url is not None and _URL_SECRET.search(table.base_url):
         raise ConfigError(
             source, key_path((*here, "base_url")), f"expected no credentials; {_USE_ENV}"
+        )
+
+
+def _check_resume_backoff(runtime: RuntimeTable, source: str) -> None:
+    """The goal resume backoff's cap may not be below its base; the error
+    names the key the file wrote (the other may be kun's default)."""
+    default = ResumeSettings()
+    base = runtime.goal_resume_base_seconds
+    cap = runtime.goal_resume_max_seconds
+    if cap is not None and cap < (base or default.base_seconds):
+        shown = f"{base:g}" if base is not None else f"{default.base_seconds:g}, kun's default"
+        raise ConfigError(
+            source,
+            "runtime.goal_resume_max_seconds",
+            f"expected at least runtime.goal_resume_base_seconds ({shown})",
+        )
+    if cap is None and base is not None and base > default.cap_seconds:
+        raise ConfigError(
+            source,
+            "runtime.goal_resume_base_seconds",
+            f"expected at most runtime.goal_resume_max_seconds ({default.cap_seconds:g}, "
+            "kun's default)",
         )
 
 

@@ -148,7 +148,10 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     ``compact_at`` is the share of the model's context window the estimated
     prompt may fill before the history is compacted (kun's default 0.8); the
     ``repetition_*`` keys tune the repeated-reply check of goal turns
-    (:class:`kun.domain.repetition.RepetitionSettings`, SPEC §7.2);
+    (:class:`kun.domain.repetition.RepetitionSettings`, SPEC §7.2); the
+    ``goal_resume_*`` keys are the backoff of cross-turn goal resume
+    (:class:`kun.domain.resume_policy.ResumeSettings`, SPEC §7.4; the max must
+    not be below the base, checked by :func:`kun.config.load.parse_config`);
     ``model_titles`` asks the model for a new thread's title in the
     background (:mod:`kun.runtime.titler`; off by default: one more request)."""
 
@@ -162,6 +165,9 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     repetition_dice: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
     repetition_min_chars: Annotated[int, msgspec.Meta(ge=2)] | None = None
     repetition_max_repeats: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    goal_resume_base_seconds: PositiveFloat | None = None
+    goal_resume_max_seconds: PositiveFloat | None = None
+    goal_resume_max_attempts: PositiveInt | None = None
     model_titles: bool | None = None
 
 

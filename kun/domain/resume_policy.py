@@ -53,7 +53,11 @@ honoured for the goal it was set for."""
 
 class ResumeSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The backoff: ``base_seconds`` * 2**(attempt-1), at most ``cap_seconds``;
-    after ``max_attempts`` resumed turns without progress the goal is blocked."""
+    after ``max_attempts`` resumed turns without progress the goal is blocked
+    (the resume prompt's "N/M" counts up to it). The defaults are the SPEC's;
+    ``[runtime] goal_resume_base_seconds``, ``goal_resume_max_seconds`` and
+    ``goal_resume_max_attempts`` replace them
+    (:func:`kun.app.session.resume_settings`)."""
 
     base_seconds: float = 2.0
     cap_seconds: float = 60.0
