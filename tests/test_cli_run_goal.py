@@ -7,8 +7,10 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -18,6 +20,7 @@ from kun.contracts.items import UserMessage
 from kun.domain.reduce import replay
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime import resume
+from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider
 from tests.test_cli_run import _config, _workspace
@@ -141,3 +144,85 @@ async def test_ctrl_c_while_waiting_for_a_resume_exits_and_leaves_the_goal_activ
     state = replay(JsonlEventStore(home).read(thread_id))
     assert [t.status for t in state.turns] == ["completed"]
     assert state.settings.goal is not None and state.settings.goal.status == "active"
+
+
+def _with_runtime(options: RunOptions, runtime: str) -> None:
+    """Add a ``[runtime]`` table to the options' kun.toml."""
+    assert options.config is not None
+    options.config.write_text(options.config.read_text() + f"\n[runtime]\n{runtime}")
+
+
+@pytest.mark.parametrize(
+    ("runtime", "waits", "resumed"),
+    [
+        (
+            "goal_resume_base_seconds = 1\ngoal_resume_max_seconds = 3\n"
+            "goal_resume_max_attempts = 4\n",
+            [1, 2, 3, 3],
+            4,
+        ),
+        ("goal_resume_base_seconds = 1\ngoal_resume_max_attempts = 2\n", [1, 2], 2),
+    ],
+)
+async def test_the_configured_backoff_is_what_the_resumer_uses(
+    tmp_path: Path, delays: list[float], runtime: str, waits: list[float], resumed: int
+) -> None:
+    _workspace(tmp_path)
+    script = [text_reply(f"ok {n}") for n in range(resumed + 1)]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        options = _options(tmp_path, provider.base_url, goal="make a.py print A")
+        _with_runtime(options, runtime)
+        result = await run_prompt(options)
+    assert delays == waits
+    assert result.goal is not None and result.goal.status == "blocked"
+    state = replay(JsonlEventStore(tmp_path / "home").read(result.thread_id))
+    assert len(state.turns) == resumed + 1
+    prompts = [next(i for i in t.items if isinstance(i, UserMessage)).text for t in state.turns]
+    assert [p.split("]")[0] for p in prompts[1:]] == [
+        f"[goal resume {n}/{resumed}" for n in range(1, resumed + 1)
+    ]
+    assert f"{resumed} resumed turns in a row" in state.warnings[-1].message
+
+
+async def test_run_goal_json_prints_every_event_of_the_run_once_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """Between the turns the goal's budget is changed (as another client
+    could) and at the end the goal is blocked: those events are on stdout
+    too, and stdout is the log, byte for byte."""
+    services: list[TurnService] = []
+    init = resume.GoalResumer.__init__
+
+    def keep(self: resume.GoalResumer, service: TurnService, *args: Any, **kw: Any) -> None:
+        services.append(service)
+        init(self, service, *args, **kw)
+
+    async def sleep(seconds: float) -> None:
+        (service,) = services
+        (thread_id,) = service.recorder.store.list_threads()
+        goal = service.state(thread_id).settings.goal
+        assert goal is not None
+        budget = 10**9 + int(seconds)
+        await service.update_thread(
+            thread_id, goal=msgspec.structs.replace(goal, token_budget=budget)
+        )
+
+    monkeypatch.setattr(resume.GoalResumer, "__init__", keep)
+    monkeypatch.setattr(resume, "clock_sleep", sleep)
+    _workspace(tmp_path)
+    script = [text_reply(f"ok {n}") for n in range(3)]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        options = _options(tmp_path, provider.base_url, goal="make a.py print A", json=True)
+        _with_runtime(options, "goal_resume_max_attempts = 2\n")
+        result = await run_prompt(options)
+    assert result.goal is not None and result.goal.status == "blocked"
+    out = capsysbinary.readouterr().out
+    (log,) = (tmp_path / "home").rglob("events.jsonl")
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert out == b"".join(lines)
+    kinds = [msgspec.json.decode(line)["kind"] for line in lines]
+    assert kinds[0] == "thread_created" and kinds[-1] == "warning"
+    first_end = kinds.index("turn_completed")
+    assert kinds[first_end + 1] == "thread_updated"  # written while waiting to resume
+    started = kinds.index("turn_started")
+    assert out.splitlines(keepends=True)[started:] == lines[started:]

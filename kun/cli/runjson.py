@@ -4,14 +4,19 @@ Each line is one event exactly as the log writes it
 (:func:`kun.store.codec.encode_line`), so anything that reads a log reads
 this (``kun.store.codec.decode_line`` decodes every line). For a new thread
 the lines start at ``thread_created``; for ``--thread``, after the events the
-thread already had. Nothing else goes to stdout: stderr gets the lines a
-person must see (an approval being asked, warnings, errors, an interrupted
-turn) and the closing status line; an approval is asked on the terminal as
-without ``--json`` (denied when there is none).
+thread already had. From there every event of the thread is printed once, in
+seq order, to the end of the run: with ``--goal`` that includes what is
+written between turns (the goal blocked, its warning, a changed goal), so
+the output is the log's lines from that point on. Nothing else goes to
+stdout: stderr gets the lines a person must see (an approval being asked,
+warnings, errors, an interrupted turn) and the closing status line; an
+approval is asked on the terminal as without ``--json`` (denied when there
+is none).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from typing import BinaryIO, TextIO
 
 from kun.cli.terminal import LiveView, Prompter, Tone
@@ -51,10 +56,13 @@ class QuietSink:
 
 
 class JsonView(LiveView):
-    """A live view that writes every event it is shown to ``out`` first, as
-    its log line, then handles it as usual (an approval is asked after its
-    line is out, so a script sees what is being asked). Durable events
-    only, no previews: the output is the log's bytes."""
+    """A live view that writes every event of the thread to ``out`` as its
+    log line as it arrives, then handles it as usual (an approval is asked
+    after its line is out, so a script sees what is being asked). Durable
+    events only, no previews: the output is the log's bytes. Only the first
+    :meth:`follow` starts where it is told; each later one (the next turn of
+    ``kun run --goal``) picks up after the last line written, so nothing
+    between turns is skipped and nothing is written twice."""
 
     live = False
 
@@ -72,13 +80,13 @@ class JsonView(LiveView):
         self.written = 0
 
     async def follow(self, after: int, turn_id: str) -> None:
+        if self.turn_id is None:
+            self.written = after
         self.turn_id = turn_id
-        self.written = max(self.written, after)
-        await super().follow(after, turn_id)
+        await super().follow(self.written, turn_id)
 
-    async def show(self, event: ev.Event) -> None:
-        self._write(event)
-        await super().show(event)
+    def _events(self, after: int) -> AsyncIterator[ev.Event]:
+        return _Written(super()._events(after), self._write)
 
     def _write(self, event: ev.Event) -> None:
         self.out.write(encode_line(event))
@@ -86,15 +94,33 @@ class JsonView(LiveView):
         self.written = event.seq
 
     async def drain(self) -> None:
-        """The turn's events the view was not shown: a signal stops the view
-        before the turn records its end."""
+        """The thread's events not written yet, once the run is over: those
+        after a signal stopped the view (the turn records its end later),
+        and those written once the last turn settled (a blocked goal)."""
         if self.turn_id is None:
             return
         recorder = self.service.recorder
         await recorder.flush(self.thread_id)
         for event in recorder.store.read(self.thread_id, after=self.written):
-            if event.turn_id in (None, self.turn_id):
-                self._write(event)
+            self._write(event)
+
+
+class _Written:
+    """The followed events, each written as it is served (before the view
+    filters them by turn): an iterator rather than a generator, so leaving
+    it mid-stream leaves nothing to finalize."""
+
+    def __init__(self, events: AsyncIterator[ev.Event], write: Callable[[ev.Event], None]):
+        self._events = events
+        self._write = write
+
+    def __aiter__(self) -> _Written:
+        return self
+
+    async def __anext__(self) -> ev.Event:
+        event = await self._events.__anext__()
+        self._write(event)
+        return event
 
 
 def prompt_argument(argument: str, stdin: TextIO) -> str:
