@@ -212,22 +212,40 @@ def rewind(
     before_turn = before_turn or turn
     if undo == (before_turn is not None):
         raise click.UsageError("give --before-turn N (or a turn id), or --undo")
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_threads import remote_rewind
+
+        local_only(home=home)
+        remote_rewind(remote, thread, before_turn, files=files)
+        return
     thread_id, _ = log_of(home, thread)
     if undo:
         done = service_call(home, lambda s: undo_latest_rewind(s, thread_id))
-        hidden = len(done.hidden_turn_ids)
-        click.echo(f"brought back {hidden} turn(s) of {thread_id} (the rewind at seq {done.seq})")
+        click.echo(undone_line(thread_id, len(done.hidden_turn_ids), done.seq))
         _echo_lines(describe_restore(done.undo_files, undo=True))
         return
     assert before_turn is not None
     ref = before_turn
     result = service_call(home, lambda s: rewind_before(s, thread_id, ref, files=files))
     click.echo(
-        f"rewound {thread_id} before turn {result.number} ({result.turn.turn_id}), "
-        f"hiding {result.hidden} turn(s) (seq {result.seq}); "
-        f"kun rewind {thread_id} --undo brings them back"
+        rewound_line(thread_id, result.number, result.turn.turn_id, result.hidden, result.seq)
     )
     _echo_lines(describe_restore(result.files))
+
+
+def rewound_line(thread_id: str, number: int, turn_id: str, hidden: int, seq: int) -> str:
+    """What ``kun rewind`` says it did, locally or over a server."""
+    return (
+        f"rewound {thread_id} before turn {number} ({turn_id}), "
+        f"hiding {hidden} turn(s) (seq {seq}); "
+        f"kun rewind {thread_id} --undo brings them back"
+    )
+
+
+def undone_line(thread_id: str, restored: int, rewind_seq: int) -> str:
+    """What ``kun rewind --undo`` says it did, locally or over a server."""
+    return f"brought back {restored} turn(s) of {thread_id} (the rewind at seq {rewind_seq})"
 
 
 def _echo_lines(lines: list[str]) -> None:
@@ -257,8 +275,17 @@ def fork(
 
     if at_turn is not None and at_seq is not None:
         raise click.UsageError("give --at-turn or --at-seq, not both")
-    thread_id, _ = log_of(home, thread)
-    new, seq = service_call(home, lambda s: fork_at(s, thread_id, at_seq=at_seq, at_turn=at_turn))
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_threads import remote_fork
+
+        local_only(home=home)
+        new, thread_id, seq = remote_fork(remote, thread, at_seq=at_seq, at_turn=at_turn)
+    else:
+        thread_id, _ = log_of(home, thread)
+        new, seq = service_call(
+            home, lambda s: fork_at(s, thread_id, at_seq=at_seq, at_turn=at_turn)
+        )
     if as_json:
         _echo_json({"thread_id": new, "source_thread_id": thread_id, "source_seq": seq})
     else:
