@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kun.cli.options import home_option, log_of
+from kun.cli.remote import local_only, remote_target
 
-__all__ = ["compact"]
+if TYPE_CHECKING:
+    from kun.contracts.items import Compaction
+
+__all__ = ["compact", "compacted_line"]
 
 
 @click.command()
@@ -31,6 +36,20 @@ __all__ = ["compact"]
 def compact(thread: str, config: Path | None, home: Path | None) -> None:
     """Summarise THREAD's history now: later turns start from the summary
     (kun rewind takes it back like any turn)."""
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_threads import remote_compact
+
+        local_only(config=config, home=home)
+        ok, line = remote_compact(remote, thread)
+    else:
+        ok, line = _compact_here(home, thread, config)
+    click.echo(line, err=not ok)
+    if not ok:
+        sys.exit(1)
+
+
+def _compact_here(home: Path | None, thread: str, config: Path | None) -> tuple[bool, str]:
     import anyio
 
     from kun.store.paths import resolve_home
@@ -38,10 +57,27 @@ def compact(thread: str, config: Path | None, home: Path | None) -> None:
     thread_id, path = log_of(home, thread)
     if thread_id != path.parent.name:
         raise click.UsageError("kun compact takes a thread id (or a prefix of one), not a file")
-    ok, line = anyio.run(_compact, resolve_home(home), thread_id, path, config)
-    click.echo(line, err=not ok)
-    if not ok:
-        sys.exit(1)
+    return anyio.run(_compact, resolve_home(home), thread_id, path, config)
+
+
+def compacted_line(
+    thread_id: str, turn_id: str | None, outcome: Compaction | str | None
+) -> tuple[bool, str]:
+    """Whether ``kun compact`` succeeded and its line, locally or over a
+    server, so both say the same. ``outcome``: ``None`` when there was
+    nothing to summarise (no turn), the turn's summary, or why it failed."""
+    from kun.domain.compaction import text_tokens
+    from kun.runtime.compact_turn import NOTHING_TO_COMPACT
+
+    if outcome is None:
+        return True, f"nothing to compact in {thread_id}: {NOTHING_TO_COMPACT}"
+    if isinstance(outcome, str):
+        return False, f"kun compact: {outcome}"
+    summary = outcome
+    return True, (
+        f"compacted {summary.replaced_items} items of {thread_id} into a summary of about "
+        f"{text_tokens(summary.summary):,} tokens (turn {turn_id})"
+    )
 
 
 async def _compact(
@@ -51,9 +87,7 @@ async def _compact(
     from kun.app.session import open_service
     from kun.config import load_config
     from kun.contracts.items import Compaction
-    from kun.domain.compaction import text_tokens
     from kun.model.factory import build_router
-    from kun.runtime.compact_turn import NOTHING_TO_COMPACT
     from kun.store.replay import replay_log
 
     config = load_config(config_path, home=home)
@@ -63,13 +97,10 @@ async def _compact(
     async with router, open_service(home, model, config=config) as service:
         turn_id = await service.start_compaction(thread_id)
         if turn_id is None:
-            return True, f"nothing to compact in {thread_id}: {NOTHING_TO_COMPACT}"
+            return compacted_line(thread_id, None, None)
         turn = await service.wait_turn(thread_id, turn_id)
     summary = next((i for i in turn.items if isinstance(i, Compaction)), None)
     if turn.status == "completed" and summary is not None:
-        return True, (
-            f"compacted {summary.replaced_items} items of {thread_id} into a summary of about "
-            f"{text_tokens(summary.summary):,} tokens (turn {turn_id})"
-        )
+        return compacted_line(thread_id, turn_id, summary)
     reason = turn.error.message if turn.error is not None else turn.status
-    return False, f"kun compact: {reason}"
+    return compacted_line(thread_id, turn_id, reason)
