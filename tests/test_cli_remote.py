@@ -356,7 +356,10 @@ async def test_a_missing_or_wrong_token_is_one_line(tmp_path: Path) -> None:
 async def test_server_options_that_do_not_apply_are_one_line(tmp_path: Path) -> None:
     nobody = Served("http://127.0.0.1:9", tmp_path, tmp_path, tmp_path / "c", FakeProvider())
     chat = _one_line(await nobody.kun("chat"))
-    assert "--server works with replay, run, threads, usage; not with kun chat" in chat
+    assert (
+        "--server works with compact, fork, replay, rewind, run, threads, usage; not with kun chat"
+        in chat
+    )
     home = _one_line(await nobody.kun("replay", "thr_x", "--home", str(tmp_path)))
     assert "--home does not go with --server" in home
     unset = _one_line(await nobody.kun("--token-env", "UNSET_VAR", "threads"))
