@@ -5,7 +5,11 @@ The first turn is shown as ``kun run`` shows any turn; then the command
 waits for the goal's resume timer (:mod:`kun.runtime.resume`) and shows each
 resumed turn the same way, until no resume is pending: the goal is complete,
 blocked or paused, or resuming is suppressed (token budget spent, a
-repetition stop, an interrupted turn). A signal (Ctrl-C, SIGTERM, SIGHUP)
+repetition stop, an interrupted turn). The waits and the number of
+resumed turns without progress are ``[runtime] goal_resume_*``
+(:func:`kun.app.session.resume_settings`). With ``--json`` the view
+(:class:`kun.cli.runjson.JsonView`) prints every event of the thread once,
+those written between turns too. A signal (Ctrl-C, SIGTERM, SIGHUP)
 interrupts the running turn, or ends the wait, and the command exits: the
 goal is left as it is, still active, for a later ``kun run --thread`` or
 session; no resume outlives the process.
