@@ -184,20 +184,27 @@ class LiveView:
         """Show the turn's events until it settles; the sink animates while
         the model is thinking (after a request is sent, before its first
         output)."""
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.sink.animate)
-            rule = LiveText()
-            async for got in self._events(after):
-                if got.turn_id not in (None, turn_id):
-                    continue
-                event = rule.fresh(got)
-                if event is None:
-                    continue
-                self._note_waiting(event)
-                await self.show(event)
-                if isinstance(event, ev.TurnCompleted | ev.TurnFailed | ev.TurnAborted):
-                    break
-            tg.cancel_scope.cancel()
+        events = self._events(after)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.sink.animate)
+                rule = LiveText()
+                async for got in events:
+                    if got.turn_id not in (None, turn_id):
+                        continue
+                    event = rule.fresh(got)
+                    if event is None:
+                        continue
+                    self._note_waiting(event)
+                    await self.show(event)
+                    if isinstance(event, ev.TurnCompleted | ev.TurnFailed | ev.TurnAborted):
+                        break
+                tg.cancel_scope.cancel()
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                with anyio.CancelScope(shield=True):
+                    await close()
         self.sink.waiting(False)
 
     def _events(self, after: int) -> AsyncIterator[ev.Event]:
