@@ -35,6 +35,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 TIMEOUT_MS = 5_000
+SHOT_TIMEOUT_MS = 30_000
+FULL_PAGE_MAX_PX = 8_000
 
 Shot = Callable[["Page", str], Path]
 _saved: list[Path] = []
@@ -104,6 +106,14 @@ def kun(kun_server: KunServer, provider: FakeProvider) -> Iterator[KunServer]:
     kun_server.interrupt_created()
 
 
+def _fits_one_shot(page: Page) -> bool:
+    """A whole-page screenshot of a very long page (a thread of thousands of
+    events) takes Chromium longer than any sensible timeout on a busy CI
+    machine; such a page is shot at the viewport only."""
+    height = page.evaluate("document.documentElement.scrollHeight")
+    return isinstance(height, int) and height <= FULL_PAGE_MAX_PX
+
+
 @pytest.fixture
 def shot(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Shot:
     root = os.environ.get("KUN_TEST_ARTIFACTS")
@@ -116,7 +126,7 @@ def shot(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         count += 1
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{count:02d}-{step}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=_fits_one_shot(page), timeout=SHOT_TIMEOUT_MS)
         print(f"screenshot: {path}")
         _saved.append(path)
         return path
