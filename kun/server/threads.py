@@ -74,7 +74,9 @@ async def create_thread(request: Request) -> Response:
 async def get_threads(request: Request) -> Response:
     """A page of the thread list, newest activity first: ``limit``
     (1..500, default 50), ``cursor`` (the ``next_cursor`` of the page
-    before), ``all`` (include hidden side threads)."""
+    before), ``all`` (include hidden side threads), ``q`` (only threads
+    whose title, workspace or id contains it, ignoring case: the web
+    view's filter reaches threads it has not loaded)."""
     backend = backend_of(request)
     limit = query_int(request, "limit", minimum=1, maximum=MAX_PAGE) or DEFAULT_PAGE
     after = _cursor(request.query_params.get("cursor"))
@@ -82,12 +84,21 @@ async def get_threads(request: Request) -> Response:
     found = await anyio.to_thread.run_sync(
         lambda: list_threads(backend.home, include_hidden=include_hidden)
     )
+    needle = request.query_params.get("q", "").strip().casefold()
+    if needle:
+        found = [s for s in found if _matches(s, needle)]
     if after is not None:
         found = [s for s in found if (s.updated_at, s.thread_id) < after]
     page = found[:limit]
     more = len(found) > limit
     return json_response(
         {"threads": page, "next_cursor": _cursor_of(page[-1]) if more and page else None}
+    )
+
+
+def _matches(summary: ThreadSummary, needle: str) -> bool:
+    return any(
+        needle in text.casefold() for text in (summary.title, summary.workspace, summary.thread_id)
     )
 
 

@@ -36,6 +36,28 @@ async def test_create_get_and_list_newest_first_in_pages(tmp_path: Path) -> None
         assert seen == ids[::-1]
 
 
+async def test_the_list_filters_by_title_workspace_or_id_in_pages(tmp_path: Path) -> None:
+    async with api(tmp_path) as a:
+        ids = [await a.new_thread(title=f"{'Deploy' if n % 2 else 'chat'} {n}") for n in range(7)]
+        deploys = [t for n, t in enumerate(ids) if n % 2][::-1]
+        seen: list[str] = []
+        cursor = None
+        while True:
+            query = {"limit": 2, "q": " dePLOY ", **({"cursor": cursor} if cursor else {})}
+            page = (await a.client.get("/v1/threads", params=query)).json()
+            seen += [t["thread_id"] for t in page["threads"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == deploys
+        by_id = (await a.client.get("/v1/threads", params={"q": ids[2][-6:]})).json()
+        assert [t["thread_id"] for t in by_id["threads"]] == [ids[2]]
+        workspace = (await a.client.get("/v1/threads", params={"q": tmp_path.name})).json()
+        assert len(workspace["threads"]) == len(ids)
+        none = (await a.client.get("/v1/threads", params={"q": "no such words"})).json()
+        assert none == {"threads": [], "next_cursor": None}
+
+
 async def test_settings_change_the_log_and_the_turns(tmp_path: Path) -> None:
     async with api(tmp_path, [text_reply("ok")]) as a:
         thread = await a.new_thread()
