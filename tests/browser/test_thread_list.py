@@ -4,6 +4,7 @@ and its turn running then ending, show up live, without a reload."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -67,3 +68,58 @@ def test_a_thread_is_created_from_the_list(page: Page, kun: KunServer, shot: Sho
     state = kun.state(page.url.rsplit("/", 1)[-1])
     assert state["settings"]["title"] == "made in the page"
     assert state["settings"]["workspace"] == str(kun.workspace)
+
+
+def test_the_list_pages_filters_and_moves_a_later_thread_up_live(
+    page: Page, kun: KunServer, shot: Shot
+) -> None:
+    tag = f"paged{time.monotonic_ns()}"
+    ids = [kun.new_thread(title=f"{tag} {n}") for n in range(7)]
+    page.goto("/?limit=3")
+    rows = page.locator("#threads li[data-thread-id]")
+    more = page.locator("#more")
+
+    def shown() -> list[str]:
+        got: list[str] = rows.evaluate_all("rows => rows.map(r => r.dataset.threadId)")
+        return got
+
+    expect(rows).to_have_count(3)
+    assert shown() == ids[:3:-1]
+    expect(page.locator("#count")).to_have_text("The latest 3 threads; older ones below")
+    shot(page, "first page")
+    more.click()
+    expect(rows).to_have_count(6)
+    assert shown() == ids[:0:-1]
+    expect(more).to_be_focused()
+    kun.client.patch(f"/v1/threads/{ids[2]}", json={"title": f"{tag} 2 renamed"})
+    expect(rows.first).to_have_attribute("data-thread-id", ids[2])
+    expect(rows.first.locator("a")).to_have_text(f"{tag} 2 renamed")
+    assert shown() == [ids[2], ids[6], ids[5], ids[4], ids[3], ids[1]]
+    kun.client.patch(f"/v1/threads/{ids[0]}", json={"title": f"{tag} 0 renamed"})
+    expect(rows.first).to_have_attribute("data-thread-id", ids[0])
+    expect(rows).to_have_count(7)
+    shot(page, "a thread not loaded yet moved up")
+    more.click()
+    expect(rows).not_to_have_count(7)
+    assert [t for t in shown() if t in ids] == [
+        ids[0],
+        ids[2],
+        ids[6],
+        ids[5],
+        ids[4],
+        ids[3],
+        ids[1],
+    ]
+    page.locator("#filter").fill(tag.upper())
+    expect(rows).to_have_count(3)
+    expect(page.locator("#count")).to_have_text(f"3 threads matching “{tag.upper()}”, more below")
+    more.click()
+    more.click()
+    expect(rows).to_have_count(7)
+    expect(more).to_be_hidden()
+    expect(page.locator("#count")).to_have_text(f"7 threads matching “{tag.upper()}”")
+    shot(page, "filtered")
+    page.locator("#filter").fill(f"{tag} nothing")
+    expect(page.locator("#count")).to_have_text(f"No thread matches “{tag} nothing”")
+    expect(rows).to_have_count(0)
+    expect(page.locator("#empty")).to_be_hidden()
