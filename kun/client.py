@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import os
+import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -74,6 +76,42 @@ def _upload(path: Path, data: bytes) -> dict[str, str]:
 
 def _given(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
+
+
+_CHUNK = 1 << 20
+_SLOW = httpx.Timeout(DEFAULT_TIMEOUT, read=None)
+"""Export and import: the server writes or checks a whole bundle before it
+answers, which takes as long as the bundle is large."""
+
+
+def _import_params(path: Path, source: str, as_id: str | None) -> dict[str, str]:
+    return _given(name=path.name, **{"from": source, "as": as_id})
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as file:
+        while chunk := file.read(_CHUNK):
+            yield chunk
+
+
+async def _async_chunks(path: Path) -> AsyncIterator[bytes]:
+    async with await anyio.open_file(path, "rb") as file:
+        while chunk := await file.read(_CHUNK):
+            yield chunk
+
+
+def _exported(response: httpx.Response) -> dict[str, Any]:
+    headers = response.headers
+    return {
+        "thread_id": headers.get("x-kun-thread", ""),
+        "events": int(headers.get("x-kun-events", "0")),
+        "side_files": int(headers.get("x-kun-side-files", "0")),
+    }
+
+
+def _partial(out: Path) -> Path:
+    """Where a download goes until it is whole (renamed onto ``out`` then)."""
+    return out.with_name(f".{out.name}.{secrets.token_hex(4)}.part")
 
 
 class _Calls:
@@ -308,6 +346,43 @@ class KunClient:
         raw: bytes = self._do(_Calls.log(thread_id))
         return raw
 
+    def export_thread(self, thread_id: str, out: Path, *, compress: bool = True) -> dict[str, Any]:
+        """Download the thread's bundle to ``out`` (streamed; ``out``
+        appears only once whole) and say what it holds: ``thread_id``,
+        ``events``, ``side_files``."""
+        params = None if compress else {"compress": "false"}
+        part = _partial(out)
+        try:
+            with self._http.stream(
+                "GET", f"/v1/threads/{thread_id}/export", params=params, timeout=_SLOW
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    _result(_Call("GET", ""), response)
+                with open(part, "wb") as file:
+                    for chunk in response.iter_bytes(_CHUNK):
+                        file.write(chunk)
+            os.replace(part, out)
+        finally:
+            part.unlink(missing_ok=True)
+        return _exported(response)
+
+    def import_thread(
+        self, path: Path, *, source: str = "kun", as_id: str | None = None
+    ) -> dict[str, Any]:
+        """Upload ``path`` (streamed): a bundle, or with ``source`` a
+        ``codex`` or ``claude-code`` session; ``as_id``: another id for a
+        bundle's thread. Answers ``thread_id``, ``outcome``, ``events``."""
+        response = self._http.post(
+            "/v1/threads/import",
+            params=_import_params(path, source, as_id),
+            content=_chunks(path),
+            headers={"Content-Length": str(path.stat().st_size)},
+            timeout=_SLOW,
+        )
+        result: dict[str, Any] = _result(_Call("POST", ""), response)
+        return result
+
 
 class AsyncKunClient:
     """The API, async. ``async with AsyncKunClient(url) as kun: ...``"""
@@ -440,3 +515,39 @@ class AsyncKunClient:
     async def log(self, thread_id: str) -> bytes:
         raw: bytes = await self._do(_Calls.log(thread_id))
         return raw
+
+    async def export_thread(
+        self, thread_id: str, out: Path, *, compress: bool = True
+    ) -> dict[str, Any]:
+        """As :meth:`KunClient.export_thread`."""
+        params = None if compress else {"compress": "false"}
+        part = _partial(out)
+        try:
+            async with self._http.stream(
+                "GET", f"/v1/threads/{thread_id}/export", params=params, timeout=_SLOW
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    _result(_Call("GET", ""), response)
+                async with await anyio.open_file(part, "wb") as file:
+                    async for chunk in response.aiter_bytes(_CHUNK):
+                        await file.write(chunk)
+            await anyio.Path(part).rename(out)
+        finally:
+            await anyio.Path(part).unlink(missing_ok=True)
+        return _exported(response)
+
+    async def import_thread(
+        self, path: Path, *, source: str = "kun", as_id: str | None = None
+    ) -> dict[str, Any]:
+        """As :meth:`KunClient.import_thread`."""
+        size = (await anyio.Path(path).stat()).st_size
+        response = await self._http.post(
+            "/v1/threads/import",
+            params=_import_params(path, source, as_id),
+            content=_async_chunks(path),
+            headers={"Content-Length": str(size)},
+            timeout=_SLOW,
+        )
+        result: dict[str, Any] = _result(_Call("POST", ""), response)
+        return result

@@ -39,6 +39,7 @@ from kun.server.backend import Backend
 from kun.server.compact import compact_routes
 from kun.server.errors import exception_handlers
 from kun.server.openapi import openapi_routes
+from kun.server.portable import portable_routes
 from kun.server.reads import read_routes
 from kun.server.threads import thread_routes
 from kun.server.turns import turn_routes
@@ -93,6 +94,7 @@ def create_app(
             *turn_routes(),
             *compact_routes(),
             *read_routes(),
+            *portable_routes(),
             *_stream_routes(),
             *openapi_routes(),
             *web_routes(),

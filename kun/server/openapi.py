@@ -44,6 +44,11 @@ OPERATIONS: tuple[tuple[str, str, str, type[Any] | None, int], ...] = (
     ("GET", "/v1/usage", "Usage of two threads side by side (?thread=A&thread=B)", None, 200),
     ("GET", "/v1/threads/{thread_id}/transcript", "The transcript (kun replay)", None, 200),
     ("GET", "/v1/threads/{thread_id}/log", "The raw log (JSON lines)", None, 200),
+    ("GET", "/v1/threads/{thread_id}/export",
+     "The thread's bundle, streamed (kun export; ?compress=false: a plain tar)", None, 200),
+    ("POST", "/v1/threads/import",
+     "Import the body: a bundle, or ?from=codex|claude-code a session (kun import; ?as=ID, "
+     "?name=FILE); 201 added, 200 already there", None, 201),
     ("GET", "/v1/threads/{thread_id}/events", "The thread's events as Server-Sent Events",
      None, 200),
     ("GET", "/v1/events", "Every thread's live events as Server-Sent Events", None, 200),

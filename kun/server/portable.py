@@ -1,0 +1,167 @@
+"""Export and import over HTTP: ``GET /v1/threads/{id}/export`` answers the
+thread's bundle, ``POST /v1/threads/import`` takes one (or a Codex or Claude
+Code session) as the request body.
+
+Both go through the same code as ``kun export`` and ``kun import``
+(:mod:`kun.portable`), so a bundle made by a server imports anywhere and
+the other way round, with the same checks. A bundle can be large: it is
+never held in memory. The export is written to a scratch directory in the
+server's home and streamed from there in chunks (then removed); an import's
+body is streamed to a scratch file in the home, checked against
+:data:`MAX_IMPORT_BYTES` as it arrives (413 past it), then verified and
+installed by :func:`~kun.portable.unbundle.import_bundle`. The bearer token
+is the app's middleware's business, as for every route.
+
+A refused bundle is 400 ``bundle_refused`` whose message is the reason
+(which names the member: ``blobs/<sha256>``, ``events.jsonl``); the
+client puts its own file's name in front. A thread id already taken by
+other content is 409 ``thread_exists`` (``?as=ID`` imports a copy).
+``--replace`` is not offered here: the server may hold the thread open.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from functools import partial
+from pathlib import Path
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from kun.portable.bundle import default_bundle_name, export_thread
+from kun.portable.errors import BundleRefused, ImportConflict, SourceRefused
+from kun.portable.unbundle import ImportResult, import_bundle
+from kun.server.errors import ApiError
+from kun.server.threads import backend_of, json_response
+
+__all__ = ["MAX_IMPORT_BYTES", "portable_routes"]
+
+MAX_IMPORT_BYTES = 4 * 1024**3
+_CHUNK = 1 << 20
+_SOURCES = frozenset({"kun", "codex", "claude-code"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+async def export(request: Request) -> Response:
+    """The bundle, gzip-compressed unless ``?compress=false`` (a plain tar);
+    ``X-Kun-Events`` and ``X-Kun-Side-Files`` say what it holds."""
+    backend = backend_of(request)
+    thread_id = backend.thread_id(request.path_params["thread_id"])
+    plain = request.query_params.get("compress", "true").lower() in ("false", "0", "no")
+    name = default_bundle_name(thread_id).removesuffix(".gz") if plain else None
+    name = name or default_bundle_name(thread_id)
+    scratch = _scratch(backend.home, ".serve-export-")
+    try:
+        out = scratch / name
+        manifest = await anyio.to_thread.run_sync(
+            partial(export_thread, backend.home, thread_id, out)
+        )
+        size = out.stat().st_size
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    headers = {
+        "Content-Length": str(size),
+        "Content-Disposition": f'attachment; filename="{name}"',
+        "X-Kun-Thread": thread_id,
+        "X-Kun-Events": str(manifest.events),
+        "X-Kun-Side-Files": str(len(manifest.files) - 1),
+    }
+    media = "application/x-tar" if plain else "application/gzip"
+    return StreamingResponse(_chunks(out, scratch), headers=headers, media_type=media)
+
+
+async def _chunks(path: Path, scratch: Path) -> AsyncIterator[bytes]:
+    """The file in chunks; the scratch directory goes when the answer ends
+    (sent, or the client gone)."""
+    try:
+        async with await anyio.open_file(path, "rb") as file:
+            while chunk := await file.read(_CHUNK):
+                yield chunk
+    finally:
+        await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
+
+
+async def import_(request: Request) -> Response:
+    """Import the body: ``?from=kun`` (a bundle, the default), ``codex`` or
+    ``claude-code``; ``?as=ID`` gives a bundle another thread id; ``?name=``
+    is the file's name (a Claude Code session without a session id is
+    named after its file). 201 when a thread was added, 200 when it was
+    there already unchanged."""
+    backend = backend_of(request)
+    source = request.query_params.get("from", "kun")
+    as_id = request.query_params.get("as") or None
+    if source not in _SOURCES:
+        raise ApiError(400, "invalid_source", f"from: one of {', '.join(sorted(_SOURCES))}", "from")
+    if as_id is not None and source != "kun":
+        raise ApiError(
+            400, "invalid_as", "as is for bundles: a session's thread id is derived", "as"
+        )
+    _check_length(request)
+    name = _UNSAFE.sub("_", request.query_params.get("name", "")).lstrip(".") or "upload"
+    scratch = _scratch(backend.home, ".serve-import-")
+    try:
+        body = scratch / name
+        await _receive(request, body)
+        result = await anyio.to_thread.run_sync(
+            partial(_install, backend.home, body, source, as_id)
+        )
+    finally:
+        await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
+    status = 200 if result.outcome == "already_imported" else 201
+    answer = {"thread_id": result.thread_id, "outcome": result.outcome, "events": result.events}
+    return json_response(answer, status)
+
+
+def _scratch(home: Path, prefix: str) -> Path:
+    """A private directory in the home: on the threads' filesystem, so an
+    import is installed by a rename, and hidden from the thread list."""
+    home.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=home))
+
+
+def _check_length(request: Request) -> None:
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_IMPORT_BYTES:
+        raise _too_large()
+
+
+def _too_large() -> ApiError:
+    return ApiError(413, "too_large", f"the body is larger than {MAX_IMPORT_BYTES} bytes")
+
+
+async def _receive(request: Request, path: Path) -> None:
+    received = 0
+    async with await anyio.open_file(path, "wb") as file:
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > MAX_IMPORT_BYTES:
+                raise _too_large()
+            await file.write(chunk)
+
+
+def _install(home: Path, body: Path, source: str, as_id: str | None) -> ImportResult:
+    from kun.portable.sessions import import_session
+
+    try:
+        if source == "kun":
+            return import_bundle(home, body, as_id=as_id)
+        return import_session(home, body, source, replace_changed=False)
+    except BundleRefused as exc:
+        raise ApiError(400, "bundle_refused", exc.reason) from None
+    except SourceRefused as exc:
+        raise ApiError(400, "source_refused", exc.reason) from None
+    except ImportConflict as exc:
+        raise ApiError(409, "thread_exists", str(exc), "as") from None
+
+
+def portable_routes() -> list[BaseRoute]:
+    return [
+        Route("/v1/threads/{thread_id}/export", export, methods=["GET"]),
+        Route("/v1/threads/import", import_, methods=["POST"]),
+    ]
