@@ -13,6 +13,11 @@ with it off, kun never imports OpenTelemetry. The span tree of a turn is
 * ``execute_tool {name}`` (a tool call): ``gen_ai.operation.name``
   ``execute_tool``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
   ``gen_ai.tool.type`` ``function``;
+* ``wait_for_user approval`` / ``wait_for_user question`` (the turn waiting
+  for the user's answer): ``kun.wait``, ``kun.pending_id``, ``kun.tool``,
+  ``kun.decision`` (``approved``, ``denied``, ``answered``, ``interrupted``,
+  ``suspended``...), ``kun.duration_ms`` and ``kun.resumed`` (the wait of a
+  turn re-armed after a restart: a child of that process's turn span);
 
 each a child of its turn, with ``kun.*`` attributes for the rest of its
 JSON-line record (step, timings, cost) and ``error.type`` plus an error
@@ -42,9 +47,15 @@ from kun.observe.errors import ObserveError
 
 __all__ = ["OtelSpans", "provider_from_env"]
 
-_TURN_KEYS = ("status", "model_calls", "tool_calls", "input_tokens", "output_tokens", "cost_usd")
+_TURN_KEYS = (
+    "status", "model_calls", "tool_calls", "waits", "wait_ms",
+    "input_tokens", "output_tokens", "cost_usd",
+)  # fmt: skip
 _MODEL_KEYS = ("step", "call", "ttfb_ms", "duration_ms", "cost_usd", "tool_calls")
 _TOOL_KEYS = ("step", "effect", "duration_ms", "output_bytes")
+_WAIT_KEYS = ("step", "wait", "pending_id", "tool", "decision", "resumed", "duration_ms")
+_KEYS = {"turn": _TURN_KEYS, "model_call": _MODEL_KEYS, "wait": _WAIT_KEYS}
+_NOT_FAILED = frozenset({"ok", "completed", "suspended"})
 OTLP_PACKAGE = "opentelemetry-exporter-otlp-proto-http"
 
 
@@ -96,18 +107,27 @@ class OtelSpans:
             },
         )
 
+    def wait(self, parent: Span, record: dict[str, Any]) -> Span:
+        return self.tracer.start_span(
+            f"wait_for_user {record['wait']}",
+            context=trace.set_span_in_context(parent),
+            kind=SpanKind.INTERNAL,
+            attributes={"gen_ai.conversation.id": record["thread_id"]},
+        )
+
     def end(self, span: Span, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "model_call":
             _model_attributes(span, record)
-        keys = {"turn": _TURN_KEYS, "model_call": _MODEL_KEYS}.get(kind, _TOOL_KEYS)
-        for key in keys:
+        for key in _KEYS.get(kind, _TOOL_KEYS):
             value = record.get(key)
             if value is not None:
                 span.set_attribute(f"kun.{key}", value)
-        failed = record.get("status") not in ("ok", "completed")
+        failed = record.get("status", "ok") not in _NOT_FAILED or record.get("decision") == "error"
         if failed:
-            span.set_attribute("error.type", record.get("error_code") or record["status"])
+            span.set_attribute(
+                "error.type", record.get("error_code") or record.get("status", "error")
+            )
             span.set_status(StatusCode.ERROR)
         span.end()
 

@@ -9,6 +9,14 @@ the new history items a call sent, its reply and tool calls, and a tool's
 arguments and output, every string passed through the tool host's
 redaction (the secrets kun knows of, in all their encodings).
 
+A wait for the user (an approval, a question) is a record too, with its
+decision and how long it took: ``approved``, ``denied``, ``expired``,
+``answered``, ``cancelled``; ``interrupted`` when the turn was interrupted
+while it waited; ``suspended`` when the process stopped while it waited
+(the wait goes on in the next process, which re-arms the turn: its record
+there says ``resumed``), and then the turn's own status is ``suspended``
+too, not ``failed``: its log has no end, and it is not over.
+
 ``step`` is the loop's step, read off the ``pre_send`` stage the loop
 records just before it sends (so a step sent again after an idle stream or
 a compaction keeps its number); ``call`` counts the turn's model calls.
@@ -36,7 +44,7 @@ from kun.observe.sink import Sink, now_iso
 from kun.observe.spans import Spans
 from kun.tools.base import ToolOutput
 
-__all__ = ["ModelCall", "ToolCallTrace", "TurnTrace", "guarded"]
+__all__ = ["ModelCall", "ToolCallTrace", "TurnTrace", "WaitTrace", "guarded"]
 
 _encode = msgspec.json.Encoder().encode
 _log = logging.getLogger(__name__)
@@ -91,6 +99,10 @@ class TurnTrace:
         self.sent = 0
         self.started = time.perf_counter()
         self.totals = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        self.waits: dict[str, WaitTrace] = {}
+        self.waited = {"waits": 0, "wait_ms": 0.0}
+        self.suspended = False
+        self.requested: dict[str, str | None] = {}
         opening = {"provider": provider, "model": model, **self.ids}
         self.span = spans.turn(opening) if spans is not None else None
 
@@ -134,7 +146,34 @@ class TurnTrace:
         if self.spans is not None:
             self.spans.end(call.span, record)
 
+    def wait_started(self, kind: str, pending_id: str, tool: str | None) -> WaitTrace:
+        """``tool``: the tool the approval is for, when known. A wait for an
+        id this trace did not see requested is a re-armed turn's."""
+        resumed = pending_id not in self.requested
+        wait = WaitTrace(self, kind, pending_id, tool or self.requested.get(pending_id), resumed)
+        self.waits[pending_id] = wait
+        if self.spans is not None:
+            wait.span = self.spans.wait(self.span, wait.record)
+        return wait
+
+    def wait_ended(self, wait: WaitTrace, decision: str) -> None:
+        """Once per wait: the turn's end closes a wait still open first, so
+        no span outlives its turn's."""
+        if self.waits.pop(wait.record["pending_id"], None) is not wait:
+            return
+        record = wait.finish(decision)
+        self.waited["waits"] += 1
+        self.waited["wait_ms"] = round(self.waited["wait_ms"] + record["duration_ms"], 1)
+        self.suspended = self.suspended or decision == "suspended"
+        self.emit(record)
+        if self.spans is not None:
+            self.spans.end(wait.span, record)
+
     def ended(self, status: str) -> None:
+        for wait in list(self.waits.values()):
+            self.wait_ended(wait, "interrupted" if status == "aborted" else "suspended")
+        if self.suspended and status != "aborted":
+            status = "suspended"
         record = {
             "ts": now_iso(),
             "kind": "turn",
@@ -143,6 +182,7 @@ class TurnTrace:
             "duration_ms": _ms(time.perf_counter() - self.started),
             "model_calls": self.calls,
             "tool_calls": self.tools,
+            **self.waited,
             **self.totals,
         }
         self.emit(record)
@@ -262,4 +302,35 @@ class ToolCallTrace:
             record["arguments"] = redact(arguments.decode("utf-8", "replace"))
             if output is not None:
                 record["output"] = redact(output.output)
+        return record
+
+
+class WaitTrace:
+    """A wait for the user's answer; ``kind`` is ``approval`` or ``question``."""
+
+    __slots__ = ("record", "span", "started", "trace")
+
+    def __init__(
+        self, trace: TurnTrace, kind: str, pending_id: str, tool: str | None, resumed: bool
+    ) -> None:
+        self.trace = trace
+        self.span: Any = None
+        self.started = time.perf_counter()
+        self.record: dict[str, Any] = {
+            "ts": "",
+            "kind": "wait",
+            **trace.ids,
+            "step": trace.step,
+            "wait": kind,
+            "pending_id": pending_id,
+            "tool": tool,
+            "resumed": resumed,
+            "decision": None,
+        }
+
+    def finish(self, decision: str) -> dict[str, Any]:
+        record = self.record
+        record["ts"] = now_iso()
+        record["decision"] = decision
+        record["duration_ms"] = _ms(time.perf_counter() - self.started)
         return record

@@ -14,9 +14,10 @@ import anyio.lowlevel
 import msgspec
 
 from kun.contracts.model import ModelStreamChunk, TextDeltaChunk, UsageChunk
-from kun.contracts.threads import ThreadSettings
+from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.contracts.usage import UsageSnapshot
 from kun.domain.state import TurnState
+from kun.model.port import ModelClient
 from kun.model.redact import Redactor
 from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
 from kun.observe.observer import Observer
@@ -65,19 +66,28 @@ def script() -> list[list[ModelStreamChunk]]:
 
 @asynccontextmanager
 async def observed(
-    tmp_path: Path, observer: Observer | None
+    tmp_path: Path,
+    observer: Observer | None,
+    *,
+    model: ModelClient | None = None,
+    tools: ToolHost | None = None,
+    policy: ApprovalPolicy = "on-request",
+    thread_id: str | None = None,
 ) -> AsyncIterator[tuple[TurnService, str]]:
-    """The service, watched by ``observer`` (``None``: not watched), and a thread."""
+    """The service, watched by ``observer`` (``None``: not watched), and a
+    thread (made, unless ``thread_id`` names one already in the home)."""
     workspace = tmp_path / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
-    model = ScriptedModelClient(script())
-    tools = ToolHost([LeakyTool()], redact=Redactor([SECRET]).scrub)
+    model = model if model is not None else ScriptedModelClient(script())
+    tools = tools if tools is not None else ToolHost([LeakyTool()], redact=Redactor([SECRET]).scrub)
     store = JsonlEventStore(tmp_path / "home")
     async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
         watched = observer.watch(tools) if observer is not None else tools
         hooks = (observer,) if observer is not None else ()
         service = TurnService(recorder, tg, model=model, tools=watched, hooks=hooks)
-        thread_id = await service.create_thread(ThreadSettings(workspace=str(workspace)))
+        if thread_id is None:
+            settings = ThreadSettings(workspace=str(workspace), approval_policy=policy)
+            thread_id = await service.create_thread(settings)
         try:
             yield service, thread_id
         finally:
