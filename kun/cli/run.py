@@ -29,6 +29,7 @@ from kun.cli.flags import RuntimeFlags
 from kun.cli.lognotes import notes_from_log
 from kun.cli.run_goal import drive_goal, set_goal
 from kun.cli.runjson import JsonView
+from kun.cli.show_turn import show_turn
 from kun.cli.terminal import LiveView, PlainSink
 from kun.cli.tty import TtyPrompter, open_terminal, watch
 from kun.config import Config, load_config
@@ -166,14 +167,6 @@ async def _drive(
     service, thread_id = view.service, view.thread_id
     started: list[str] = []
     signalled = anyio.Event()
-    showing = anyio.CancelScope()
-
-    async def interrupt() -> None:
-        await signalled.wait()
-        view.note("interrupting the turn...", "warn")
-        await view.interrupt(started[0])
-        showing.cancel()
-
     left = anyio.CancelScope()
 
     async def on_signal(signum: int) -> None:
@@ -189,15 +182,10 @@ async def _drive(
                 thread_id, prompt, disable_user_input=unattended, plan_mode=plan_mode
             )
             started.append(turn_id)
-            tg.start_soon(interrupt)
-            with showing:
-                await view.follow(after, turn_id)
-            turn = await service.wait_turn(thread_id, turn_id)
+            turn = await show_turn(view, after, turn_id, signalled)
             tg.cancel_scope.cancel()
     if left.cancel_called:
         raise TurnLeftWaiting(thread_id, started[0])
-    if showing.cancel_called:
-        view.sink.line(f"turn {turn.status}", "warn")
     return turn
 
 

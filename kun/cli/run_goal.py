@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import anyio
 
+from kun.cli.show_turn import show_turn
 from kun.cli.terminal import LiveView
 from kun.cli.tty import watch
 from kun.contracts.threads import Goal
@@ -54,7 +55,7 @@ async def drive_goal(
         )
         turn: TurnState | None = None
         while turn_id is not None:
-            turn = await _show(view, after, turn_id, signalled)
+            turn = await show_turn(view, after, turn_id, signalled)
             if signalled.is_set():
                 break
             turn_id = await _next_resume(view, turn.turn_id, signalled)
@@ -63,28 +64,6 @@ async def drive_goal(
         tg.cancel_scope.cancel()
     assert turn is not None
     view.note(goal_line(service, thread_id), "warn" if signalled.is_set() else "dim")
-    return turn
-
-
-async def _show(view: LiveView, after: int, turn_id: str, signalled: anyio.Event) -> TurnState:
-    """Show one turn; a signal interrupts it (recorded as aborted)."""
-    service, thread_id = view.service, view.thread_id
-    showing = anyio.CancelScope()
-
-    async def interrupt() -> None:
-        await signalled.wait()
-        view.note("interrupting the turn...", "warn")
-        await view.interrupt(turn_id)
-        showing.cancel()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(interrupt)
-        with showing:
-            await view.follow(after, turn_id)
-        turn = await service.wait_turn(thread_id, turn_id)
-        tg.cancel_scope.cancel()
-    if showing.cancel_called:
-        view.sink.line(f"turn {turn.status}", "warn")
     return turn
 
 
