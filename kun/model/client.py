@@ -82,7 +82,7 @@ from kun.model.reading import CallRecord, CallStats, Failure, ResponseBody, SSER
 from kun.model.redact import Redactor, redact_url
 from kun.model.request_codec import RequestCodec, codec_for
 from kun.model.retry import GiveUp, RetryPolicy, format_wait, parse_retry_after, server_date
-from kun.model.transport import header_problem, translate_errors
+from kun.model.transport import TRACE_HEADERS, header_problem, translate_errors
 from kun.model.wire import new_decoder
 
 if TYPE_CHECKING:
@@ -332,7 +332,12 @@ class HttpModelClient:
                 "POST",
                 self._url,
                 content=payload,
-                headers={**self._headers, "accept": accept, "content-type": "application/json"},
+                headers={
+                    **self._headers,
+                    **(TRACE_HEADERS.get() or {}),
+                    "accept": accept,
+                    "content-type": "application/json",
+                },
                 timeout=self._timeout,
             )
         call.sent = started = call.clock()

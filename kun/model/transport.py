@@ -18,6 +18,10 @@ translated here, once, into :mod:`kun.model.errors`.
   configuration (a library caller, a test) fails the same clear way, and
   the HTTP library, its debug log included, never sees the bad value.
 
+:data:`TRACE_HEADERS` are the headers of the trace the current model call
+belongs to (W3C ``traceparent``), added to the provider request: set by
+:mod:`kun.observe` around a traced call only, so unset unless tracing is on.
+
 Messages here may still quote httpx's text for transport failures; the
 client passes every message through its :class:`~kun.model.redact.Redactor`.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import httpx
 
@@ -40,7 +45,9 @@ from kun.model.errors import (
 from kun.model.redact import redact_url
 from kun.model.refusal import refused_locally
 
-__all__ = ["header_problem", "translate_errors"]
+__all__ = ["TRACE_HEADERS", "header_problem", "translate_errors"]
+
+TRACE_HEADERS: ContextVar[Mapping[str, str] | None] = ContextVar("kun_trace_headers", default=None)
 
 _KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
 _UNSENDABLE = (
