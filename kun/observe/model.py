@@ -6,15 +6,21 @@ exactly what they would without it. An observation that fails is logged and
 dropped (:func:`kun.observe.trace.guarded`): it never fails the turn. A
 stream the loop stops reading (an interrupt) is recorded as ``cancelled``
 when it is closed.
+
+With spans on, the call's span goes to the provider as ``traceparent``
+(:data:`kun.model.transport.TRACE_HEADERS`, set around each step of the
+inner stream, never across a ``yield``: the loop's own context never holds
+it).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Self
 
 from kun.contracts.model import ModelRequest, ModelStreamChunk
 from kun.model.port import ModelClient
+from kun.model.transport import TRACE_HEADERS
 from kun.observe.trace import TurnTrace, guarded
 
 __all__ = ["ObservedModel"]
@@ -40,10 +46,16 @@ class ObservedModel:
                 yield chunk
             return
         saw = call.saw
+        headers = guarded(self.trace.headers, call) if call.span is not None else None
         try:
-            async for chunk in self.inner.stream(request):
-                saw(chunk)
-                yield chunk
+            if headers:
+                async for chunk in _sending(headers, self.inner.stream(request)):
+                    saw(chunk)
+                    yield chunk
+            else:
+                async for chunk in self.inner.stream(request):
+                    saw(chunk)
+                    yield chunk
         finally:
             guarded(self.trace.model_ended, call)
 
@@ -52,3 +64,24 @@ class ObservedModel:
 
     def with_max_completion_tokens(self, n: int) -> Self:
         return type(self)(self.inner.with_max_completion_tokens(n), self.trace)
+
+
+async def _sending(
+    headers: Mapping[str, str], stream: AsyncIterator[ModelStreamChunk]
+) -> AsyncIterator[ModelStreamChunk]:
+    """``stream`` with ``headers`` on every request it sends."""
+    step = aiter(stream)
+    try:
+        while True:
+            token = TRACE_HEADERS.set(headers)
+            try:
+                chunk = await anext(step)
+            except StopAsyncIteration:
+                return
+            finally:
+                TRACE_HEADERS.reset(token)
+            yield chunk
+    finally:
+        close = getattr(step, "aclose", None)
+        if close is not None:
+            await close()

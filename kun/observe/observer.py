@@ -21,6 +21,7 @@ from kun.contracts import events as ev
 from kun.domain.suspension import find_suspension
 from kun.observe.gates import ObservedGate
 from kun.observe.model import ObservedModel
+from kun.observe.propagation import take_caller_trace
 from kun.observe.sink import Sink
 from kun.observe.spans import Spans
 from kun.observe.tools import ObservedToolHost
@@ -66,6 +67,7 @@ class Observer:
             sink=self.sink,
             spans=self.spans,
             redact=redact,
+            caller=take_caller_trace() if self.spans is not None else None,
         )
         self._turns[(run.thread_id, run.turn_id)] = trace
         run.model = ObservedModel(run.model, trace)

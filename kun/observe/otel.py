@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, StatusCode, TracerProvider
 
 from kun.observe.errors import ObserveError
@@ -66,9 +67,10 @@ class OtelSpans:
         self.owned = owned
         self.tracer = provider.get_tracer("kun")
 
-    def turn(self, record: dict[str, Any]) -> Span:
+    def turn(self, record: dict[str, Any], caller: Mapping[str, str] | None = None) -> Span:
         return self.tracer.start_span(
             "invoke_agent kun",
+            context=propagate.extract(caller) if caller else None,
             kind=SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
@@ -106,6 +108,11 @@ class OtelSpans:
                 "gen_ai.tool.type": "function",
             },
         )
+
+    def headers(self, span: Span) -> dict[str, str]:
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        return carrier
 
     def wait(self, parent: Span, record: dict[str, Any]) -> Span:
         return self.tracer.start_span(

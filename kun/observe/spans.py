@@ -4,6 +4,7 @@ when tracing is on, and nothing does when it is off."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 __all__ = ["Spans"]
@@ -14,7 +15,13 @@ class Spans(Protocol):
     JSON-line record (:mod:`kun.observe.trace`), which carries every
     attribute the span needs."""
 
-    def turn(self, record: dict[str, Any]) -> Any: ...
+    def turn(self, record: dict[str, Any], caller: Mapping[str, str] | None = None) -> Any:
+        """``caller``: W3C trace headers the turn's span is a child of."""
+        ...
+
+    def headers(self, span: Any) -> dict[str, str]:
+        """The W3C trace headers naming ``span``, to send with its request."""
+        ...
 
     def model_call(self, parent: Any, record: dict[str, Any]) -> Any: ...
 

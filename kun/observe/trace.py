@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -87,8 +87,11 @@ class TurnTrace:
         sink: Sink | None,
         spans: Spans | None,
         redact: Callable[[str], str] | None,
+        caller: Mapping[str, str] | None = None,
     ) -> None:
-        """``redact`` is ``None`` unless content is logged."""
+        """``redact`` is ``None`` unless content is logged; ``caller``: the
+        trace headers of the request that started the turn
+        (:mod:`kun.observe.propagation`)."""
         self.ids = {"thread_id": thread_id, "turn_id": turn_id}
         self.sink = sink
         self.spans = spans
@@ -104,7 +107,7 @@ class TurnTrace:
         self.suspended = False
         self.requested: dict[str, str | None] = {}
         opening = {"provider": provider, "model": model, **self.ids}
-        self.span = spans.turn(opening) if spans is not None else None
+        self.span = spans.turn(opening, caller) if spans is not None else None
 
     def emit(self, record: dict[str, Any]) -> None:
         if self.sink is not None:
@@ -123,6 +126,11 @@ class TurnTrace:
         if self.spans is not None:
             call.span = self.spans.model_call(self.span, call.record)
         return call
+
+    def headers(self, call: ModelCall) -> dict[str, str]:
+        """The trace headers to send the provider for ``call`` (spans on)."""
+        assert self.spans is not None
+        return self.spans.headers(call.span)
 
     def model_ended(self, call: ModelCall) -> None:
         record = call.finish()
