@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from kun.observe.propagation import caller_trace
 from kun.runtime.compact_turn import NOTHING_TO_COMPACT
 from kun.server.threads import backend_of, json_response
 
@@ -25,9 +26,10 @@ async def compact(request: Request) -> Response:
     backend = backend_of(request)
     state = await backend.state(request.path_params["thread_id"])
     thread_id = state.thread_id
-    turn_id = await backend.service.start_compaction(
-        thread_id, model=backend.model_for(state.settings)
-    )
+    with caller_trace(request.headers):
+        turn_id = await backend.service.start_compaction(
+            thread_id, model=backend.model_for(state.settings)
+        )
     if turn_id is None:
         return json_response(
             {"thread_id": thread_id, "turn_id": None, "reason": NOTHING_TO_COMPACT}

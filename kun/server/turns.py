@@ -6,7 +6,8 @@ Attachments come in the body as base64 and are written under
 ``<home>/uploads/<thread>/`` before the turn starts, so the turn's
 ``user_message`` names a file the server owns; a client never names a
 path on the server. A refused turn (blank, an attachment that cannot be
-sent) removes them again.
+sent) removes them again. A W3C ``traceparent`` header makes the turn's
+span a child of the caller's, when tracing is on (:mod:`kun.observe.propagation`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 
 from kun.contracts.items import Attachment
 from kun.ids import new_id
+from kun.observe.propagation import caller_trace
 from kun.server.bodies import (
     AnswerApproval,
     AnswerUserInput,
@@ -47,16 +49,17 @@ async def start_turn(request: Request) -> Response:
     saved = await _save(backend.home / UPLOADS / thread_id, body.attachments)
     options = backend.options(thread_id)
     try:
-        turn_id = await backend.service.start_turn(
-            thread_id,
-            body.text,
-            disable_user_input=body.disable_user_input,
-            plan_mode=body.plan_mode,
-            attachments=saved,
-            model=backend.model_for(state.settings),
-            limits=options.limits,
-            reasoning_effort=options.reasoning_effort,
-        )
+        with caller_trace(request.headers):
+            turn_id = await backend.service.start_turn(
+                thread_id,
+                body.text,
+                disable_user_input=body.disable_user_input,
+                plan_mode=body.plan_mode,
+                attachments=saved,
+                model=backend.model_for(state.settings),
+                limits=options.limits,
+                reasoning_effort=options.reasoning_effort,
+            )
     except BaseException:
         await _remove(saved)
         raise
