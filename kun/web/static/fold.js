@@ -32,6 +32,8 @@
     this.rewinds = [];
     this.usage = { calls: 0, prompt: 0, completion: 0, cached: 0, reasoning: 0, cost: 0,
                    unpriced: 0 };
+    this.warnings = [];          // thread-level: not inside an open turn
+    this.warningsChanged = false;
     this.pending = new Map();
     this.dirty = new Set();      // item ids to redraw
     this.structural = true;      // turns or item order changed
@@ -171,6 +173,11 @@
     });
   };
 
+  Thread.prototype.threadWarning = function (seq, code, message) {
+    this.warnings.push({ seq: seq, code: code, message: message });
+    this.warningsChanged = true;
+  };
+
   var HANDLERS = {
     thread_created: function (e) { this.settings = Object.assign({}, e.settings || {}); },
     thread_updated: function (e) {
@@ -254,6 +261,22 @@
       var item = this.item(e.request_id, "user_input", e.turn_id);
       item.status = e.status;
       item.data.answer = e.answer === undefined ? null : e.answer;
+    },
+    // Inside an open turn a warning is one of its items (id warning-<seq>,
+    // as kun's reducer names it); else the thread's, as is a log repair.
+    warning: function (e) {
+      var turn = e.turn_id ? this.turns.get(e.turn_id) : null;
+      if (turn && turn.status === "running") {
+        var item = this.item("warning-" + e.seq, "warning", e.turn_id);
+        item.status = "completed";
+        item.data = { id: item.id, type: "warning", code: e.code, message: e.message };
+        return;
+      }
+      this.threadWarning(e.seq, e.code, e.message);
+    },
+    log_repaired: function (e) {
+      this.threadWarning(e.seq, "log_repaired", "kun cut an unreadable tail off the log on open (" +
+        e.dropped_bytes + " bytes from line " + e.line + ")" + (e.reason ? ": " + e.reason : ""));
     },
     usage: function (e) {
       var u = e.usage || {};

@@ -47,6 +47,7 @@
     drawHeader();
     drawUsage();
     drawGoal();
+    drawWarnings();
     drawControls();
     drawSlider();
     if (follow) window.scrollTo(0, document.body.scrollHeight);
@@ -127,6 +128,24 @@
       return api.el("li", { "data-status": t.status, text: "[" + t.status.replace(/_/g, " ") + "] " + t.content });
     });
     $("todos").replaceChildren.apply($("todos"), items);
+  }
+
+  // Appended in seq order, never redrawn: the fold keeps each seq once,
+  // and a fresh fold (past view, back to live) starts the list again.
+  function drawWarnings() {
+    var list = $("warning-list");
+    var all = thread.warnings;
+    if (list.children.length > all.length) list.replaceChildren();
+    all.slice(list.children.length).forEach(function (w) {
+      list.appendChild(api.el("li", { "data-seq": w.seq, "data-code": w.code }, [
+        api.el("span", { className: "label", text: "Warning" }), " ",
+        api.el("code", { text: w.code }), " ",
+        api.el("a", { href: "?until=" + w.seq, text: "at seq " + w.seq }),
+        api.el("p", { text: w.message })
+      ]));
+    });
+    $("warnings").hidden = !all.length;
+    $("warnings-h").textContent = "Thread warnings (" + all.length + ")";
   }
 
   function drawUsage() {
