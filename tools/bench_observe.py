@@ -22,8 +22,12 @@ file would not count, and none is made) per step in each mode and its ratio to
 ``off`` measured in this same run (noise from other processes moves both),
 and, for ``off``, the one thing left on the loop's path: the ``getattr``
 a new run does to ask its tool host whether it observes (per turn, not per
-step). Targets: ``off`` is the loop untouched (nothing wrapped; the probe
-is ~100 ns a turn); ``log`` adds under 100 us a step, 0.1% of a model call
+step), and the two W3C trace-context hooks left on a path with tracing off:
+the turn route's look for a ``traceparent`` header (per request) and the
+provider request's merge of :data:`kun.model.transport.TRACE_HEADERS`
+(per model call), each against the same work without it. Targets: ``off`` is the loop
+untouched (nothing wrapped; the probe is ~100 ns a turn, the trace-context
+hooks well under 1 us); ``log`` adds under 100 us a step, 0.1% of a model call
 of 100 ms (a scripted model answers at once, so the ratio here is the worst
 case: against a real provider the added time is the same few tens of us).
 """
@@ -128,6 +132,47 @@ async def _turn(mode: str, steps: int, root: Path) -> float:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _per_call(fn: Callable[[], object], n: int = 200_000) -> float:
+    return min(timeit.repeat(fn, number=n, repeat=3)) / n
+
+
+def _propagation_off(turn: float) -> None:
+    """What the trace-context hooks cost with tracing off."""
+    from contextlib import nullcontext
+
+    from starlette.datastructures import Headers
+
+    from kun.model.transport import TRACE_HEADERS
+    from kun.observe.propagation import caller_trace
+
+    request = Headers({"content-type": "application/json", "authorization": "Bearer t"})
+
+    def routed() -> None:
+        with caller_trace(request):
+            pass
+
+    def bare() -> None:
+        with nullcontext():
+            pass
+
+    own = {"user-agent": "kun", "authorization": "Bearer k"}
+
+    def plain() -> dict[str, str]:
+        return {**own, "accept": "text/event-stream", "content-type": "application/json"}
+
+    def merged() -> dict[str, str]:
+        extra = TRACE_HEADERS.get() or {}
+        return {**own, **extra, "accept": "text/event-stream", "content-type": "application/json"}
+
+    route, route_base = _per_call(routed), _per_call(bare)
+    sent, sent_base = _per_call(merged), _per_call(plain)
+    added = (route - route_base) + (sent - sent_base)
+    print("  propagation off (no traceparent in, none out):")
+    print(f"    turn route hook   {route * 1e9:6.0f} ns  x{route / route_base:.2f} of a bare with")
+    print(f"    provider headers  {sent * 1e9:6.0f} ns  x{sent / sent_base:.2f} of building them")
+    print(f"    together {added * 1e9:.0f} ns a turn: x{(turn + added) / turn:.5f} of an off turn")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200)
@@ -150,6 +195,7 @@ def main() -> int:
     n = 200_000
     probe = timeit.timeit(lambda: getattr(host, "bind_turn", None), number=n) / n
     print(f"  off: the per-turn probe costs {probe * 1e9:.0f} ns (getattr on the tool host)")
+    _propagation_off(base * args.steps)
     added = (best["log"] - base) * 1e6
     verdict = "ok" if added < 100 else "OVER"
     print(f"log adds {added:.1f} us a step (target < 100 us, 0.1% of a 100 ms call): {verdict}")
