@@ -1,4 +1,6 @@
-"""``kun export`` and ``kun import``: threads in and out of a home.
+"""``kun export`` and ``kun import``: threads in and out of a home (or,
+with ``--server URL``, the home of a running ``kun serve``:
+:mod:`kun.cli.remote_portable`).
 
 Only click is imported at module level; the work lives in
 :mod:`kun.portable`, imported when a command runs.
@@ -11,6 +13,7 @@ from pathlib import Path
 import click
 
 from kun.cli.options import home_option
+from kun.cli.remote import local_only, remote_target
 
 __all__ = ["export_command", "import_command"]
 
@@ -29,6 +32,13 @@ __all__ = ["export_command", "import_command"]
 def export_command(thread: str, output: Path | None, force: bool, home: Path | None) -> None:
     """Write THREAD (an id or a unique prefix) as one bundle: its log byte for
     byte, its side files and a manifest with the SHA-256 of each."""
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_portable import remote_export
+
+        local_only(home=home)
+        click.echo(remote_export(remote, thread, output, force=force))
+        return
     from kun.app.lookup import resolve_thread_id
     from kun.portable.bundle import default_bundle_name, export_thread
     from kun.store.paths import resolve_home
@@ -69,21 +79,34 @@ def import_command(
     """
     from kun.store.paths import resolve_home
 
+    if source == "kun" and replace:
+        raise click.UsageError("--replace is for --from codex or claude-code (bundles: --as)")
+    if source != "kun" and as_id is not None:
+        raise click.UsageError("--as is for bundles: a session's thread id is derived")
+    remote = remote_target()
+    if remote is not None:
+        from kun.cli.remote_portable import remote_import
+
+        local_only(home=home, replace=replace)
+        answer = remote_import(remote, file, source, as_id)
+        _imported(answer["thread_id"], answer["outcome"], answer["events"])
+        return
     root = resolve_home(home)
     if source == "kun":
-        if replace:
-            raise click.UsageError("--replace is for --from codex or claude-code (bundles: --as)")
         from kun.portable.unbundle import import_bundle
 
         result = import_bundle(root, file, as_id=as_id)
     else:
-        if as_id is not None:
-            raise click.UsageError("--as is for bundles: a session's thread id is derived")
         from kun.portable.sessions import import_session
 
         result = import_session(root, file, source, replace_changed=replace)
-    if result.outcome == "already_imported":
-        click.echo(f"already imported: {result.thread_id} (unchanged)", err=True)
+    _imported(result.thread_id, result.outcome, result.events)
+
+
+def _imported(thread_id: str, outcome: str, events: int) -> None:
+    """What happened on stderr, the thread id alone on stdout (for scripts)."""
+    if outcome == "already_imported":
+        click.echo(f"already imported: {thread_id} (unchanged)", err=True)
     else:
-        click.echo(f"{result.outcome} {result.thread_id} ({result.events} events)", err=True)
-    click.echo(result.thread_id)
+        click.echo(f"{outcome} {thread_id} ({events} events)", err=True)
+    click.echo(thread_id)

@@ -1,7 +1,8 @@
 """``kun --server URL ...``: the commands that can work on a thread held by a
 running ``kun serve`` instead of the local home (``run``, ``replay``,
-``threads``, ``usage``, ``rewind``, ``fork``, ``compact``), so one server
-holds the threads while several terminals and programs follow them.
+``threads``, ``usage``, ``rewind``, ``fork``, ``compact``, ``export``,
+``import``), so one server holds the threads while several terminals and
+programs follow them.
 
 The server is named by ``--server URL`` or ``$KUN_SERVER``; its bearer token
 is read from the environment variable named by ``--token-env VAR`` (default
@@ -38,7 +39,9 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-REMOTE_COMMANDS = frozenset({"compact", "fork", "replay", "rewind", "run", "threads", "usage"})
+REMOTE_COMMANDS = frozenset(
+    {"compact", "export", "fork", "import", "replay", "rewind", "run", "threads", "usage"}
+)
 TOKEN_ENV = "KUN_TOKEN"
 _META = "kun.remote"
 
@@ -81,7 +84,7 @@ def server_options(func: F) -> F:
         envvar="KUN_SERVER",
         metavar="URL",
         help="Work on the threads of the kun serve at URL (run, replay, threads, usage, "
-        "rewind, fork, compact; default: $KUN_SERVER).",
+        "rewind, fork, compact, export, import; default: $KUN_SERVER).",
     )(func)
 
 
