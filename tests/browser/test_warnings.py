@@ -52,44 +52,44 @@ def test_thread_warnings_are_listed_in_seq_order_once_across_reconnects(
     thread = kun.new_thread(title="warned")
     turn = kun.start_turn(thread, "write a lot")
     kun.settled(thread)
+    open_thread(page, thread)
+    truncated = page.locator('#transcript article[data-type="warning"]')
+    expect(truncated).to_contain_text("output_truncated")
+    expect(page.locator("#warnings")).to_be_hidden()
+    same_items(page, kun.state(thread))
     first = kun.last_seq(thread) + 1
     _append(
         kun,
         thread,
         {"kind": "warning", "code": "import_skipped", "message": "2 lines were not imported"},
         {"kind": "warning", "turn_id": turn, "code": "late", "message": "after the turn ended"},
-    )
-    open_thread(page, thread)
-    state = kun.state(thread)
-    assert [w["seq"] for w in state["warnings"]] == [first, first + 1]
-    expect(page.locator("#warning-list li")).to_have_count(2)
-    assert _listed(page) == [(first, "import_skipped"), (first + 1, "late")]
-    expect(page.locator("#warnings-h")).to_have_text("Thread warnings (2)")
-    item = page.locator("#warning-list li").first
-    expect(item).to_contain_text("Warning import_skipped at seq")
-    expect(item).to_contain_text("2 lines were not imported")
-    expect(item.locator("a")).to_have_attribute("href", f"?until={first}")
-    truncated = page.locator('#transcript article[data-type="warning"]')
-    expect(truncated).to_contain_text("output_truncated")
-    same_items(page, state)
-    shot(page, "two warnings")
-
-    _append(
-        kun,
-        thread,
         {"kind": "warning", "code": "goal_resume_exhausted", "message": "gave up"},
         torn=b'{"kind": "warning", "seq": 99',
     )
     kun.client.patch(f"/v1/threads/{thread}", json={"title": "warned again"})
     expect(page.locator("#title")).to_have_text("warned again", timeout=10_000)
     expect(page.locator("#warning-list li")).to_have_count(4)
-    codes = [code for _, code in _listed(page)]
-    assert codes == ["import_skipped", "late", "goal_resume_exhausted", "log_repaired"]
-    seqs = [seq for seq, _ in _listed(page)]
-    assert seqs == sorted(set(seqs))
+    state = kun.state(thread)
+    assert [w["seq"] for w in state["warnings"]] == [first, first + 1, first + 2]
+    want = [
+        (first, "import_skipped"),
+        (first + 1, "late"),
+        (first + 2, "goal_resume_exhausted"),
+        (first + 3, "log_repaired"),
+    ]
+    assert _listed(page) == want
+    expect(page.locator("#warnings-h")).to_have_text("Thread warnings (4)")
+    item = page.locator("#warning-list li").first
+    expect(item).to_contain_text("Warning import_skipped at seq")
+    expect(item).to_contain_text("2 lines were not imported")
+    expect(item.locator("a")).to_have_attribute("href", f"?until={first}")
     expect(page.locator("#warning-list li").last).to_contain_text("bytes from line")
+    same_items(page, state)
     shot(page, "after a restart")
     page.reload()
     expect(page.locator("#connection")).to_have_attribute("data-state", "open")
     expect(page.locator("#warning-list li")).to_have_count(4)
-    assert _listed(page) == list(zip(seqs, codes, strict=True))
+    assert _listed(page) == want
+    page.goto(f"/threads/{thread}?until={first + 1}")
+    expect(page.locator("#warning-list li")).to_have_count(2)
+    assert _listed(page) == want[:2]
