@@ -31,7 +31,14 @@ with the exporter ``OTEL_TRACES_EXPORTER`` names (the SDK's variable):
 which reads ``OTEL_EXPORTER_OTLP_ENDPOINT`` and the other standard
 variables), ``console`` (JSON spans on stderr) or ``none``; the resource takes
 ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``, with ``service.name``
-``kun`` by default.
+``kun`` by default. Model calls are measured too
+(:mod:`kun.observe.otel_metrics`).
+
+The turn span of a turn started over HTTP with a ``traceparent`` header is
+a child of the caller's span, and each model call's span goes to the
+provider as ``traceparent`` (:mod:`kun.observe.propagation`), both through
+the global propagator (``OTEL_PROPAGATORS``; W3C trace context and baggage
+by default).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, StatusCode, TracerProvider
 
 from kun.observe.errors import ObserveError
+from kun.observe.otel_metrics import GenAiMetrics
 
 __all__ = ["OtelSpans", "provider_from_env"]
 
@@ -61,10 +69,14 @@ OTLP_PACKAGE = "opentelemetry-exporter-otlp-proto-http"
 
 
 class OtelSpans:
-    def __init__(self, provider: TracerProvider, *, owned: bool = False) -> None:
-        """``owned``: kun made ``provider`` and shuts it down on close."""
+    def __init__(
+        self, provider: TracerProvider, *, owned: bool = False, metrics: GenAiMetrics | None = None
+    ) -> None:
+        """``owned``: kun made ``provider`` and shuts it down on close;
+        ``metrics``: where model calls are also measured."""
         self.provider = provider
         self.owned = owned
+        self.metrics = metrics
         self.tracer = provider.get_tracer("kun")
 
     def turn(self, record: dict[str, Any], caller: Mapping[str, str] | None = None) -> Span:
@@ -126,6 +138,8 @@ class OtelSpans:
         kind = record["kind"]
         if kind == "model_call":
             _model_attributes(span, record)
+            if self.metrics is not None:
+                self.metrics.model_call(record)
         for key in _KEYS.get(kind, _TOOL_KEYS):
             value = record.get(key)
             if value is not None:
@@ -139,6 +153,8 @@ class OtelSpans:
         span.end()
 
     def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()
         if self.owned:
             shutdown = getattr(self.provider, "shutdown", None)
             if shutdown is not None:

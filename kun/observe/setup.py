@@ -55,8 +55,11 @@ def _otel_spans() -> Spans:
             "tracing is on but OpenTelemetry is not installed: "
             "pip install 'kun[otel]' (or set otel = false)"
         ) from exc
+    from kun.observe.otel_metrics import GenAiMetrics, meter_provider_from_env
+
     provider, owned = provider_from_env()
-    return OtelSpans(provider, owned=owned)
+    meters, meters_owned = meter_provider_from_env()
+    return OtelSpans(provider, owned=owned, metrics=GenAiMetrics(meters, owned=meters_owned))
 
 
 def preflight(config: Any, environ: Mapping[str, str] | None = None) -> None:

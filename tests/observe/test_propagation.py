@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")
@@ -23,7 +22,7 @@ from kun.observe import setup
 from kun.observe.observer import Observer
 from kun.observe.otel import OtelSpans
 from kun.testing.fake_provider import FakeProvider, FakeResponse
-from tests.observe.support import Lines, observed, run_turn
+from tests.observe.support import Lines, observed, run_turn, until
 from tests.server.support import api
 
 pytestmark = pytest.mark.anyio
@@ -58,9 +57,7 @@ async def test_a_caller_traceparent_makes_the_turn_span_its_child(
         assert response.status_code == 202, response.text
         await client.wait(thread_id, response.json()["turn_id"])
         await client.wait(thread_id, await client.start(thread_id, "again"))
-        with anyio.fail_after(10):
-            while len(_turns(exporter)) < 2:
-                await anyio.sleep(0.01)
+        await until(lambda: len(_turns(exporter)) == 2)
     traced, untraced = sorted(_turns(exporter), key=lambda s: s.start_time or 0)
     assert traced.parent is not None and traced.parent.is_remote
     assert traced.parent.span_id == int(CALLER, 16)
