@@ -8,7 +8,9 @@ so ``kun run``, ``kun chat`` and ``kun serve`` alike), all at once, each
 within its ``timeout_seconds``; its tools are listed once and the
 connection is reused by every turn of the process, then closed when kun
 exits. A server that fails to start is a warning and its tools are absent;
-the thread runs without them.
+the thread runs without them. A server that drops later (its process dies,
+its HTTP server restarts) is connected again by the next call of one of its
+tools (:mod:`kun.mcp.connection`).
 
 What the model sees: ``<server>__<tool>`` with the server's own
 description and JSON Schema, validated by the host like a built-in's

@@ -1,15 +1,22 @@
-"""One MCP server: started, initialized and listed once, then called until
-kun exits.
+"""One MCP server: started, initialized and listed, then called until kun
+exits; reconnected when it drops.
 
 The official client (``mcp``) runs each transport in task groups that must be
 entered and left by one task, and reports a dying server by raising out of
 them. So every server lives in its own supervisor task (:meth:`run`) that
-opens the transport and the session, says it is ready, waits to be closed,
-and swallows whatever the transport raises: a server that crashes takes
-down its own connection, never the turn or the service. Calls go through
-the session from any task; a dead server answers every later call with
-``mcp_server_crashed`` at once (no restart: a server that crashed once
-mid-turn would likely crash again, and a restart loses its state silently).
+opens the transport and the session, says it is ready, serves until the
+connection is lost or kun closes it, and swallows whatever the transport
+raises: a server that crashes takes down its own connection, never the turn
+or the service.
+
+A lost connection (a stdio process that died, an HTTP server that
+restarted) is noticed when its stream ends or a call finds it closed. The
+next call to one of its tools asks the supervisor to connect again, once,
+after a short backoff that doubles with each failed attempt; after
+:data:`MAX_RECONNECTS` failed attempts in a row the server stays down and
+every later call is refused at once. A call that was in flight when the
+connection closed is never sent again: it may have had its effects
+(:mod:`kun.mcp.tools` reports it as ``mcp_unknown_after_disconnect``).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from kun.config.schema import McpServerTable
 
@@ -33,6 +41,11 @@ _log = logging.getLogger("kun.mcp")
 START_SECONDS = 30.0
 """A server gets at least this long to start: a short call timeout must
 not fail a server that starts slowly (``npx`` fetching a package)."""
+MAX_RECONNECTS = 3
+"""Failed reconnects in a row after which a server is left down."""
+BACKOFF_SECONDS = 0.25
+"""The wait between losing a server and connecting again, doubled after
+each failed attempt: a restarting HTTP server gets a moment to listen."""
 
 
 class McpDown(Exception):
@@ -51,7 +64,15 @@ class McpConnection:
         self.tools: list[Tool] = []
         self.failure: str | None = None
         self.ready = anyio.Event()
-        self._close = anyio.Event()
+        self.connects = 0
+        """Successful connections so far (1 once started; more after reconnects)."""
+        self._closing = False
+        self._lost = anyio.Event()
+        self._lost_at = -math.inf
+        self._failed_reconnects = 0
+        self._forgotten = False
+        self._lock = anyio.Lock()
+        self._asks, self._requests = anyio.create_memory_object_stream[anyio.Event](math.inf)
 
     @property
     def start_seconds(self) -> float:
@@ -62,47 +83,111 @@ class McpConnection:
         return "stdio" if self.table.command is not None else "http"
 
     async def run(self) -> None:
-        """Connect, list the tools, serve until :meth:`close`. Never raises
-        but cancellation; a failure is kept in :attr:`failure`."""
+        """Connect and serve; when the connection is lost, wait for a call
+        to ask for another one (:meth:`live_session`); stop at
+        :meth:`close`. Never raises but cancellation; the last failure is
+        kept in :attr:`failure`."""
+        answer = self.ready
+        try:
+            while not self._closing:
+                await self._serve(answer)
+                answer.set()
+                answer = await self._requests.receive()
+        except anyio.EndOfStream:
+            pass
+        finally:
+            self.session = None
+            self._requests.close()
+            if not self.ready.is_set():
+                self.failure = self.failure or "closed before it was ready"
+            self.ready.set()
+            answer.set()
+
+    async def _serve(self, answer: anyio.Event) -> None:
+        """One connection, from start to loss; ``answer`` is set once it
+        is ready to be called."""
+        self._lost = lost = anyio.Event()
+        self.failure, self._forgotten = None, False
+        connected = False
         try:
             with anyio.CancelScope() as scope:
                 scope.deadline = anyio.current_time() + self.start_seconds
                 async with AsyncExitStack() as stack:
-                    session = await self._open(stack)
+                    session = await self._open(stack, lost)
                     await session.initialize()
                     self.tools = await _list_tools(session)
-                    self.session = session
                     scope.deadline = math.inf
-                    self.ready.set()
-                    await self._close.wait()
-            if scope.cancelled_caught and not self.ready.is_set():
+                    connected, self.session = True, session
+                    self.connects += 1
+                    answer.set()
+                    await lost.wait()
+            if scope.cancelled_caught and not connected:
                 self.failure = f"no answer within {self.start_seconds:g} s"
         except Exception as exc:
-            if self.ready.is_set():
-                self.mark_down(_describe(exc))
             self.failure = self.failure or _describe(exc)
         finally:
             self.session = None
-            if not self.ready.is_set() and self.failure is None:
-                self.failure = "closed before it was ready"
-            self.ready.set()
+        if connected and not self._closing:
+            self.mark_down(self.failure or "its connection closed")
+            _log.warning("MCP server %r stopped: %s", self.name, self.failure)
 
     def close(self) -> None:
-        self._close.set()
+        self._closing = True
+        self._lost.set()
+        self._asks.close()
 
-    def mark_down(self, why: str) -> None:
-        """Called when a call found the connection closed: the server is
-        gone, every later call is refused at once."""
-        if self.failure is None:
-            self.failure = why
-            _log.warning("MCP server %r stopped: %s", self.name, why)
+    def mark_down(self, why: str, session: ClientSession | None = None) -> None:
+        """The connection is lost (its stream ended, or a call found it
+        closed): calls are refused until a reconnect. ``session``: the one
+        the caller found closed; a newer one is left alone."""
+        if session is not None and session is not self.session:
+            return
+        self.failure = self.failure or why
+        self.session = None
+        self._lost_at = anyio.current_time()
+        self._lost.set()
 
-    def live_session(self) -> ClientSession:
-        if self.failure is not None or self.session is None:
-            raise McpDown(self.failure or "not connected")
+    @property
+    def given_up(self) -> bool:
+        """No call will try to connect again."""
+        return self._closing or self._failed_reconnects >= MAX_RECONNECTS
+
+    async def live_session(self) -> ClientSession:
+        """The connected session; a lost server is connected again first
+        (one attempt, after the backoff). Raises :class:`McpDown` when it
+        cannot be."""
+        if self.session is not None:
+            return self.session
+        async with self._lock:
+            if (session := self._connected()) is not None:
+                return session
+            if self.given_up:
+                raise McpDown(self.failure or "not connected")
+            wait = BACKOFF_SECONDS * 2**self._failed_reconnects
+            await anyio.sleep(max(0.0, self._lost_at + wait - anyio.current_time()))
+            answer = anyio.Event()
+            try:
+                self._asks.send_nowait(answer)
+            except anyio.ClosedResourceError:
+                raise McpDown(self.failure or "closed") from None
+            await answer.wait()
+            if (session := self._connected()) is None:
+                self._failed_reconnects += 1
+                self._lost_at = anyio.current_time()
+                raise McpDown(f"reconnecting failed: {self.failure or 'not connected'}")
+            self._failed_reconnects = 0
+            _log.warning("MCP server %r reconnected", self.name)
+            return session
+
+    def _connected(self) -> ClientSession | None:
+        """The session now (a method, so a check after an ``await`` reads
+        it again)."""
         return self.session
 
-    async def _open(self, stack: AsyncExitStack) -> ClientSession:
+    async def _open(self, stack: AsyncExitStack, lost: anyio.Event) -> ClientSession:
+        """The transport and the session over it. The session reads through
+        a relay that marks the connection lost when the transport's stream
+        ends (a stdio server's output closes when it dies)."""
         from mcp import ClientSession
 
         if self.table.command is not None:
@@ -111,7 +196,26 @@ class McpConnection:
         else:
             streams = await stack.enter_async_context(await self._http(stack, self.table.url or ""))
         read, write = streams
-        return await stack.enter_async_context(ClientSession(read, write))
+        relay_in, relay_out = anyio.create_memory_object_stream[Any](0)
+        stack.callback(relay_out.close)
+        stack.callback(relay_in.close)
+        relays = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(relays.cancel_scope.cancel)
+        relays.start_soon(self._relay, read, relay_in, lost)
+        return await stack.enter_async_context(ClientSession(relay_out, write))
+
+    async def _relay(
+        self, source: ObjectReceiveStream[Any], sink: ObjectSendStream[Any], lost: anyio.Event
+    ) -> None:
+        try:
+            async with sink:
+                async for item in source:
+                    await sink.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        if not lost.is_set() and not self._closing:
+            self.session = None
+            lost.set()
 
     def _stdio(self, command: str, errlog: TextIO) -> Any:
         """The server gets the safe basics ``mcp`` passes (``PATH``,
@@ -143,7 +247,20 @@ class McpConnection:
             if (value := self._variable(var)) is not None
         }
         client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+        client.event_hooks["response"].append(self._watch_session)
         return streamable_http_client(url, http_client=client)
+
+    async def _watch_session(self, response: Any) -> None:
+        """A 404 to a request that carried a session id: the server no
+        longer knows the session (it restarted) and refused the request
+        unread. The MCP spec says to start a new session."""
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            self._forgotten = True
+
+    def forgot(self, session: ClientSession) -> bool:
+        """The server refused a request of ``session`` because it no longer
+        knows it: that request did not run."""
+        return self._forgotten and session is self.session
 
 
 async def _list_tools(session: ClientSession) -> list[Tool]:
@@ -169,9 +286,24 @@ def _describe(exc: BaseException) -> str:
 
 
 async def call(conn: McpConnection, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-    """``tools/call`` on ``conn``, bounded by its timeout. Raises
+    """``tools/call`` on ``conn``, bounded by its timeout. A call the
+    server refused because it forgot the session (an HTTP server that
+    restarted) never ran: it is sent once more over a new session. Raises
     :class:`McpDown`, ``TimeoutError``, ``mcp.MCPError`` or whatever the
     client raised on a malformed answer."""
-    session = conn.live_session()
-    with anyio.fail_after(conn.table.timeout_seconds):
-        return await session.call_tool(tool, arguments)
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    session = await conn.live_session()
+    try:
+        with anyio.fail_after(conn.table.timeout_seconds):
+            return await session.call_tool(tool, arguments)
+    except MCPError as exc:
+        if conn.forgot(session):
+            conn.mark_down("it no longer knows kun's session (it restarted)", session)
+            session = await conn.live_session()
+            with anyio.fail_after(conn.table.timeout_seconds):
+                return await session.call_tool(tool, arguments)
+        if exc.code == CONNECTION_CLOSED:
+            conn.mark_down("its connection closed", session)
+        raise

@@ -6,8 +6,12 @@ Failures of the server itself are recoverable tool errors, never a dead
 turn (SPEC §6.3, layer 1):
 
 * ``mcp_timeout``: no answer within the server's ``timeout_seconds``.
-* ``mcp_server_crashed``: the connection closed (the process died); every
-  later call of that server's tools says so at once.
+* ``mcp_unknown_after_disconnect``: the connection closed while the call
+  was in flight (the process died, the HTTP server went away). The call
+  may have had its effects, so it is never sent again by kun; the next call
+  of that server's tools reconnects (:mod:`kun.mcp.connection`).
+* ``mcp_server_crashed``: the server is down and reconnecting failed (or
+  was given up); the call did not run.
 * ``mcp_bad_response``: an answer that is not a valid ``tools/call`` result.
 * ``mcp_error``: the server answered the request with a JSON-RPC error.
 * ``mcp_tool_error``: the tool ran and reported an error (``isError``).
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 
 MCP_TIMEOUT = "mcp_timeout"
 MCP_SERVER_CRASHED = "mcp_server_crashed"
+MCP_UNKNOWN_AFTER_DISCONNECT = "mcp_unknown_after_disconnect"
 MCP_BAD_RESPONSE = "mcp_bad_response"
 MCP_ERROR = "mcp_error"
 MCP_TOOL_ERROR = "mcp_tool_error"
@@ -78,7 +83,7 @@ class McpTool:
             return _error(
                 MCP_SERVER_CRASHED,
                 f"The MCP server {server!r} is not running ({exc}), so {self._spec.name} "
-                "did not run. Its tools are unavailable until kun restarts; do not retry.",
+                f"did not run. {self._later()}",
             )
         except TimeoutError:
             return _error(
@@ -88,12 +93,11 @@ class McpTool:
             )
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
-                self._conn.mark_down("its connection closed")
                 return _error(
-                    MCP_SERVER_CRASHED,
-                    f"The MCP server {server!r} stopped during {self._spec.name} (its "
-                    "connection closed). Its tools are unavailable until kun restarts; "
-                    "do not retry.",
+                    MCP_UNKNOWN_AFTER_DISCONNECT,
+                    f"The connection to the MCP server {server!r} closed while "
+                    f"{self._spec.name} was running: it may or may not have taken effect. "
+                    "Check before calling it again; the next call reconnects.",
                 )
             return _error(MCP_ERROR, f"The MCP server {server!r} refused the call: {exc.message}")
         except Exception as exc:
@@ -103,6 +107,11 @@ class McpTool:
                 f"is not a tool result ({type(exc).__name__}: {_first_line(exc)}).",
             )
         return to_output(result)
+
+    def _later(self) -> str:
+        if self._conn.given_up:
+            return "Its tools are unavailable until kun restarts; do not retry."
+        return "The next call of its tools tries to reconnect."
 
 
 def to_output(result: CallToolResult) -> ToolOutput:

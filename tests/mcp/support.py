@@ -24,6 +24,7 @@ from kun.model.scripted import ScriptedModelClient
 from kun.runtime.service import TurnService
 
 DEMO = Path(__file__).parent / "servers" / "demo.py"
+ONCE = Path(__file__).parent / "servers" / "once.py"
 
 
 def stdio_demo(**fields: Any) -> McpServerTable:
@@ -77,9 +78,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_demo(env: Mapping[str, str]) -> Iterator[str]:
-    """The demo server over streamable HTTP on 127.0.0.1; its URL."""
-    port = free_port()
+def http_demo(env: Mapping[str, str], port: int | None = None) -> Iterator[str]:
+    """The demo server over streamable HTTP on 127.0.0.1 (on ``port``, else
+    a free one); its URL."""
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, str(DEMO), "http", str(port)],
         env=dict(env),

@@ -4,14 +4,19 @@ started by ``open_service`` as ``kun run`` opens it, a scripted model."""
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from kun.config.schema import McpServerTable
 from kun.contracts import events as ev
+from kun.mcp import connection
 from kun.model.scripted import text_reply, tool_reply
-from tests.mcp.support import mcp_run, stdio_demo
+from tests.mcp.support import ONCE, mcp_run, stdio_demo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -103,7 +108,7 @@ async def test_a_hanging_call_times_out_and_the_turn_goes_on(tmp_path: Path) -> 
     assert results["c2"].output == "still here"
 
 
-async def test_garbage_and_a_crash_are_tool_errors_and_the_server_stays_down(
+async def test_garbage_and_a_crash_are_tool_errors_and_the_next_call_reconnects(
     tmp_path: Path,
 ) -> None:
     script = [
@@ -117,13 +122,56 @@ async def test_garbage_and_a_crash_are_tool_errors_and_the_server_stays_down(
         turn = await run.turn()
     results = run.results(turn)
     assert turn.status == "completed"
-    assert [results[c].code for c in ("c1", "c2", "c3", "c4")] == [
+    assert [results[c].code for c in ("c1", "c2", "c3")] == [
         "mcp_bad_response",
         "mcp_tool_error",
+        "mcp_unknown_after_disconnect",
+    ]
+    assert "may or may not have taken effect" in results["c3"].output
+    assert (results["c4"].output, results["c4"].is_error) == ("anyone?", False)
+
+
+async def test_a_server_killed_between_turns_is_restarted_by_the_next_call(
+    tmp_path: Path,
+) -> None:
+    script = [
+        tool_reply("demo__pid", {}, call_id="c1"),
+        text_reply("first"),
+        tool_reply("demo__pid", {}, call_id="c2"),
+        text_reply("second"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
+        first = run.results(await run.turn())["c1"]
+        os.kill(int(first.output), signal.SIGKILL)
+        await anyio.sleep(0.3)
+        second = run.results(await run.turn())["c2"]
+    assert not second.is_error, second.output
+    assert second.output.isdigit() and second.output != first.output
+
+
+async def test_a_server_that_cannot_restart_is_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection, "MAX_RECONNECTS", 1)
+    monkeypatch.setattr(connection, "BACKOFF_SECONDS", 0.05)
+    once = McpServerTable(command=sys.executable, args=(str(ONCE), str(tmp_path / "started")))
+    script = [
+        tool_reply("demo__crash", {}, call_id="c1"),
+        tool_reply("demo__echo", {"text": "2"}, call_id="c2"),
+        tool_reply("demo__echo", {"text": "3"}, call_id="c3"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": once}) as run:
+        turn = await run.turn()
+    results = run.results(turn)
+    assert turn.status == "completed"
+    assert [results[c].code for c in ("c1", "c2", "c3")] == [
+        "mcp_unknown_after_disconnect",
         "mcp_server_crashed",
         "mcp_server_crashed",
     ]
-    assert "not running" in results["c4"].output
+    assert "reconnecting failed" in results["c2"].output
+    assert "until kun restarts" in results["c3"].output
 
 
 async def test_a_server_that_does_not_start_is_a_warning_and_the_thread_runs(

@@ -45,6 +45,12 @@ def slow(seconds: float) -> str:
 
 
 @server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
 def crash() -> str:
     """Kill the server process."""
     os._exit(3)
