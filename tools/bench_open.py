@@ -15,11 +15,17 @@ modules (issue 10, item 3):
 
 Ratios are to the no-snapshot open, measured in this one run. Each run checks
 that the opened state equals the full replay's last seq.
+
+``--profile`` then splits the open from the end snapshot into its phases, in
+a fresh process each (timed once without and once with ``tracemalloc``): what
+an open pays for, so a change aims at the phase that costs. ``--sizes 10000
+100000 1000000`` runs everything at each size.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -67,6 +73,55 @@ else:
     anyio.run(main, sys.argv[1], int(sys.argv[2]))
 """
 
+_PHASES = """
+import sys, time, tracemalloc
+from pathlib import Path
+import msgspec
+from kun.domain.reduce import Projector
+from kun.store import snapshot as s
+from kun.store.jsonl import JsonlEventStore
+from kun.store.paths import log_path
+from kun.store.tail import scan_tail
+
+home, thread, traced = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+if traced:
+    tracemalloc.start()
+marks = []
+def mark(name):
+    size = tracemalloc.get_traced_memory()[0] if traced else 0
+    marks.append((name, time.perf_counter(), size))
+mark("start")
+log = log_path(home, thread)
+with open(log, "rb", buffering=0) as f:
+    scan_tail(f.fileno(), log)
+mark("find the log's end (scan_tail)")
+with open(s.snapshot_path(home, thread), "rb") as snap, open(log, "rb", buffering=0) as f:
+    head = s._HEADER.decode(s._read(snap, int.from_bytes(s._read(snap, 4), "big")))
+    s._verify(head, f.fileno(), thread)
+    mark("header + line digest")
+    frames = [s._read(snap, int.from_bytes(s._read(snap, 8), "big")) for _ in range(head.turns + 1)]
+    mark("read the frames")
+    shell = s._SHELL.decode(frames[0])
+    turns = [s._TURN.decode(frame) for frame in frames[1:]]
+    mark("decode the frames (JSON)")
+    for turn in turns:
+        s._detach_arguments(turn)
+    del frames
+    mark("detach tool-call arguments")
+    projector = Projector(msgspec.structs.replace(shell, turns=tuple(turns)))
+    del turns, shell
+    mark("Projector(state): a TurnFold per turn")
+    projector.apply_all(s._tail(f.fileno(), head.offset, head.last_seq, thread))
+    mark("fold the tail")
+    state = projector.snapshot()
+    mark("snapshot()")
+if not traced:
+    resumed = s.resume(s.snapshot_path(home, thread), log, thread)
+    if resumed is None or resumed.snapshot() != state:
+        raise SystemExit("the phases no longer do what kun.store.snapshot.resume does")
+print(msgspec.json.encode([(n, t - marks[0][1], m) for n, t, m in marks]).decode())
+"""
+
 
 def _run(home: Path | None, expect: int) -> tuple[float, float]:
     """Seconds to open, peak RSS in MB of a fresh process."""
@@ -92,29 +147,44 @@ def _snapshot_at(log: Path, path: Path, seq: int) -> None:
         raise SystemExit(f"could not snapshot at seq {seq}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--tail", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--dir", type=Path, default=None, help="where to write (default: tmp)")
-    args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="kun-bench-open-", dir=args.dir))
+def _phases(home: Path, traced: bool) -> list[tuple[str, float, int]]:
+    argv = [sys.executable, "-c", _PHASES, str(home), THREAD, "1" if traced else "0"]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    marks = [(str(n), float(t), int(m)) for n, t, m in json.loads(out)]
+    return [(n, t - marks[i][1], m) for i, (n, t, m) in enumerate(marks[1:])]
+
+
+def _print_phases(home: Path, runs: int) -> None:
+    """Each phase's median time over ``runs`` and, from one traced run, the
+    memory it leaves held (tracemalloc, Python allocations only)."""
+    timed = [_phases(home, traced=False) for _ in range(runs)]
+    held = _phases(home, traced=True)
+    total = sum(statistics.median(run[i][1] for run in timed) for i in range(len(held)))
+    print(f"{'phases of an open from the end snapshot':<42} {'time':>9} {'share':>6} {'held':>9}")
+    for i, (name, _, memory) in enumerate(held):
+        took = statistics.median(run[i][1] for run in timed)
+        print(f"{name:<42} {took * 1e3:6,.0f} ms {took / total:6.0%} {memory / 1e6:6,.0f} MB")
+
+
+def _bench(events: int, tail: int, runs: int, where: Path | None, profile: bool) -> None:
+    home = Path(tempfile.mkdtemp(prefix="kun-bench-open-", dir=where))
     try:
         log = log_path(home, THREAD)
         log.parent.mkdir(parents=True)
-        count = generate(log, args.events)
+        count = generate(log, events)
         print(f"log: {count:,} events, {log.stat().st_size / 1e6:,.0f} MB", flush=True)
         _, base_mb = _run(None, 0)
         rows: list[tuple[str, float, float]] = []
-        full_s, full_mb = _measure(home, count, args.runs)
+        full_s, full_mb = _measure(home, count, runs)
         rows.append(("no snapshot (full fold)", full_s, full_mb))
         snap = snapshot_path(home, THREAD)
         _snapshot_at(log, snap, count)
         print(f"snapshot: {snap.stat().st_size / 1e6:,.0f} MB", flush=True)
-        rows.append(("snapshot at the end", *_measure(home, count, args.runs)))
-        _snapshot_at(log, snap, count - args.tail)
-        rows.append((f"snapshot + {args.tail:,}-event tail", *_measure(home, count, args.runs)))
+        rows.append(("snapshot at the end", *_measure(home, count, runs)))
+        if profile:
+            _print_phases(home, runs)
+        _snapshot_at(log, snap, count - tail)
+        rows.append((f"snapshot + {tail:,}-event tail", *_measure(home, count, runs)))
         print(
             f"{'open ' + format(count, ',') + ' events':<34} {'time':>9} {'ratio':>6} "
             f"{'peak RSS':>11} {'ratio':>6}  (RSS above a bare import: {base_mb:,.0f} MB)"
@@ -126,6 +196,19 @@ def main() -> int:
             )
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="instead of --events")
+    parser.add_argument("--tail", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="time each phase of an open")
+    parser.add_argument("--dir", type=Path, default=None, help="where to write (default: tmp)")
+    args = parser.parse_args()
+    for events in args.sizes or [args.events]:
+        _bench(events, min(args.tail, events // 2), args.runs, args.dir, args.profile)
     return 0
 
 
