@@ -357,8 +357,8 @@ async def test_server_options_that_do_not_apply_are_one_line(tmp_path: Path) -> 
     nobody = Served("http://127.0.0.1:9", tmp_path, tmp_path, tmp_path / "c", FakeProvider())
     chat = _one_line(await nobody.kun("chat"))
     assert (
-        "--server works with compact, export, fork, import, replay, rewind, run, threads, usage; "
-        "not with kun chat" in chat
+        "--server works with compact, export, fork, import, interrupt, replay, rewind, run, "
+        "steer, threads, usage; not with kun chat" in chat
     )
     home = _one_line(await nobody.kun("replay", "thr_x", "--home", str(tmp_path)))
     assert "--home does not go with --server" in home

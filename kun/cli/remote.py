@@ -1,8 +1,8 @@
 """``kun --server URL ...``: the commands that can work on a thread held by a
 running ``kun serve`` instead of the local home (``run``, ``replay``,
 ``threads``, ``usage``, ``rewind``, ``fork``, ``compact``, ``export``,
-``import``), so one server holds the threads while several terminals and
-programs follow them.
+``import``, ``steer``, ``interrupt``), so one server holds the threads while
+several terminals and programs follow and steer them.
 
 The server is named by ``--server URL`` or ``$KUN_SERVER``; its bearer token
 is read from the environment variable named by ``--token-env VAR`` (default
@@ -40,8 +40,11 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 REMOTE_COMMANDS = frozenset(
-    {"compact", "export", "fork", "import", "replay", "rewind", "run", "threads", "usage"}
-)
+    {
+        "compact", "export", "fork", "import", "interrupt", "replay", "rewind", "run", "steer",
+        "threads", "usage",
+    }
+)  # fmt: skip
 TOKEN_ENV = "KUN_TOKEN"
 _META = "kun.remote"
 
@@ -84,7 +87,7 @@ def server_options(func: F) -> F:
         envvar="KUN_SERVER",
         metavar="URL",
         help="Work on the threads of the kun serve at URL (run, replay, threads, usage, "
-        "rewind, fork, compact, export, import; default: $KUN_SERVER).",
+        "rewind, fork, compact, export, import, steer, interrupt; default: $KUN_SERVER).",
     )(func)
 
 
