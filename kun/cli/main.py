@@ -26,6 +26,7 @@ from kun.cli.portable import export_command, import_command
 from kun.cli.remote import keep_server, remote_target, server_options
 from kun.cli.replay import replay
 from kun.cli.serve import serve
+from kun.cli.steering import interrupt, steer
 from kun.cli.threads import fork, reconcile, rewind, threads, usage
 from kun.errors import KunError
 
@@ -123,8 +124,9 @@ def cli(
     Alone, kun opens an interactive session on a new thread (-c: on this
     workspace's latest). Every change to a thread is an event in its
     events.jsonl; the commands below rebuild what you see from that log.
-    With --server URL, run, replay, threads, usage, rewind, fork and
-    compact work on the threads of a running kun serve.
+    With --server URL, run, replay, threads, usage, rewind, fork, compact,
+    export, import, steer and interrupt work on the threads of a running
+    kun serve.
     """
     keep_server(ctx, server, token_env)
     if ctx.invoked_subcommand is None:
@@ -290,6 +292,8 @@ cli.add_command(config_command)
 cli.add_command(serve)
 cli.add_command(export_command)
 cli.add_command(import_command)
+cli.add_command(steer)
+cli.add_command(interrupt)
 for _command in (gc, rm, restore, trash):
     cli.add_command(_command)
 
