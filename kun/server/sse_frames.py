@@ -36,7 +36,7 @@ def kind_of(event: Event) -> bytes:
 def event_frame(event: Event, *, with_id: bool = True) -> bytes:
     """The event as one SSE message; ``id:`` is its seq unless ``with_id`` is
     false (the firehose: seqs of different threads are not one sequence)."""
-    data = ENCODER.encode(event)
+    data = _data(event)
     if with_id:
         return b"id: %d\nevent: %s\ndata: %s\n\n" % (event.seq, _KINDS[type(event)], data)
     return b"event: %s\ndata: %s\n\n" % (_KINDS[type(event)], data)
@@ -45,7 +45,39 @@ def event_frame(event: Event, *, with_id: bool = True) -> bytes:
 def preview_frame(delta: Event) -> bytes:
     """A preview (a delta not yet in the log, ``seq`` 0) as ``event:
     preview`` with no ``id:``: it is no resume point."""
-    return b"event: preview\ndata: %s\n\n" % ENCODER.encode(delta)
+    return b"event: preview\ndata: %s\n\n" % _data(delta)
+
+
+class _EncodedOnce:
+    """The JSON of recently framed events, so an event published to many
+    subscribers is encoded once: the bus hands each of them the same
+    (frozen) object. Keyed by identity, holding the event so its id is not
+    reused while cached; at most ``entries`` events and ``size`` bytes of
+    JSON, the oldest dropped first (a dict keeps insertion order)."""
+
+    __slots__ = ("_bytes", "_cache", "_entries", "_size")
+
+    def __init__(self, entries: int, size: int) -> None:
+        self._cache: dict[int, tuple[Event, bytes]] = {}
+        self._entries = entries
+        self._size = size
+        self._bytes = 0
+
+    def __call__(self, event: Event) -> bytes:
+        cached = self._cache.get(id(event))
+        if cached is not None:
+            return cached[1]
+        data = ENCODER.encode(event)
+        if len(data) <= self._size // 4:
+            cache = self._cache
+            while cache and (len(cache) >= self._entries or self._bytes + len(data) > self._size):
+                self._bytes -= len(cache.pop(next(iter(cache)))[1])
+            cache[id(event)] = (event, data)
+            self._bytes += len(data)
+        return data
+
+
+_data = _EncodedOnce(entries=2048, size=4 * 1024 * 1024)
 
 
 def comment(text: str) -> bytes:

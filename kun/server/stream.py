@@ -54,6 +54,8 @@ __all__ = ["StreamSettings", "follow_all", "stream_routes"]
 
 _SEQ = re.compile(r"[0-9]{1,18}")
 _THREAD_PARAMS = frozenset({"after", "until", "live"})
+_BATCH = 64
+"""Events of a stream queued for its socket as one piece, at most."""
 _FLAGS = {"1": True, "true": True, "0": False, "false": False}
 
 
@@ -124,12 +126,10 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
     async def source(put: Put) -> None:
         follower = service.recorder.subscribe(thread_id, after=after, live=live)
         try:
-            async for event in follower:
-                if not event.seq:
-                    await put(None, preview_frame(event))
-                    continue
-                await put(event.seq, event_frame(event))
-                if until is not None and event.seq >= until:
+            while batch := await follower.batch(_BATCH):
+                seq, frames = _frames(batch, until)
+                await put(seq, frames)
+                if until is not None and seq is not None and seq >= until:
                     return
         finally:
             await follower.aclose()
@@ -139,6 +139,22 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
         return f"{why}; resume with Last-Event-ID: {last}"
 
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=after, note=note)
+
+
+def _frames(batch: list[Event], until: int | None) -> tuple[int | None, bytes]:
+    """The events' frames as one piece, up to seq ``until``, and the last
+    seq among them (``None`` if they are all previews)."""
+    last: int | None = None
+    frames: list[bytes] = []
+    for event in batch:
+        if not event.seq:
+            frames.append(preview_frame(event))
+            continue
+        frames.append(event_frame(event))
+        last = event.seq
+        if until is not None and last >= until:
+            break
+    return last, b"".join(frames)
 
 
 def _resume_point(request: Request) -> tuple[int, str, int | None]:
@@ -219,8 +235,9 @@ async def follow_all(
         await put(None, comment("live"))
         while True:
             while queue:
-                event = queue.popleft()
-                await put(None, event_frame(event, with_id=False))
+                most = min(len(queue), _BATCH)
+                frames = [event_frame(queue.popleft(), with_id=False) for _ in range(most)]
+                await put(None, b"".join(frames))
             if overflowed:
                 raise FellBehind
             await wake.wait()

@@ -9,6 +9,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kun.contracts import events as ev
 from kun.runtime.bus import EventBus, Follower, FollowerGap
@@ -247,3 +249,46 @@ async def test_a_follower_of_a_thread_with_no_log_yet_starts_empty(store: EventS
             await anyio.wait_all_tasks_blocked()
             await recorder.record(TID, draft(ev.ThreadCreated))
         await follower.aclose()
+
+
+async def test_a_batch_is_what_is_ready_up_to_most_then_empty_once_closed() -> None:
+    log = Log(EventBus())
+    log.write(5)
+    follower = log.follow()
+    with anyio.fail_after(5):
+        assert [e.seq for e in await follower.batch(3)] == [1, 2, 3]
+        assert [e.seq for e in await follower.batch(10)] == [4, 5]
+        log.write(2)
+        assert [e.seq for e in await follower.batch(10)] == [6, 7]
+        assert follower.last == 7
+        await follower.aclose()
+        assert await follower.batch(10) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.integers(0, 12), st.integers(1, 9)), min_size=1, max_size=25),
+    buffer=st.integers(1, 6),
+)
+def test_batches_and_iteration_interleaved_give_every_event_once_in_order(
+    steps: list[tuple[int, int]], buffer: int
+) -> None:
+    """Whatever mix of writes, batches and single steps, with a buffer that
+    overflows: the seqs served are 1..N, each once, in order."""
+
+    async def run() -> None:
+        log = Log(EventBus(buffer=buffer), snapshot=True)
+        follower = log.follow()
+        served: list[int] = []
+        with anyio.fail_after(5):
+            for writes, most in steps:
+                log.write(writes)
+                while follower.last < len(log.events):
+                    if most % 2:
+                        served.extend(e.seq for e in await follower.batch(most))
+                    else:
+                        served.append((await follower.__anext__()).seq)
+        await follower.aclose()
+        assert served == list(range(1, len(log.events) + 1))
+
+    anyio.run(run)

@@ -81,14 +81,16 @@ async def test_a_firehose_subscriber_that_falls_behind_is_dropped() -> None:
     with pytest.raises(FellBehind), anyio.fail_after(5):
         await follow_all(bus.tap, 4, put)
     assert sent[0] == b": live\n\n"
-    assert [frame.split(b'"seq":')[1].split(b",")[0] for frame in sent[1:]] == [
+    frames = b"".join(sent[1:]).split(b"\n\n")[:-1]
+    assert [frame.split(b'"seq":')[1].split(b",")[0] for frame in frames] == [
         b"1",
         b"2",
         b"3",
         b"4",
     ]
+    before = len(sent)
     bus.publish(warning(21))
-    assert len(sent) == 5
+    assert len(sent) == before
 
 
 def test_a_tap_sees_durable_events_of_every_thread_until_removed() -> None:
