@@ -39,6 +39,7 @@ def test_the_list_follows_new_threads_and_their_turns_live(
     expect(row.locator(f'a[href="/threads/{new}"]')).to_have_text("the new one")
     expect(rows).to_have_count(listed + 1)
     expect(row).to_have_attribute("data-status", "idle")
+    expect(row.locator(".cost")).to_have_text("$0.00")
     expect(row).to_contain_text(str(kun.workspace))
     expect(row).to_contain_text("fake-model")
     shot(page, "two")
@@ -48,6 +49,7 @@ def test_the_list_follows_new_threads_and_their_turns_live(
     shot(page, "running")
     expect(row).to_have_attribute("data-status", "completed", timeout=10_000)
     expect(row).to_contain_text("completed")
+    expect(row.locator(".cost")).to_have_text("cost unknown")
     shot(page, "completed")
     assert page.evaluate("window.__kunNotReloaded") is True
 

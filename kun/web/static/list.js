@@ -12,6 +12,15 @@
   var el = api.el;
   var pending = null;
 
+  // As `kun threads` says it: turns that ran with no priced call (or no
+  // usage reported at all) cost something unknown, not $0; "+" when some
+  // calls had no price.
+  function cost(t) {
+    var u = t.usage || { calls: 0, unpriced_calls: 0 };
+    if (u.calls === u.unpriced_calls && (u.calls || t.turns)) return api.cost(null);
+    return api.cost(t.cost_usd) + (u.unpriced_calls ? "+" : "");
+  }
+
   function row(t) {
     var title = t.title || t.thread_id;
     var status = t.status || "unknown";
@@ -20,7 +29,7 @@
       el("span", { className: "status status-" + status, text: status }),
       el("span", { className: "workspace", title: "workspace", text: t.workspace || "" }),
       el("span", { className: "model", text: (t.provider ? t.provider + "/" : "") + (t.model || "default model") }),
-      el("span", { className: "cost", text: api.cost(t.cost_usd) }),
+      el("span", { className: "cost", text: cost(t) }),
       el("span", { className: "turns", text: t.turns + (t.turns === 1 ? " turn" : " turns") })
     ]);
   }
@@ -132,7 +141,7 @@
     var n = rows.length + (rows.length === 1 ? " thread" : " threads");
     document.getElementById("count").textContent = query
       ? (rows.length ? n + " matching \u201c" + query + "\u201d" : "No thread matches \u201c" + query + "\u201d") + (more ? ", more below" : "")
-      : rows.length ? (more ? "The latest " + n + "; older ones below" : "All " + n) : "";
+      : rows.length ? (more ? "The latest " + n + "; older ones below" : (rows.length > 1 ? "All " : "") + n) : "";
     if (focusedId) {
       var again = list.querySelector('li[data-thread-id="' + CSS.escape(focusedId) + '"] a');
       if (again) again.focus();

@@ -148,11 +148,18 @@
     $("warnings-h").textContent = "Thread warnings (" + all.length + ")";
   }
 
+  // As kun replay says it: a thread whose calls had no price, or that ran
+  // turns with no usage reported at all, cost something unknown, not $0.
+  function costWords(u) {
+    if (u.calls === u.unpriced && (u.calls || thread.turns.size)) return "cost unknown";
+    return api.cost(u.cost) + (u.unpriced ? " + " + u.unpriced + " unpriced" : "");
+  }
+
   function drawUsage() {
     var u = thread.usage;
     var rows = [["Input tokens", u.prompt], ["Output tokens", u.completion],
                 ["Cached tokens", u.cached], ["Model calls", u.calls],
-                ["Cost", api.cost(u.cost) + (u.unpriced ? " + " + u.unpriced + " unpriced" : "")]];
+                ["Cost", costWords(u)]];
     var nodes = [];
     rows.forEach(function (r) {
       nodes.push(api.el("dt", { text: r[0] }), api.el("dd", { text: String(r[1]) }));
