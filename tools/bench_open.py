@@ -18,7 +18,9 @@ that the opened state equals the full replay's last seq.
 
 ``--profile`` then splits the open from the end snapshot into its phases, in
 a fresh process each (timed once without and once with ``tracemalloc``): what
-an open pays for, so a change aims at the phase that costs. ``--sizes 10000
+an open pays for, so a change aims at the phase that costs (the phases read
+every frame before decoding any, so what "read" holds is not an open's peak:
+``resume`` reads a frame at a time). ``--sizes 10000
 100000 1000000`` runs everything at each size.
 """
 
