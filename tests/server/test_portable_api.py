@@ -65,6 +65,8 @@ async def test_a_round_trip_between_two_servers_changes_nothing(tmp_path: Path) 
             "events": facts["events"],
         }
         assert (await two.client.get("/v1/threads/thr_source")).json() == projection
+        listed = (await two.client.get("/v1/threads")).json()
+        assert [t["thread_id"] for t in listed["threads"]] == ["thr_source"]
         again = await client.import_thread(bundle)
         assert again["outcome"] == "already_imported"
         assert _scratch_left(two.home) == []
