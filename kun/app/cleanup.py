@@ -222,7 +222,7 @@ def _rehomed(event: ev.Event, hidden: set[str]) -> bool:
 
 
 def _dropped(event: ev.Event, hidden: set[str]) -> bool:
-    if isinstance(event, ev.ThreadRewound | ev.ThreadRewindUndone):
+    if isinstance(event, ev.ThreadRewound | ev.ThreadRewindUndone | ev.FilesRestoreStarted):
         return True
     return event.turn_id is not None and event.turn_id in hidden
 

@@ -7,7 +7,8 @@ still shows open that no one here is running: the process that ran it died
 (this service holds the thread's lock, so it is the only writer). Hidden
 while still open, such a turn would leave the thread ``running`` with no
 visible turn, and nothing would ever settle it; this is the rule
-``start_turn`` already follows (SPEC §5).
+``start_turn`` already follows (SPEC §5). A file restore a killed process
+left half done is settled first (:mod:`kun.runtime.restore_recovery`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kun.domain.state import Rewind, ThreadState, TurnState
 from kun.domain.turnref import find_turn, fork_seq, latest_rewind
 from kun.runtime.orphans import orphan_events
 from kun.runtime.rearm import refuse_if_waiting
+from kun.runtime.restore_recovery import settle_restore
 from kun.runtime.service import TurnService
 
 __all__ = [
@@ -55,6 +57,7 @@ async def settled_thread_state(service: TurnService, thread_id: str) -> ThreadSt
         running = service.running_turn(thread_id)
         if running is None:
             refuse_if_waiting(service.state(thread_id), "rewind")
+        await settle_restore(service.recorder, thread_id)
         orphans = orphan_events(service.state(thread_id), {running} if running else set())
         if orphans:
             await service.recorder.record(thread_id, *orphans)

@@ -139,6 +139,24 @@ class ThreadRewindUndone(EventBase, tag="thread_rewind_undone", frozen=True, kw_
     files: FilesRestore | None = None
 
 
+class FilesRestoreStarted(EventBase, tag="files_restore_started", frozen=True, kw_only=True):
+    """Written (durably) before a rewind, or its undo, changes any file: the
+    intent. ``planned`` are the changes it is about to make, as checkpoints
+    (``before``: the side file, already saved, of what the file holds now;
+    ``after_sha256``: what it will hold, ``None``: removed); ``skipped``
+    the files the plan leaves alone. The ``thread_rewound``
+    (``before_turn_id``) or ``thread_rewind_undone`` (``rewind_seq``) that
+    follows is the outcome. One left without an outcome (kun was killed in
+    between) is settled on the next open by hashing each planned file: what
+    holds ``after_sha256`` was restored, anything else was not and is left
+    as it is."""
+
+    before_turn_id: str | None = None
+    rewind_seq: int | None = None
+    planned: tuple[FileCheckpoint, ...] = ()
+    skipped: tuple[FileSkipped, ...] = ()
+
+
 # -- turn --------------------------------------------------------------------
 
 
@@ -346,6 +364,7 @@ Event = (
     | ThreadForked
     | ThreadRewound
     | ThreadRewindUndone
+    | FilesRestoreStarted
     | TurnStarted
     | TurnSteered
     | PipelineStage

@@ -75,6 +75,7 @@ class Projector(ItemHandlers):
         self._warnings = list(state.warnings)
         self._forked_from = state.forked_from
         self._rewinds = list(state.rewinds)
+        self._restoring = state.restoring
         self._repairs = list(state.repairs)
         self._late_events = state.late_events
         self._turns: dict[str, TurnFold] = {t.turn_id: TurnFold(t) for t in state.turns}
@@ -208,6 +209,7 @@ class Projector(ItemHandlers):
                 warnings=tuple(self._warnings),
                 forked_from=self._forked_from,
                 rewinds=tuple(self._rewinds),
+                restoring=self._restoring,
                 repairs=tuple(self._repairs),
                 late_events=self._late_events,
             )
@@ -293,6 +295,7 @@ class Projector(ItemHandlers):
         rewind = Rewind(seq=e.seq, before_turn_id=e.before_turn_id, hidden_turn_ids=tuple(hidden))
         if e.files is not None:
             rewind = _replace(rewind, files=e.files)
+            self._restoring = msgspec.UNSET
         self._rewinds.append(rewind)
 
     def _thread_rewind_undone(self, e: ev.ThreadRewindUndone) -> None:
@@ -309,6 +312,10 @@ class Projector(ItemHandlers):
         rewinds[i] = _replace(rewinds[i], undone_at_seq=e.seq)
         if e.files is not None:
             rewinds[i] = _replace(rewinds[i], undo_files=e.files)
+            self._restoring = msgspec.UNSET
+
+    def _files_restore_started(self, e: ev.FilesRestoreStarted) -> None:
+        self._restoring = e
 
     def _log_repaired(self, e: ev.LogRepaired) -> None:
         repair = Repair(seq=e.seq, dropped_bytes=e.dropped_bytes, line=e.line, reason=e.reason)
@@ -437,6 +444,7 @@ _HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
     ev.ThreadForked: Projector._thread_forked,
     ev.ThreadRewound: Projector._thread_rewound,
     ev.ThreadRewindUndone: Projector._thread_rewind_undone,
+    ev.FilesRestoreStarted: Projector._files_restore_started,
     ev.LogRepaired: Projector._log_repaired,
     ev.TurnStarted: Projector._turn_started,
     ev.TurnSteered: Projector._turn_steered,

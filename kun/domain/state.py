@@ -11,7 +11,7 @@ from typing import Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from kun.contracts.events import FilesRestore
+from kun.contracts.events import FilesRestore, FilesRestoreStarted
 from kun.contracts.items import Item, Severity
 from kun.contracts.threads import ThreadSettings
 from kun.contracts.usage import UsageTotals
@@ -101,6 +101,9 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     including calls of hidden turns and calls outside any turn: money spent
     stays spent. ``late_events`` counts events that arrived for a turn or an
     item already final; they are kept in the log and change nothing.
+    ``restoring``: a file restore whose intent is logged and whose outcome
+    is not (kun was killed while it changed files), for reconciliation;
+    unset otherwise, so projections read as they did before it existed.
     """
 
     thread_id: str
@@ -117,6 +120,7 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     rewinds: tuple[Rewind, ...] = ()
     repairs: tuple[Repair, ...] = ()
     late_events: int = 0
+    restoring: FilesRestoreStarted | UnsetType = UNSET
 
     @property
     def visible_turns(self) -> tuple[TurnState, ...]:

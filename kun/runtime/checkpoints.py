@@ -10,10 +10,12 @@ between the plan and the write is left alone too.
 Before a file is overwritten or removed, what it holds is saved as a side
 file, and the :class:`~kun.contracts.events.FilesRestore` the caller records
 with the rewind names it: undoing the rewind plans from those checkpoints
-and puts the files back the same careful way. The side files are written
-(durable) before the files change and the event is recorded after, so a
-crash in between leaves files restored with no record of it; a second
-``--files`` rewind then finds them already as they were (nothing to do).
+and puts the files back the same careful way. The log stays exact across a
+kill: the side files are saved and a
+:class:`~kun.contracts.events.FilesRestoreStarted` (what will change, the
+hashes before and after) is recorded durably before the first file changes;
+the outcome is recorded after the last. An intent left without an outcome
+is settled at the next open (:mod:`kun.runtime.restore_recovery`).
 
 Only kun's own file tools record checkpoints: what ``bash`` did is not
 tracked and not undone (:data:`UNTRACKED_NOTE`).
@@ -28,8 +30,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
+import msgspec
 
-from kun.contracts.events import FileSkipped, FilesRestore
+from kun.contracts.events import FileSkipped, FilesRestore, FilesRestoreStarted
 from kun.contracts.items import FileCheckpoint, ToolResult
 from kun.domain.checkpoints import (
     NOT_A_FILE,
@@ -39,6 +42,7 @@ from kun.domain.checkpoints import (
     tracked_paths,
 )
 from kun.domain.state import ThreadState, TurnState
+from kun.runtime.context import draft
 from kun.runtime.recorder import EventRecorder
 from kun.store.blobs import BlobError, BlobStore
 from kun.tools.atomic import replace_file
@@ -47,11 +51,15 @@ from kun.tools.workspace import Workspace
 
 __all__ = [
     "UNTRACKED_NOTE",
+    "Prepared",
+    "carry_out",
     "checkpoints_of",
     "describe_restore",
+    "disk_hashes",
+    "logged_restore",
+    "prepare",
     "restore",
     "rewind_files",
-    "undo_restore",
     "undo_rewind_files",
 ]
 
@@ -72,31 +80,88 @@ def checkpoints_of(turns: Iterable[TurnState]) -> list[FileCheckpoint]:
     ]
 
 
-async def undo_restore(workspace: Path, blobs: BlobStore, done: FilesRestore) -> FilesRestore:
-    """Put back what the restore ``done`` replaced, where nothing changed since."""
-    points = list(done.restored)
-    return await anyio.to_thread.run_sync(restore, workspace, blobs, points)
+class Prepared(msgspec.Struct, frozen=True, kw_only=True):
+    """A restore ready to run: each action with the checkpoint of the change
+    it will make (its ``before`` already saved), and the files left alone."""
+
+    actions: tuple[tuple[RestoreAction, FileCheckpoint], ...] = ()
+    skipped: tuple[FileSkipped, ...] = ()
+
+    def intent(self) -> tuple[tuple[FileCheckpoint, ...], tuple[FileSkipped, ...]]:
+        """What a :class:`~kun.contracts.events.FilesRestoreStarted` records."""
+        return tuple(point for _, point in self.actions), self.skipped
 
 
-def restore(workspace: Path, blobs: BlobStore, points: list[FileCheckpoint]) -> FilesRestore:
-    """Undo the changes ``points`` record (blocking IO): plan from the files'
-    hashes now, then carry out each action that still holds."""
+def prepare(workspace: Path, blobs: BlobStore, points: list[FileCheckpoint]) -> Prepared:
+    """Plan the undoing of ``points`` from the files' hashes now and save,
+    durably, what each file to change holds (blocking IO); nothing in the
+    workspace changes."""
     if not workspace.is_dir():
         why = f"the workspace {workspace} is not a directory now; left alone"
-        return FilesRestore(
+        return Prepared(
             skipped=tuple(FileSkipped(path=p, reason=why) for p in tracked_paths(points))
         )
     root = Workspace(workspace)
-    disk = {path: _disk_sha(root, path) for path in tracked_paths(points)}
-    plan = plan_restore(points, disk)
-    restored: list[FileCheckpoint] = []
+    plan = plan_restore(points, disk_hashes(workspace, tracked_paths(points)))
+    actions: list[tuple[RestoreAction, FileCheckpoint]] = []
     skipped = list(plan.skipped)
     for action in plan.actions:
         try:
-            restored.append(_apply(root, blobs, action))
+            actions.append((action, _save(root, blobs, action)))
+        except _Skip as exc:
+            skipped.append(FileSkipped(path=action.path, reason=str(exc)))
+    return Prepared(actions=tuple(actions), skipped=tuple(skipped))
+
+
+def carry_out(workspace: Path, blobs: BlobStore, prepared: Prepared) -> FilesRestore:
+    """Make the changes ``prepared`` plans, each only if its file still
+    holds what the plan found (blocking IO)."""
+    root = Workspace(workspace)
+    restored: list[FileCheckpoint] = []
+    skipped = list(prepared.skipped)
+    for action, point in prepared.actions:
+        try:
+            _apply(root, blobs, action)
+            restored.append(point)
         except _Skip as exc:
             skipped.append(FileSkipped(path=action.path, reason=str(exc)))
     return FilesRestore(restored=tuple(restored), skipped=tuple(skipped))
+
+
+def restore(workspace: Path, blobs: BlobStore, points: list[FileCheckpoint]) -> FilesRestore:
+    """Undo the changes ``points`` record (blocking IO), with no intent
+    logged in between: :func:`prepare` then :func:`carry_out`."""
+    return carry_out(workspace, blobs, prepare(workspace, blobs, points))
+
+
+async def logged_restore(
+    recorder: EventRecorder,
+    thread_id: str,
+    points: list[FileCheckpoint],
+    *,
+    before_turn_id: str | None = None,
+    rewind_seq: int | None = None,
+) -> FilesRestore:
+    """Undo ``points`` in the thread's workspace with the intent recorded
+    (durably) between planning and the first change; the caller records
+    the outcome (a rewind's ``before_turn_id``, an undo's ``rewind_seq``)."""
+    state = recorder.state(thread_id)
+    workspace = _workspace(state)
+    blobs = recorder.store.blobs(thread_id)
+    prepared = await anyio.to_thread.run_sync(prepare, workspace, blobs, points)
+    if prepared.actions:
+        planned, skipped = prepared.intent()
+        await recorder.record(
+            thread_id,
+            draft(
+                FilesRestoreStarted,
+                before_turn_id=before_turn_id,
+                rewind_seq=rewind_seq,
+                planned=planned,
+                skipped=skipped,
+            ),
+        )
+    return await anyio.to_thread.run_sync(carry_out, workspace, blobs, prepared)
 
 
 def describe_restore(done: object, *, undo: bool = False) -> list[str]:
@@ -117,6 +182,15 @@ def describe_restore(done: object, *, undo: bool = False) -> list[str]:
         lines.append(f"  {point.path}: {what}")
     lines.extend(f"  {skip.path}: NOT {verb}: {skip.reason}" for skip in done.skipped)
     return lines
+
+
+def disk_hashes(workspace: Path, paths: list[str]) -> dict[str, str | None]:
+    """Each file's SHA-256 now (``None``: absent; :data:`NOT_A_FILE` for
+    anything else, or when the workspace is not a directory)."""
+    if not workspace.is_dir():
+        return dict.fromkeys(paths, NOT_A_FILE)
+    root = Workspace(workspace)
+    return {path: _disk_sha(root, path) for path in paths}
 
 
 class _Skip(Exception):
@@ -156,9 +230,30 @@ def _read(dir_fd: int, name: str) -> bytes | None:
         os.close(fd)
 
 
-def _apply(root: Workspace, blobs: BlobStore, action: RestoreAction) -> FileCheckpoint:
-    """Carry out ``action`` if the file still hashes as planned; the
-    checkpoint of the change made (its ``before`` saved first)."""
+def _save(root: Workspace, blobs: BlobStore, action: RestoreAction) -> FileCheckpoint:
+    """Save what the file holds if it still hashes as planned; the
+    checkpoint of the change ``action`` will make."""
+    try:
+        with root.locate(action.path) as where:
+            if where.name is None:
+                raise _Skip("no longer a regular file; left as it is")
+            current = _read(where.dir_fd, where.name)
+    except ToolError as exc:
+        if exc.code != "not_found":
+            raise _Skip(f"{exc.message} Left as it is.") from exc
+        current = None
+    except OSError as exc:
+        raise _Skip(f"could not be read ({exc.strerror}); left as it is") from exc
+    now = None if current is None else hashlib.sha256(current).hexdigest()
+    if now != action.expected:
+        raise _Skip("changed while the rewind ran; left as it is")
+    saved = None if current is None else blobs.put(current)
+    after = None if action.content is None else action.content.sha256
+    return FileCheckpoint(path=action.path, before=saved, after_sha256=after)
+
+
+def _apply(root: Workspace, blobs: BlobStore, action: RestoreAction) -> None:
+    """Carry out ``action`` if the file still hashes as planned."""
     try:
         content = None if action.content is None else blobs.get(action.content)
     except BlobError as exc:
@@ -171,18 +266,14 @@ def _apply(root: Workspace, blobs: BlobStore, action: RestoreAction) -> FileChec
             now = None if current is None else hashlib.sha256(current).hexdigest()
             if now != action.expected:
                 raise _Skip("changed while the rewind ran; left as it is")
-            saved = None if current is None else blobs.put(current)
             if content is None:
                 os.unlink(where.name, dir_fd=where.dir_fd)
-                after = None
             else:
                 replace_file(where.dir_fd, where.name, content)
-                after = hashlib.sha256(content).hexdigest()
     except ToolError as exc:
         raise _Skip(f"{exc.message} Left as it is.") from exc
     except OSError as exc:
         raise _Skip(f"could not be restored ({exc.strerror}); left as it is") from exc
-    return FileCheckpoint(path=action.path, before=saved, after_sha256=after)
 
 
 async def rewind_files(
@@ -202,22 +293,22 @@ async def rewind_files(
         return file_changes(store.read(thread_id, after=start - 1))
 
     points = await anyio.to_thread.run_sync(changes)
-    return await anyio.to_thread.run_sync(
-        restore, _workspace(state), store.blobs(thread_id), points
-    )
+    return await logged_restore(recorder, thread_id, points, before_turn_id=before_turn_id)
 
 
 async def undo_rewind_files(
-    state: ThreadState, blobs: BlobStore, rewind_seq: int
+    recorder: EventRecorder, thread_id: str, rewind_seq: int
 ) -> FilesRestore | None:
     """Undo what the rewind at ``rewind_seq`` did to the files; ``None`` if
     it did nothing to them or is already undone."""
+    state = recorder.state(thread_id)
     rewind = next((r for r in state.rewinds if r.seq == rewind_seq), None)
     if rewind is None or not isinstance(rewind.files, FilesRestore):
         return None
     if rewind.undone_at_seq is not None:
         return None
-    return await undo_restore(_workspace(state), blobs, rewind.files)
+    points = list(rewind.files.restored)
+    return await logged_restore(recorder, thread_id, points, rewind_seq=rewind_seq)
 
 
 def _workspace(state: ThreadState) -> Path:

@@ -9,7 +9,8 @@ kind from a newer kun, a write the OS refuses) is skipped and reported: it
 needs a person, not a guess, and it must not stop the threads after it from
 being settled. Returns the ids of the threads it touched. A turn that was
 only waiting for an approval or an answer is left waiting (durable
-suspension).
+suspension). A file restore a killed rewind left without its outcome is
+settled first (:mod:`kun.runtime.restore_recovery`).
 
 A touched thread whose goal is still active is then resumed as after any
 settled turn (SPEC §7.4: after a restart only these threads are resumed);
@@ -20,10 +21,13 @@ from __future__ import annotations
 
 import logging
 
+from msgspec import UNSET
+
 from kun.domain.reduce import Projector
 from kun.domain.suspension import suspended_turns
 from kun.errors import KunError
 from kun.runtime.orphans import orphan_events
+from kun.runtime.restore_recovery import settle_restore
 from kun.runtime.service import TurnService
 from kun.store.errors import ThreadLocked
 
@@ -49,9 +53,12 @@ async def reconcile_orphaned_turns(
         if thread_id in busy:
             continue
         try:
-            if not _has_open_turn(service, thread_id):
+            if not _needs_settling(service, thread_id):
                 continue
-            state = await service._open(thread_id)
+            await service._open(thread_id)
+            async with service._lock(thread_id):
+                restored = await settle_restore(service.recorder, thread_id)
+            state = service.state(thread_id)
             running = service.running_turn(thread_id)
             suspended = set(suspended_turns(state)) - {running}
             if suspended and waiting is not None:
@@ -59,6 +66,7 @@ async def reconcile_orphaned_turns(
             events = orphan_events(state, suspended | ({running} if running else set()))
             if events:
                 await service.write(thread_id, *events)
+            if events or restored:
                 touched.append(thread_id)
         except ThreadLocked:
             continue
@@ -71,10 +79,13 @@ async def reconcile_orphaned_turns(
     return touched
 
 
-def _has_open_turn(service: TurnService, thread_id: str) -> bool:
-    """A read-only look: is any turn of the log still open?"""
+def _needs_settling(service: TurnService, thread_id: str) -> bool:
+    """A read-only look: is any turn of the log still open, or a file
+    restore without its outcome?"""
     if service.recorder.is_open(thread_id):
-        return any(not t.settled for t in service.recorder.state(thread_id).turns)
-    projector = Projector()
-    projector.apply_all(service.recorder.store.read(thread_id, mode="tolerant"))
-    return any(not t.settled for t in projector.snapshot().turns)
+        state = service.recorder.state(thread_id)
+    else:
+        projector = Projector()
+        projector.apply_all(service.recorder.store.read(thread_id, mode="tolerant"))
+        state = projector.snapshot()
+    return state.restoring is not UNSET or any(not t.settled for t in state.turns)

@@ -43,6 +43,7 @@ from kun.runtime.orphans import orphan_events
 from kun.runtime.project import read_turn_context
 from kun.runtime.rearm import refuse_if_waiting
 from kun.runtime.recorder import EventRecorder
+from kun.runtime.restore_recovery import settle_restore
 from kun.runtime.resume import GoalResumer, Sleep
 from kun.runtime.sidefiles import SideFiles, copy_side_files
 from kun.runtime.titler import Titler
@@ -184,6 +185,7 @@ class TurnService(TurnControl):
         await self._open(thread_id)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "rewind")
+            await settle_restore(self.recorder, thread_id)
             state = self.recorder.state(thread_id)
             if _turn(state, before_turn_id) is None:
                 raise UnknownTurn(thread_id, before_turn_id)
@@ -201,9 +203,8 @@ class TurnService(TurnControl):
         await self._open(thread_id)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "undo a rewind")
-            state = self.recorder.state(thread_id)
-            blobs = self.recorder.store.blobs(thread_id)
-            restored = await undo_rewind_files(state, blobs, rewind_seq)
+            await settle_restore(self.recorder, thread_id)
+            restored = await undo_rewind_files(self.recorder, thread_id, rewind_seq)
             await self.recorder.record(
                 thread_id, draft(ev.ThreadRewindUndone, rewind_seq=rewind_seq, files=restored)
             )
@@ -354,6 +355,7 @@ class TurnService(TurnControl):
         turns are never open."""
         self._refuse_if_running(thread_id, what)
         refuse_if_waiting(self.recorder.state(thread_id), what)
+        await settle_restore(self.recorder, thread_id)
         orphans = orphan_events(self.recorder.state(thread_id), set())
         if orphans:
             await self.recorder.record(thread_id, *orphans)

@@ -118,4 +118,6 @@ def side_file_refs(event: ev.Event) -> list[BlobRef]:
             return [ref for ref in (item.output_ref, saved) if ref is not None]
     elif isinstance(event, ev.ThreadRewound | ev.ThreadRewindUndone) and event.files is not None:
         return [p.before for p in event.files.restored if p.before is not None]
+    elif isinstance(event, ev.FilesRestoreStarted):
+        return [p.before for p in event.planned if p.before is not None]
     return []

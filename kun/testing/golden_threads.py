@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kun.contracts import events as ev
-from kun.contracts.items import ErrorItem
+from kun.contracts.items import BlobRef, ErrorItem, FileCheckpoint, ToolCall, ToolResult
 from kun.testing.golden_everything import everything
 from kun.testing.scene import (
     GREP_ROUNDING,
@@ -355,6 +355,66 @@ def orphaned_turn() -> list[ev.Event]:
     return s.events
 
 
+def restore_recovered() -> list[ev.Event]:
+    """A ``kun rewind --files`` killed between its two file changes: the
+    intent (``files_restore_started``) is on record with no outcome, so the
+    next open hashes the files and records the rewind as the disk says
+    (one file restored, one not reached); the rewind is then undone, intent
+    and outcome this time, putting the restored file back."""
+    s = Scene("thr_01JE2R7W4XKQ9M", model="gpt-5", start_at=epoch_ms(2026, 12, 1, 9, 12, 40))
+    s.open(title="Rename the VAT helpers")
+    s.turn("Say hello.")
+    s.send(0)
+    s.priced(0, 6_120, 9, hit=5_888)
+    s.received(0)
+    s.answer(1, "Hello.", 6_140, 3, hit=6_016)
+    t2 = s.turn("Split the VAT helpers into their own module.")
+    s.send(0)
+    old_cli = BlobRef(sha256="7" * 64, size=1_204)
+    points = (
+        FileCheckpoint(path="src/ledger/vat.py", before=None, after_sha256="a" * 64),
+        FileCheckpoint(path="src/ledger/cli.py", before=old_cli, after_sha256="b" * 64),
+    )
+    for point, content in zip(
+        points, ("def vat(): ...\n", "from ledger.vat import vat\n"), strict=True
+    ):
+        call = s.call("write_file", {"path": point.path, "content": content})
+        s.start_tool(call)
+        s.finished(call, 12)
+        output = f"Wrote {point.path}."
+        s.item(_written(call, output, point, s.next_id("res")))
+    s.priced(0, 7_010, 120, hit=6_144)
+    s.received(0)
+    s.answer(1, "Moved them to src/ledger/vat.py.", 7_200, 9, hit=7_040)
+    s.wait(60_000)
+    saved_vat = BlobRef(sha256="a" * 64, size=15)
+    saved_cli = BlobRef(sha256="b" * 64, size=27)
+    planned = (
+        FileCheckpoint(path="src/ledger/vat.py", before=saved_vat, after_sha256=None),
+        FileCheckpoint(path="src/ledger/cli.py", before=saved_cli, after_sha256=old_cli.sha256),
+    )
+    s.emit(ev.FilesRestoreStarted, before_turn_id=t2, planned=planned)
+    s.wait(5_000)
+    reached = ev.FileSkipped(
+        path="src/ledger/cli.py",
+        reason="not restored: kun stopped before it got to this file; left as it was "
+        "(undo the rewind and rewind again to restore it)",
+    )
+    files = ev.FilesRestore(restored=planned[:1], skipped=(reached,))
+    rewind = s.emit(ev.ThreadRewound, before_turn_id=t2, files=files)
+    s.wait(30_000)
+    back = (FileCheckpoint(path="src/ledger/vat.py", before=None, after_sha256="a" * 64),)
+    s.emit(ev.FilesRestoreStarted, rewind_seq=rewind.seq, planned=back)
+    s.emit(ev.ThreadRewindUndone, rewind_seq=rewind.seq, files=ev.FilesRestore(restored=back))
+    return s.events
+
+
+def _written(call: ToolCall, output: str, point: FileCheckpoint, result_id: str) -> ToolResult:
+    return ToolResult(
+        id=result_id, call_id=call.call_id, name=call.name, output=output, checkpoint=point
+    )
+
+
 THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "multi_step_tools": multi_step_tools,
     "aborted_turn": aborted_turn,
@@ -363,5 +423,6 @@ THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "forked_thread": forked_thread,
     "orphaned_turn": orphaned_turn,
     "everything": everything,
+    "restore_recovered": restore_recovered,
 }
 """The golden threads this version writes, by file stem."""

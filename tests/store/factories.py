@@ -12,6 +12,8 @@ from kun.contracts.items import (
     AssistantReasoning,
     AssistantText,
     Attachment,
+    BlobRef,
+    FileCheckpoint,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -76,6 +78,18 @@ def every_kind(thread_id: str = TID) -> list[ev.Event]:
         (ev.ThreadForked, {"source_thread_id": "thr_src", "source_seq": 7}),
         (ev.ThreadRewound, {"before_turn_id": "turn_1"}),
         (ev.ThreadRewindUndone, {"rewind_seq": 4}),
+        (
+            ev.FilesRestoreStarted,
+            {
+                "rewind_seq": 4,
+                "planned": (
+                    FileCheckpoint(
+                        path="a.py", before=BlobRef(sha256="0" * 64, size=1), after_sha256=None
+                    ),
+                ),
+                "skipped": (ev.FileSkipped(path="b.py", reason=tricky),),
+            },
+        ),
         (
             ev.TurnStarted,
             {"provider": "p", "model": "m", "disable_user_input": True, "plan_mode": True},
