@@ -23,10 +23,18 @@ embed verbatim and could not read back. The header is checked before the
 projection is read (so a snapshot of another thread or a stale one costs
 little), and a frame at a time keeps the peak memory of opening near the
 projection's own size instead of adding the whole file's.
+
+A snapshot also names the code that folded it (:func:`code_digest`, a digest
+of the sources that decide what a log folds to): a projection is a function
+of the log *and* of the reducers, so a snapshot written by another version of
+kun, or before a reducer changed, is another format and is rebuilt. A format
+number bumped by hand is forgotten the day someone adds a field to the state
+or changes how an event folds; the digest is not.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Iterator
@@ -35,6 +43,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from kun import __version__
 from kun.contracts.events import Event
 from kun.contracts.items import ToolCall
 from kun.domain.errors import ProjectionError
@@ -52,6 +61,7 @@ __all__ = [
     "SnapshotReader",
     "SnapshotUnusable",
     "Snapshots",
+    "code_digest",
     "encode_state",
     "open_snapshot",
     "pack",
@@ -63,19 +73,25 @@ __all__ = [
 ]
 
 SNAPSHOT_NAME = "snapshot.msgpack"
-FORMAT = 2
+FORMAT = 3
 SNAPSHOT_AFTER = 10_000
 """A thread is snapshotted at a clean close once its log holds this many
 events: below it a full replay takes milliseconds and a snapshot is clutter."""
 _CHUNK = 1 << 20
 _BLOCK = 1 << 16
 _BACK = 1 << 12
+_KUN = Path(__file__).resolve().parents[1]
+_FOLD_SOURCES = ("contracts/*.py", "domain/*.py", "store/codec.py", "store/snapshot.py")
+"""What a log folds to, under ``kun/``: the contracts (what events and items
+are), the domain (how they fold, upcasting included), the codec (how a line
+becomes an event) and this module (how the projection is written)."""
 
 
 class SnapshotHeader(msgspec.Struct, array_like=True):
     """What a snapshot claims: ``last_seq`` of ``thread_id`` is the line of
     the log that ends at byte ``offset`` and has ``line_digest``; ``turns``
-    frames follow the thread's."""
+    frames follow the thread's; the code whose :func:`code_digest` is
+    ``code`` folded them."""
 
     format: int
     thread_id: str
@@ -83,6 +99,7 @@ class SnapshotHeader(msgspec.Struct, array_like=True):
     offset: int
     line_digest: bytes
     turns: int
+    code: bytes = b""
 
 
 _HEADER = msgspec.msgpack.Decoder(SnapshotHeader)
@@ -96,6 +113,30 @@ class _Unusable(Exception):
 
 
 SnapshotUnusable = _Unusable
+
+
+@functools.cache
+def code_digest() -> bytes:
+    """The digest of the sources that decide what a log folds to (see
+    :data:`_FOLD_SOURCES`), read once per process (about a millisecond)."""
+    return sources_digest(_KUN)
+
+
+def sources_digest(root: Path) -> bytes:
+    """The digest of :data:`_FOLD_SOURCES` under ``root``, names and bytes.
+    Without readable sources (a build that ships only bytecode), the digest
+    of what could be read, kun's version included: snapshots then last as
+    long as that version."""
+    digest = hashlib.blake2b(__version__.encode(), digest_size=16)
+    for pattern in _FOLD_SOURCES:
+        for path in sorted(root.glob(pattern)):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.digest()
 
 
 def snapshot_path(home: Path, thread_id: str) -> Path:
@@ -154,7 +195,7 @@ def write_snapshot(path: Path, log: Path, state: ThreadState, offset: int | None
             end = os.fstat(fd).st_size if offset is None else offset
             digest = _line_digest(fd, end, state.thread_id, state.last_seq)
         header = SnapshotHeader(
-            FORMAT, state.thread_id, state.last_seq, end, digest, len(state.turns)
+            FORMAT, state.thread_id, state.last_seq, end, digest, len(state.turns), code_digest()
         )
         temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         try:
@@ -302,6 +343,8 @@ def unpack(data: bytes) -> tuple[SnapshotHeader, memoryview]:
 def _verify(header: SnapshotHeader, fd: int, thread_id: str) -> None:
     if header.format != FORMAT or header.thread_id != thread_id:
         raise _Unusable("another format or another thread")
+    if header.code != code_digest():
+        raise _Unusable("folded by other code: another version of kun or of its reducers")
     if not 0 < header.offset <= os.fstat(fd).st_size:
         raise _Unusable("the log ends before the snapshot's offset")
     digest = _line_digest(fd, header.offset, thread_id, header.last_seq)

@@ -139,6 +139,48 @@ def test_a_snapshot_of_another_thread_or_format_is_ignored(tmp_path: Path) -> No
     assert snap.resume(path, log, "t1") is not None
 
 
+def test_a_snapshot_folded_by_other_code_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another kun, or the same one before a reducer changed, may fold the
+    same log to another projection: its snapshot is rebuilt, not trusted."""
+    _, log, path = _thread(tmp_path)
+    assert snap.write_snapshot(path, log, replay(_events(log)))
+    header, body = snap.unpack(path.read_bytes())
+    assert header.code == snap.code_digest()
+    path.write_bytes(snap.pack(msgspec.structs.replace(header, code=b"\0" * 16), bytes(body)))
+    assert snap.resume(path, log, "t1") is None
+    assert snap.open_snapshot(path, log, "t1") is None
+    path.write_bytes(snap.pack(header, bytes(body)))
+    assert snap.resume(path, log, "t1") is not None
+    monkeypatch.setattr(snap, "code_digest", lambda: b"upgraded kun....")
+    assert snap.resume(path, log, "t1") is None
+
+
+def test_the_code_digest_follows_the_sources_of_the_fold(tmp_path: Path) -> None:
+    files = {
+        "contracts/events.py": "A = 1\n",
+        "domain/reduce.py": "B = 1\n",
+        "store/codec.py": "C = 1\n",
+        "store/jsonl.py": "D = 1\n",
+        "cli/main.py": "E = 1\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    first = snap.sources_digest(tmp_path)
+    assert snap.sources_digest(tmp_path) == first
+    for unrelated in ("store/jsonl.py", "cli/main.py"):
+        (tmp_path / unrelated).write_text("changed = True\n")
+        assert snap.sources_digest(tmp_path) == first, unrelated
+    for name in ("contracts/events.py", "domain/reduce.py", "store/codec.py"):
+        before = snap.sources_digest(tmp_path)
+        (tmp_path / name).write_text(files[name] + "X = 2\n")
+        assert snap.sources_digest(tmp_path) != before, name
+    (tmp_path / "domain/state.py").write_text("")
+    assert snap.sources_digest(tmp_path) != before
+
+
 def test_a_snapshot_that_lies_about_its_state_is_ignored(tmp_path: Path) -> None:
     _, log, path = _thread(tmp_path)
     assert snap.write_snapshot(path, log, replay(_events(log)))
