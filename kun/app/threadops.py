@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kun.contracts.events import FilesRestore
+from kun.domain.fork import cut_note
 from kun.domain.state import Rewind, ThreadState, TurnState
 from kun.domain.turnref import find_turn, fork_seq, latest_rewind
 from kun.runtime.orphans import orphan_events
@@ -26,6 +27,7 @@ from kun.runtime.service import TurnService
 __all__ = [
     "Rewound",
     "fork_at",
+    "fork_noting_cut",
     "rewind_before",
     "settled_thread_state",
     "thread_state",
@@ -100,3 +102,16 @@ async def fork_at(
     new = await service.fork_thread(thread_id, at_seq)
     origin = service.state(new).forked_from
     return new, origin.seq if origin is not None else state.last_seq
+
+
+async def fork_noting_cut(
+    service: TurnService,
+    thread_id: str,
+    *,
+    at_seq: int | None = None,
+    at_turn: int | None = None,
+) -> tuple[str, int, str | None]:
+    """:func:`fork_at`, and the line saying which turn the fork point cut
+    (``None`` when it fell between turns)."""
+    new, seq = await fork_at(service, thread_id, at_seq=at_seq, at_turn=at_turn)
+    return new, seq, cut_note(service.state(new))

@@ -270,8 +270,10 @@ def fork(
     thread: str, at_turn: int | None, at_seq: int | None, as_json: bool, home: Path | None
 ) -> None:
     """Start a new thread whose history is THREAD's (all of it, its turns
-    1..--at-turn, or its log up to --at-seq); prints the new thread's id."""
-    from kun.app.threadops import fork_at
+    1..--at-turn, or its log up to --at-seq); prints the new thread's id.
+    An --at-seq inside a turn keeps that turn up to there and ends it as
+    aborted (forked); a note on stderr says so."""
+    from kun.app.threadops import fork_noting_cut
 
     if at_turn is not None and at_seq is not None:
         raise click.UsageError("give --at-turn or --at-seq, not both")
@@ -283,9 +285,11 @@ def fork(
         new, thread_id, seq = remote_fork(remote, thread, at_seq=at_seq, at_turn=at_turn)
     else:
         thread_id, _ = log_of(home, thread)
-        new, seq = service_call(
-            home, lambda s: fork_at(s, thread_id, at_seq=at_seq, at_turn=at_turn)
+        new, seq, cut = service_call(
+            home, lambda s: fork_noting_cut(s, thread_id, at_seq=at_seq, at_turn=at_turn)
         )
+        if cut is not None:
+            click.echo(f"kun: note: {cut}", err=True)
     if as_json:
         _echo_json({"thread_id": new, "source_thread_id": thread_id, "source_seq": seq})
     else:

@@ -1,4 +1,15 @@
-"""The events a fork starts with."""
+"""The events a fork starts with, and what a fork point inside a turn cut.
+
+A fork point may fall inside a turn (``kun fork --at-seq``, the web view's
+fork at a moment of time travel, a fork of a thread whose turn is running).
+The fork keeps that point exactly: the turn is copied as far as it had got
+and ended there, settled as ``aborted`` with reason ``forked`` by the
+fork's ``thread_forked`` (its work after the point stays with the source),
+so the fork is settled and ready for a new turn. Snapping the point back to
+the turn's start instead would silently drop what the user chose to keep
+(a tool's result to continue from differently); :func:`cut_note` says in
+one line what was cut, and ``--at-turn`` forks at whole turns.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +18,7 @@ from collections.abc import Iterable
 import msgspec
 
 from kun.contracts import events as ev
+from kun.domain.state import ThreadState, TurnState
 
 
 def fork_events(
@@ -34,3 +46,22 @@ def fork_events(
         )
     )
     return copied
+
+
+def cut_turns(state: ThreadState) -> list[tuple[int, TurnState]]:
+    """The turns, with their numbers, still open at the fork point of the
+    fork ``state``, which the fork ended there."""
+    return [(n, t) for n, t in enumerate(state.turns, 1) if t.abort_reason == "forked"]
+
+
+def cut_note(state: ThreadState) -> str | None:
+    """One line saying which turn the fork point cut, or ``None``."""
+    cut = cut_turns(state)
+    origin = state.forked_from
+    if not cut or origin is None:
+        return None
+    number, turn = cut[-1]
+    return (
+        f"seq {origin.seq} is inside turn {number} ({turn.turn_id}): the fork keeps it up to "
+        "there and ends it as aborted (forked); use --at-turn to fork at whole turns"
+    )
