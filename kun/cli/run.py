@@ -21,22 +21,20 @@ from typing import NamedTuple
 
 import anyio
 
-from kun.app.selection import SwitchableModel, choose_model, continue_thread
-from kun.app.session import open_service
-from kun.app.settings import runtime_settings
+from kun.app.selection import SwitchableModel
 from kun.cli.colors import use_color
 from kun.cli.flags import RuntimeFlags
+from kun.cli.foreground import open_foreground
 from kun.cli.lognotes import notes_from_log
 from kun.cli.run_goal import drive_goal, set_goal
 from kun.cli.runjson import JsonView
 from kun.cli.show_turn import show_turn
 from kun.cli.terminal import LiveView, PlainSink
 from kun.cli.tty import TtyPrompter, open_terminal, watch
-from kun.config import Config, load_config
+from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings
 from kun.domain.state import TurnState
 from kun.errors import UserMistake
-from kun.model.factory import build_router
 from kun.runtime.service import TurnService
 from kun.runtime.turn_input import check_prompt
 
@@ -88,39 +86,24 @@ def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
 
 async def run_prompt(options: RunOptions) -> RunResult:
     check_prompt(options.prompt)  # before a thread is created for it
-    config = load_config(options.config, home=options.home)
-    runtime = runtime_settings(config, options.runtime)
-    router = build_router(config)
-    model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
-    terminal = open_terminal()
-    async with (
-        router,
-        open_service(
-            options.home,
-            model,
-            config=config,
-            limits=runtime.limits,
-            system_prompt=runtime.system_prompt,
-            reasoning_effort=runtime.reasoning_effort,
-            repetition=runtime.repetition,
-        ) as service,
-    ):
+    async with open_foreground(
+        options.home,
+        options.config,
+        options.runtime,
+        provider=options.provider,
+        model=options.model,
+        approval=options.approval,
+        thread_id=options.thread_id,
+    ) as foreground:
+        service, runtime = foreground.service, foreground.runtime
+        terminal = open_terminal()
         if options.thread_id is not None:
             thread_id = options.thread_id
-            await continue_thread(
-                service,
-                router,
-                model,
-                thread_id,
-                provider=options.provider,
-                model_name=options.model,
-                approval=options.approval,
-            )
         else:
             settings = ThreadSettings(
                 workspace=str(options.workspace.resolve()),
-                provider=model.provider,
-                model=model.model,
+                provider=foreground.model.provider,
+                model=foreground.model.model,
                 approval_policy=options.approval or runtime.approval_policy,
             )
             thread_id = await service.create_thread(settings)
@@ -130,7 +113,7 @@ async def run_prompt(options: RunOptions) -> RunResult:
         view = _view(service, thread_id, prompter, as_json=options.json)
         new_thread = options.thread_id is None
         after = 0 if options.json and new_thread else service.state(thread_id).last_seq
-        with notes_from_log(view.note, retry_budget(config, model)):
+        with notes_from_log(view.note, retry_budget(foreground.config, foreground.model)):
             turn = await (_drive if options.goal is None else drive_goal)(
                 view,
                 after,

@@ -1,0 +1,79 @@
+"""The runtime a foreground command works with (``kun run``, the
+interactive session): the configuration and its runtime settings, the
+provider router, the model the user chose, and the service over the home,
+with a thread the user continues opened on its own model unless they named
+another (:func:`kun.app.selection.continue_thread`).
+
+One place so ``kun run`` and the session cannot drift apart in how a
+model is chosen or what the service is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from kun.app.selection import SwitchableModel, choose_model, continue_thread
+from kun.app.session import open_service
+from kun.app.settings import RuntimeSettings, runtime_settings
+from kun.cli.flags import RuntimeFlags
+from kun.config import Config, load_config
+from kun.contracts.threads import ApprovalPolicy
+from kun.model.factory import build_router
+from kun.model.router import MultiProviderClient
+from kun.runtime.service import TurnService
+
+__all__ = ["Foreground", "open_foreground"]
+
+
+@dataclass(frozen=True)
+class Foreground:
+    config: Config
+    runtime: RuntimeSettings
+    router: MultiProviderClient
+    model: SwitchableModel
+    service: TurnService
+
+
+@asynccontextmanager
+async def open_foreground(
+    home: Path,
+    config_path: Path | None,
+    flags: RuntimeFlags,
+    *,
+    provider: str | None,
+    model: str | None,
+    approval: ApprovalPolicy | None,
+    thread_id: str | None,
+) -> AsyncIterator[Foreground]:
+    """Everything open until the block ends; ``thread_id`` (when given) is
+    opened to continue with the model and approval policy asked for."""
+    config = load_config(config_path, home=home)
+    runtime = runtime_settings(config, flags)
+    router = build_router(config)
+    chosen = SwitchableModel(choose_model(router, provider=provider, model=model))
+    async with (
+        router,
+        open_service(
+            home,
+            chosen,
+            config=config,
+            limits=runtime.limits,
+            system_prompt=runtime.system_prompt,
+            reasoning_effort=runtime.reasoning_effort,
+            repetition=runtime.repetition,
+        ) as service,
+    ):
+        if thread_id is not None:
+            await continue_thread(
+                service,
+                router,
+                chosen,
+                thread_id,
+                provider=provider,
+                model_name=model,
+                approval=approval,
+            )
+        yield Foreground(config, runtime, router, chosen, service)
