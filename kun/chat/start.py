@@ -101,43 +101,23 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
     """Run the session until the user leaves; the thread it ended on."""
     from prompt_toolkit.patch_stdout import patch_stdout
 
-    from kun.app.selection import SwitchableModel, choose_model, continue_thread
-    from kun.app.session import open_service
-    from kun.app.settings import runtime_settings
     from kun.chat.input import ChatInput
     from kun.chat.session import ChatSession, SessionSetup
     from kun.chat.view import ChatSink
+    from kun.cli.foreground import open_foreground
     from kun.cli.lognotes import notes_from_log
     from kun.cli.run import retry_budget
-    from kun.config import load_config
-    from kun.model.factory import build_router
 
-    config = load_config(options.config, home=options.home)
-    runtime = runtime_settings(config, options.runtime)
-    router = build_router(config)
-    model = SwitchableModel(choose_model(router, provider=options.provider, model=options.model))
-    async with (
-        router,
-        open_service(
-            options.home,
-            model,
-            config=config,
-            limits=runtime.limits,
-            system_prompt=runtime.system_prompt,
-            reasoning_effort=runtime.reasoning_effort,
-            repetition=runtime.repetition,
-        ) as service,
-    ):
-        if thread_id is not None:
-            await continue_thread(
-                service,
-                router,
-                model,
-                thread_id,
-                provider=options.provider,
-                model_name=options.model,
-                approval=options.approval,
-            )
+    async with open_foreground(
+        options.home,
+        options.config,
+        options.runtime,
+        provider=options.provider,
+        model=options.model,
+        approval=options.approval,
+        thread_id=thread_id,
+    ) as foreground:
+        config, runtime, model = foreground.config, foreground.runtime, foreground.model
         setup = SessionSetup(
             home=options.home,
             workspace=options.workspace,
@@ -145,7 +125,9 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
             thread_id=thread_id,
         )
         sink = ChatSink()
-        session = ChatSession(setup, service, router, model, ChatInput(options.home), sink)
+        session = ChatSession(
+            setup, foreground.service, foreground.router, model, ChatInput(options.home), sink
+        )
         with patch_stdout(raw=True), notes_from_log(session.say, retry_budget(config, model)):
             if thread_id is not None:
                 _recap(session, thread_id)
