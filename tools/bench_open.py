@@ -11,7 +11,10 @@ modules (issue 10, item 3):
 
 - no snapshot: the whole log is folded;
 - snapshot at the end: what a clean exit leaves (the tail is empty);
-- snapshot ``--tail`` events before the end: a thread that grew since.
+- snapshot ``--tail`` events before the end: a thread that grew since;
+- and, for both snapshots, reading the *outline* alone
+  (``kun.store.snapshot.read_outline``: the thread and its settled turns
+  without their items, what a thread list's summary needs).
 
 Ratios are to the no-snapshot open, measured in this one run. Each run checks
 that the opened state equals the full replay's last seq.
@@ -67,10 +70,35 @@ async def main(home: str, expect: int) -> None:
             state = await recorder.open(sys.argv[3])
             took = time.perf_counter() - start
     assert state.last_seq == expect, (state.last_seq, expect)
+    check_snapshot(Path(home), sys.argv[3])
+    print(took, peak_kb())
+
+def check_snapshot(home: Path, thread: str) -> None:
+    # A snapshot this process would not trust (kun's sources changed since it
+    # was written: others edit the tree) would time a full fold instead.
+    from kun.store.snapshot import code_digest, snapshot_path, unpack
+    path = snapshot_path(home, thread)
+    if path.exists():
+        with path.open("rb") as file:
+            header, _ = unpack(file.read(1 << 16))
+        if header.code != code_digest():
+            sys.exit("kun's sources changed during the run: run it again")
+
+def outline(home: str, expect: int) -> None:
+    from kun.store.paths import log_path
+    from kun.store.snapshot import read_outline, snapshot_path
+    thread = sys.argv[3]
+    start = time.perf_counter()
+    state = read_outline(snapshot_path(Path(home), thread), log_path(Path(home), thread), thread)
+    took = time.perf_counter() - start
+    check_snapshot(Path(home), thread)
+    assert state is not None and state.last_seq == expect, expect
     print(took, peak_kb())
 
 if sys.argv[1] == "-":
     print(0.0, peak_kb())
+elif sys.argv[4:] == ["outline"]:
+    outline(sys.argv[1], int(sys.argv[2]))
 else:
     anyio.run(main, sys.argv[1], int(sys.argv[2]))
 """
@@ -125,15 +153,18 @@ print(msgspec.json.encode([(n, t - marks[0][1], m) for n, t, m in marks]).decode
 """
 
 
-def _run(home: Path | None, expect: int) -> tuple[float, float]:
-    """Seconds to open, peak RSS in MB of a fresh process."""
-    argv = [sys.executable, "-c", _CHILD, str(home) if home else "-", str(expect), THREAD]
-    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.split()
+def _run(home: Path | None, expect: int, what: str = "open") -> tuple[float, float]:
+    """Seconds to open (or read the outline), peak RSS in MB of a fresh process."""
+    argv = [sys.executable, "-c", _CHILD, str(home) if home else "-", str(expect), THREAD, what]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(done.stderr.strip().splitlines()[-1])
+    out = done.stdout.split()
     return float(out[0]), int(out[1]) / 1024
 
 
-def _measure(home: Path, expect: int, runs: int) -> tuple[float, float]:
-    results = [_run(home, expect) for _ in range(runs)]
+def _measure(home: Path, expect: int, runs: int, what: str = "open") -> tuple[float, float]:
+    results = [_run(home, expect, what) for _ in range(runs)]
     return statistics.median(t for t, _ in results), max(m for _, m in results)
 
 
@@ -183,17 +214,19 @@ def _bench(events: int, tail: int, runs: int, where: Path | None, profile: bool)
         _snapshot_at(log, snap, count)
         print(f"snapshot: {snap.stat().st_size / 1e6:,.0f} MB", flush=True)
         rows.append(("snapshot at the end", *_measure(home, count, runs)))
+        rows.append(("outline at the end", *_measure(home, count, runs, "outline")))
         if profile:
             _print_phases(home, runs)
         _snapshot_at(log, snap, count - tail)
         rows.append((f"snapshot + {tail:,}-event tail", *_measure(home, count, runs)))
+        rows.append((f"outline + {tail:,}-event tail", *_measure(home, count, runs, "outline")))
         print(
-            f"{'open ' + format(count, ',') + ' events':<34} {'time':>9} {'ratio':>6} "
+            f"{'open ' + format(count, ',') + ' events':<40} {'time':>9} {'ratio':>6} "
             f"{'peak RSS':>11} {'ratio':>6}  (RSS above a bare import: {base_mb:,.0f} MB)"
         )
         for name, took, peak in rows:
             print(
-                f"{name:<34} {took * 1e3:7,.0f} ms {took / full_s:6.2f} "
+                f"{name:<40} {took * 1e3:7,.0f} ms {took / full_s:6.2f} "
                 f"{peak - base_mb:8,.0f} MB {(peak - base_mb) / (full_mb - base_mb):6.2f}"
             )
     finally:

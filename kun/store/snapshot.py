@@ -17,7 +17,10 @@ never fsynced: losing one costs a full replay, nothing more.
 
 The file is a 4-byte big-endian length and a msgpack header of that length,
 then the projection as JSON frames (an 8-byte length, then the JSON): the
-thread without its turns, then each turn. JSON, because
+*outline* (the thread with every turn, the settled ones without their
+items), then each turn whole. The outline is what a summary of the thread needs (title, status,
+turn count, usage): :func:`read_outline` reads it and folds the tail onto it
+in time and memory that grow with the turns, not the events. JSON, because
 ``ToolCall.arguments`` is a ``msgspec.Raw`` holding JSON, which msgpack would
 embed verbatim and could not read back. The header is checked before the
 projection is read (so a snapshot of another thread or a stale one costs
@@ -64,7 +67,9 @@ __all__ = [
     "code_digest",
     "encode_state",
     "open_snapshot",
+    "outline_of",
     "pack",
+    "read_outline",
     "resume",
     "snapshot_path",
     "snapshots_of",
@@ -226,14 +231,30 @@ def _resume(path: Path, log: Path, thread_id: str) -> tuple[Projector, int] | No
             size = int.from_bytes(_read(snap, 4), "big")
             header = _HEADER.decode(_read(snap, size))
             _verify(header, fd, thread_id)
-            state = _read_state(snap, header.turns)
-            if state.thread_id != thread_id or state.last_seq != header.last_seq:
-                return None
-            projector = Projector(state)
+            projector = Projector(_read_state(snap, header))
             projector.apply_all(_tail(fd, header.offset, header.last_seq, thread_id))
     except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
         return None
     return projector, header.last_seq
+
+
+def read_outline(path: Path, log: Path, thread_id: str) -> ThreadState | None:
+    """The outline of the whole log at ``log``: the snapshot's outline (see
+    :func:`outline_of`) with the tail folded onto it. The thread-level fields
+    and every turn's are a full replay's, and so are the items of the turns
+    open at the snapshot or started after it; the turns settled at the
+    snapshot hold none. For a summary of the thread, never for a request or a
+    transcript. ``None`` as :func:`resume` would be."""
+    try:
+        with open(path, "rb") as snap, open(log, "rb", buffering=0) as file:
+            fd = file.fileno()
+            header = _HEADER.decode(_read(snap, int.from_bytes(_read(snap, 4), "big")))
+            _verify(header, fd, thread_id)
+            projector = Projector(_read_outline(snap, header))
+            projector.apply_all(_tail(fd, header.offset, header.last_seq, thread_id))
+    except (OSError, msgspec.DecodeError, RecursionError, _Unusable, ProjectionError):
+        return None
+    return projector.snapshot()
 
 
 class SnapshotReader:
@@ -281,9 +302,7 @@ def open_snapshot(path: Path, log: Path, thread_id: str) -> SnapshotReader | Non
         size = int.from_bytes(_read(snap, 4), "big")
         header = _HEADER.decode(_read(snap, size))
         _verify(header, log_file.fileno(), thread_id)
-        shell = _SHELL.decode(_read(snap, int.from_bytes(_read(snap, 8), "big")))
-        if shell.thread_id != thread_id or shell.last_seq != header.last_seq or shell.turns:
-            raise _Unusable("the thread frame is not the header's")
+        shell = msgspec.structs.replace(_read_outline(snap, header), turns=())
         first = snap.tell()
         for _ in range(header.turns):
             snap.seek(int.from_bytes(_read(snap, 8), "big"), os.SEEK_CUR)
@@ -299,23 +318,44 @@ def open_snapshot(path: Path, log: Path, thread_id: str) -> SnapshotReader | Non
 
 
 def encode_state(state: ThreadState) -> Iterator[bytes]:
-    """The frames of ``state``: the thread without its turns, then each turn."""
-    for part in (msgspec.structs.replace(state, turns=()), *state.turns):
+    """The frames of ``state``: its outline, then each turn."""
+    for part in (outline_of(state), *state.turns):
         data = _encode(part)
         yield len(data).to_bytes(8, "big")
         yield data
 
 
-def _read_state(snap: BinaryIO, turns: int) -> ThreadState:
-    shell = _SHELL.decode(_read(snap, int.from_bytes(_read(snap, 8), "big")))
+def outline_of(state: ThreadState) -> ThreadState:
+    """``state`` with every turn, the settled ones without their items (a
+    turn still open keeps them: the tail may continue its items)."""
+    strip = msgspec.structs.replace
+    return strip(state, turns=tuple(strip(t, items=()) if t.settled else t for t in state.turns))
+
+
+def _read_outline(snap: BinaryIO, header: SnapshotHeader) -> ThreadState:
+    outline = _SHELL.decode(_read(snap, int.from_bytes(_read(snap, 8), "big")))
+    if (
+        outline.thread_id != header.thread_id
+        or outline.last_seq != header.last_seq
+        or len(outline.turns) != header.turns
+        or any(t.items for t in outline.turns if t.settled)
+    ):
+        raise _Unusable("the outline is not the header's")
+    return outline
+
+
+def _read_state(snap: BinaryIO, header: SnapshotHeader) -> ThreadState:
+    outline = _read_outline(snap, header)
     parts: list[TurnState] = []
-    for _ in range(turns):
+    for brief in outline.turns:
         turn = _TURN.decode(_read(snap, int.from_bytes(_read(snap, 8), "big")))
+        if turn.turn_id != brief.turn_id:
+            raise _Unusable("a turn's frame is not the outline's")
         _detach_arguments(turn)
         parts.append(turn)
     if snap.read(1):
         raise _Unusable("more frames than the header says")
-    return msgspec.structs.replace(shell, turns=tuple(parts))
+    return msgspec.structs.replace(outline, turns=tuple(parts))
 
 
 def _read(snap: BinaryIO, size: int) -> bytes:
