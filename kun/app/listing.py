@@ -3,9 +3,11 @@
 
 Summaries come from the per-home thread index (:mod:`kun.app.thread_index`),
 which replays only the logs that changed since it last saw them (tolerantly:
-lines kun cannot read are skipped, as ``kun replay`` does). A log that
-cannot be replayed at all is listed with its error when asked (``kun
-threads`` names it), else left out.
+lines kun cannot read are skipped, as ``kun replay`` does), from the
+thread's snapshot when it has one that can be trusted: a summary needs only
+its outline (:func:`kun.store.snapshot.read_outline`), whose cost is the
+turns, not the events. A log that cannot be replayed at all is listed with
+its error when asked (``kun threads`` names it), else left out.
 
 ``--json`` prints :func:`to_json` of the list: an array of objects with
 the fields of :class:`ThreadSummary`; times are epoch milliseconds,
@@ -102,10 +104,12 @@ def summarize(home: Path, thread_id: str) -> ThreadSummary:
     """One thread's summary, or its error."""
     from kun.domain.titles import title_holder
     from kun.store.replay import replay_log
+    from kun.store.snapshot import SNAPSHOT_NAME, read_outline
 
     path = threads_root(home) / thread_id / LOG_NAME
     try:
-        state = replay_log(path, mode="tolerant")
+        state = read_outline(path.with_name(SNAPSHOT_NAME), path, thread_id)
+        state = state or replay_log(path, mode="tolerant")
     except (KunError, OSError, ValueError) as exc:
         return ThreadSummary(thread_id=thread_id, updated_at=_mtime_ms(path), error=str(exc))
     settings = state.settings
