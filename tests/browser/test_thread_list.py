@@ -120,6 +120,7 @@ def test_the_list_pages_filters_and_moves_a_later_thread_up_live(
     more.click()
     expect(rows).to_have_count(7)
     expect(more).to_be_hidden()
+    expect(rows.last.locator("a")).to_be_focused()
     expect(page.locator("#count")).to_have_text(f"7 threads matching “{tag.upper()}”")
     shot(page, "filtered")
     page.locator("#filter").fill(f"{tag} nothing")

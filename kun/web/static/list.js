@@ -115,9 +115,16 @@
       var page = await fetchPage(PAGE, more);
       if (mine !== generation) return;
       var ids = new Set(rows.map(function (r) { return r.thread_id; }));
-      rows = rows.concat(page.threads.filter(function (r) { return !ids.has(r.thread_id); }));
+      var added = page.threads.filter(function (r) { return !ids.has(r.thread_id); });
+      var button = document.getElementById("more");
+      var hadFocus = document.activeElement === button;
+      rows = rows.concat(added);
       more = page.next_cursor;
       render();
+      // The last page hides the button: keyboard users land on its first row.
+      if (hadFocus && !more && added.length) {
+        document.querySelector('#threads li[data-thread-id="' + CSS.escape(added[0].thread_id) + '"] a').focus();
+      }
     });
   }
 
