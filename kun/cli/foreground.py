@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from kun.app.selection import SwitchableModel, choose_model, continue_thread
 from kun.app.session import open_service
@@ -25,7 +26,7 @@ from kun.model.factory import build_router
 from kun.model.router import MultiProviderClient
 from kun.runtime.service import TurnService
 
-__all__ = ["Foreground", "open_foreground"]
+__all__ = ["Foreground", "ForegroundOptions", "open_foreground"]
 
 
 @dataclass(frozen=True)
@@ -37,21 +38,32 @@ class Foreground:
     service: TurnService
 
 
+class ForegroundOptions(Protocol):
+    """What ``kun run`` and the session were asked for (their options)."""
+
+    @property
+    def home(self) -> Path: ...
+    @property
+    def config(self) -> Path | None: ...
+    @property
+    def runtime(self) -> RuntimeFlags: ...
+    @property
+    def provider(self) -> str | None: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def approval(self) -> ApprovalPolicy | None: ...
+
+
 @asynccontextmanager
 async def open_foreground(
-    home: Path,
-    config_path: Path | None,
-    flags: RuntimeFlags,
-    *,
-    provider: str | None,
-    model: str | None,
-    approval: ApprovalPolicy | None,
-    thread_id: str | None,
+    options: ForegroundOptions, thread_id: str | None
 ) -> AsyncIterator[Foreground]:
     """Everything open until the block ends; ``thread_id`` (when given) is
     opened to continue with the model and approval policy asked for."""
-    config = load_config(config_path, home=home)
-    runtime = runtime_settings(config, flags)
+    home, provider, model = options.home, options.provider, options.model
+    config = load_config(options.config, home=home)
+    runtime = runtime_settings(config, options.runtime)
     router = build_router(config)
     chosen = SwitchableModel(choose_model(router, provider=provider, model=model))
     async with (
@@ -74,6 +86,6 @@ async def open_foreground(
                 thread_id,
                 provider=provider,
                 model_name=model,
-                approval=approval,
+                approval=options.approval,
             )
         yield Foreground(config, runtime, router, chosen, service)

@@ -86,15 +86,7 @@ def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
 
 async def run_prompt(options: RunOptions) -> RunResult:
     check_prompt(options.prompt)  # before a thread is created for it
-    async with open_foreground(
-        options.home,
-        options.config,
-        options.runtime,
-        provider=options.provider,
-        model=options.model,
-        approval=options.approval,
-        thread_id=options.thread_id,
-    ) as foreground:
+    async with open_foreground(options, options.thread_id) as foreground:
         service, runtime = foreground.service, foreground.runtime
         terminal = open_terminal()
         if options.thread_id is not None:
