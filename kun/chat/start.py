@@ -108,15 +108,7 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
     from kun.cli.lognotes import notes_from_log
     from kun.cli.run import retry_budget
 
-    async with open_foreground(
-        options.home,
-        options.config,
-        options.runtime,
-        provider=options.provider,
-        model=options.model,
-        approval=options.approval,
-        thread_id=thread_id,
-    ) as foreground:
+    async with open_foreground(options, thread_id) as foreground:
         config, runtime, model = foreground.config, foreground.runtime, foreground.model
         setup = SessionSetup(
             home=options.home,
