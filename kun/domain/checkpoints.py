@@ -21,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import msgspec
+from msgspec import UnsetType
 
 from kun.contracts.events import (
     Event,
     FileSkipped,
     FilesRestore,
+    FilesRestoreStarted,
     ItemCompleted,
     ThreadRewindUndone,
     ThreadRewound,
@@ -39,6 +41,7 @@ __all__ = [
     "RestorePlan",
     "file_changes",
     "plan_restore",
+    "restoring_lines",
     "rewind_lines",
     "tracked_paths",
 ]
@@ -137,6 +140,24 @@ def rewind_lines(rewind: Rewind) -> list[str]:
         lines.append(f"files {verb} by the {what} at seq {seq}: {', '.join(files) or 'none'}")
         lines.extend(f"  not {verb}: {s.path}: {s.reason}" for s in done.skipped)
     return lines
+
+
+def restoring_lines(intent: FilesRestoreStarted | UnsetType) -> list[str]:
+    """What the transcript says of a restore whose outcome is not in the log
+    (kun was killed while it changed files): nothing when there is none."""
+    if not isinstance(intent, FilesRestoreStarted):
+        return []
+    what = (
+        f"the undo of the rewind at seq {intent.rewind_seq}"
+        if intent.rewind_seq is not None
+        else f"a rewind before turn {intent.before_turn_id}"
+    )
+    paths = ", ".join(p.path for p in intent.planned)
+    return [
+        f"files: {what} (seq {intent.seq}) stopped before it finished; it was to change "
+        f"{paths}. The next kun to open the thread (kun reconcile, a new turn, a rewind) "
+        "records what it did"
+    ]
 
 
 def file_changes(events: Iterable[Event]) -> list[FileCheckpoint]:

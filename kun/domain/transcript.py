@@ -27,7 +27,7 @@ from kun.contracts.items import (
     WarningItem,
 )
 from kun.contracts.usage import UsageTotals
-from kun.domain.checkpoints import rewind_lines
+from kun.domain.checkpoints import restoring_lines, rewind_lines
 from kun.domain.goals import goal_usage_line
 from kun.domain.state import ThreadState, TurnState
 
@@ -136,6 +136,7 @@ def _header(state: ThreadState) -> list[str]:
         )
     for rewind in state.rewinds:
         lines.extend(rewind_lines(rewind))
+    lines.extend(restoring_lines(state.restoring))
     return lines
 
 
