@@ -129,6 +129,8 @@ def test_a_killed_restore_is_recorded_as_the_disk_says_and_undone(
     assert isinstance(intent, ev.FilesRestoreStarted), "the intent is the last durable event"
     assert [p.path for p in intent.planned] == ["a.py", "new.txt"]
     assert replay(_events(home, thread)).restoring == intent
+    code, shown, _ = _run("replay", thread, "--home", str(home))
+    assert code == 0 and "stopped before it finished; it was to change a.py, new.txt" in shown
 
     code, out, err = _run("reconcile", "--home", str(home))
     assert code == 0, err
@@ -149,6 +151,9 @@ def test_a_killed_restore_is_recorded_as_the_disk_says_and_undone(
     assert [t.hidden_by for t in state.turns] == [None, outcome.seq]
     code, out, _ = _run("reconcile", "--home", str(home))
     assert thread not in out, "a second reconciliation finds nothing"
+    code, shown, _ = _run("replay", thread, "--home", str(home))
+    assert "stopped before it finished" not in shown
+    assert f"files restored by the rewind at seq {outcome.seq}" in shown
 
     code, out, err = _run("rewind", thread, "--undo", "--home", str(home))
     assert code == 0, err
