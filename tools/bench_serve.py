@@ -42,12 +42,19 @@ Every subscriber's received seqs are compared with its thread's log
 received after a higher seq *out of order*. Targets: 0, 0, 0.
 
 ``--quick``: 10 threads x 2 subscribers, 5 paced and 10 burst events each.
+``--no-fsync``: fsync and fdatasync do nothing, in both the baseline and the
+server: what is left is the CPU the path costs. On a shared machine the
+disk's fsync latency swings several-fold from one second to the next, and
+the ratio with it; this is how a change to the streaming path is compared.
+The CPU rows (per burst event, without and with subscribers) are the
+steadiest measure either way.
 ``--check`` exits 1 when a target is missed; otherwise the exit is 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
 import socket
@@ -71,6 +78,7 @@ from kun.runtime.service import TurnService
 from kun.server.app import create_app
 from kun.server.backend import backend_over
 from kun.server.runner import server_for
+from kun.store import jsonl
 from kun.store.jsonl import JsonlEventStore
 
 READY_SECONDS = 60.0
@@ -237,6 +245,8 @@ class Measured:
     server_rate: float
     append_rate: float
     quiet_rate: float
+    quiet_cpu_us: float
+    burst_cpu_us: float
     offered_rate: float
     paced_ms: list[float]
     burst_ms: list[float]
@@ -267,11 +277,12 @@ async def measure(args: argparse.Namespace, tmp: Path) -> Measured:
         service = server.service
         settings = ThreadSettings(workspace=str(tmp))
         quiet = [await service.create_thread(settings) for _ in range(args.threads)]
-        began_quiet = time.monotonic()
+        began_quiet, cpu_quiet = time.monotonic(), _cpu(resource.RUSAGE_SELF)
         async with anyio.create_task_group() as load:
             for thread_id in quiet:
                 load.start_soon(_burst, service, thread_id, args.burst)
         quiet_rate = args.threads * args.burst / (time.monotonic() - began_quiet)
+        quiet_cpu = _cpu(resource.RUSAGE_SELF) - cpu_quiet
         threads = [await service.create_thread(settings) for _ in range(args.threads)]
         command = [
             sys.executable, __file__, "--subscribe", server.url, "--subscribers",
@@ -296,18 +307,21 @@ async def measure(args: argparse.Namespace, tmp: Path) -> Measured:
                         load.start_soon(
                             _paced, service, thread_id, args.paced, args.interval, offset
                         )
-                burst_began = time.monotonic()
+                burst_began, cpu_burst = time.monotonic(), _cpu(resource.RUSAGE_SELF)
                 async with anyio.create_task_group() as load:
                     for thread_id in threads:
                         load.start_soon(_burst, service, thread_id, args.burst)
                 appended = time.monotonic() - burst_began
             await child.wait()
+        burst_cpu = _cpu(resource.RUSAGE_SELF) - cpu_burst
         for thread_id in threads:
             assert await service.recorder.store.last_seq(thread_id) == until
         stamps = dict(server.stamps)
     received = msgspec.json.decode(bytes(output), type=list[Received])
     measured = _judge(args, received, stamps, burst_began, raw_rate, appended, until)
     measured.quiet_rate = quiet_rate
+    measured.quiet_cpu_us = quiet_cpu / (args.threads * args.burst) * 1e6
+    measured.burst_cpu_us = burst_cpu / (args.threads * args.burst) * 1e6
     measured.server_cpu = _cpu(resource.RUSAGE_SELF) - cpu
     measured.client_cpu = _cpu(resource.RUSAGE_CHILDREN)
     measured.wall = time.monotonic() - began
@@ -343,6 +357,7 @@ def _judge(
             if sent is None:
                 continue
             (burst if seq >= first_burst else paced).append((at - sent) * 1000)
+        for seq, at in zip(got.seqs, got.times, strict=True):
             if seq >= first_burst:
                 last_burst = max(last_burst, at)
     lost += (args.threads * args.subscribers - len(received)) * until
@@ -352,6 +367,8 @@ def _judge(
         server_rate=events / max(last_burst - burst_began, 1e-9),
         append_rate=events / appended,
         quiet_rate=0.0,
+        quiet_cpu_us=0.0,
+        burst_cpu_us=0.0,
         offered_rate=args.threads / args.interval,
         paced_ms=paced,
         burst_ms=burst,
@@ -383,6 +400,8 @@ def report(args: argparse.Namespace, m: Measured) -> bool:
     server = f"{m.server_rate:,.0f} ev/s = {ratio:.2f}x raw"
     deliveries = f"{m.server_rate * args.subscribers:,.0f} /s"
     server_cpu = f"{m.server_cpu:.1f} s of {m.wall:.1f} s"
+    delivery_us = (m.burst_cpu_us - m.quiet_cpu_us) / args.subscribers
+    burst_cpu = f"{m.burst_cpu_us:,.0f} us (delivery: {delivery_us:,.0f} us per subscriber)"
     client_cpu = f"{m.client_cpu:.1f} s of {m.wall:.1f} s"
     rows = [
         ("delivery latency p50, paced", f"{_pct(m.paced_ms, 50):.1f} ms", "", True),
@@ -397,6 +416,8 @@ def report(args: argparse.Namespace, m: Measured) -> bool:
         ("server append rate, burst (TurnService.write)", append, "", True),
         ("server event throughput, burst (append -> all got it)", server, ">= 0.8x", ratio >= 0.8),
         ("deliveries (events x subscribers) per second, burst", deliveries, "", True),
+        ("server CPU per event, burst, no subscribers", f"{m.quiet_cpu_us:,.0f} us", "", True),
+        ("server CPU per event, burst, followed (until all got it)", burst_cpu, "", True),
         ("CPU of the server process (with the load)", server_cpu, "", True),
         ("CPU of the subscribers' process", client_cpu, "", True),
     ]  # fmt: skip
@@ -404,7 +425,7 @@ def report(args: argparse.Namespace, m: Measured) -> bool:
         f"## SSE delivery: {args.threads} threads x {args.subscribers} subscribers "
         f"({m.subscribers} connected), {args.paced} paced events per thread "
         f"({m.offered_rate:,.0f} ev/s offered) then {args.burst} in a burst; "
-        f"{m.deliveries:,} deliveries\n"
+        f"{m.deliveries:,} deliveries{'; fsync stubbed (--no-fsync)' if args.no_fsync else ''}\n"
     )
     print("| metric | measured | target | ok |")
     print("| --- | --- | --- | --- |")
@@ -412,6 +433,10 @@ def report(args: argparse.Namespace, m: Measured) -> bool:
         mark = ("yes" if ok else "NO") if target else ""
         print(f"| {what} | {value} | {target} | {mark} |")
     return all(ok for *_, ok in rows)
+
+
+def _no_sync(fd: int) -> None:
+    pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -423,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, default=50, help="burst events per thread")
     parser.add_argument("--quick", action="store_true", help="10 threads x 2, 5 paced, 10 burst")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--no-fsync", action="store_true", help="stub fsync: the CPU cost only")
     parser.add_argument("--subscribe", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--until", type=int, help=argparse.SUPPRESS)
     parser.add_argument("thread_ids", nargs="*", help=argparse.SUPPRESS)
@@ -430,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.subscribe:
         anyio.run(subscribe_all, args.subscribe, args.thread_ids, args.subscribers, args.until)
         return 0
+    if args.no_fsync:  # the store binds its fsync at import
+        os.fsync = os.fdatasync = jsonl._fsync = _no_sync
     if args.quick:
         args.threads, args.subscribers, args.paced, args.burst = 10, 2, 5, 10
     with tempfile.TemporaryDirectory(prefix="bench_serve") as tmp:
