@@ -164,13 +164,17 @@ async def _call(
     await rec.record(thread_id, _draft(ev.ItemCompleted, turn_id, item=call))
 
 
+_LATER_FIELDS = frozenset({"text_from_deltas", "arguments_from_text"})
+"""Fields added with the compact log, which the old encoding never wrote."""
+
+
 def full_line(event: ev.Event) -> bytes:
     """``event`` as kun wrote it before the compact envelope: every field of
     the event (``UNSET`` ones left out), items as they are."""
     fields: dict[str, object] = {"kind": type(event).__struct_config__.tag}
     for name in event.__struct_fields__:
         value = getattr(event, name)
-        if value is not msgspec.UNSET and name != "text_from_deltas":
+        if value is not msgspec.UNSET and name not in _LATER_FIELDS:
             fields[name] = value
     return _encode(fields) + b"\n"
 
@@ -209,7 +213,13 @@ def _measure(home: Path, thread_id: str, full: bool) -> tuple[float, float]:
 
 def _with_text(event: ev.Event, items: dict[str, object]) -> ev.Event:
     if isinstance(event, ev.ItemCompleted) and event.text_from_deltas is not None:
-        return msgspec.structs.replace(event, item=items[event.item.id], text_from_deltas=None)  # type: ignore[arg-type]
+        item = items[event.item.id]
+        return msgspec.structs.replace(
+            event,
+            item=item,  # type: ignore[arg-type]
+            text_from_deltas=None,
+            arguments_from_text=False,
+        )
     return event
 
 

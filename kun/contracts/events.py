@@ -237,10 +237,15 @@ class ItemCompleted(EventBase, tag="item_completed", frozen=True, kw_only=True):
     an assistant text's or reasoning's ``text``, a tool call's
     ``arguments_text``) is exactly what its deltas built, so the line carries
     it as ``""`` and this digest instead of the text once more; the fold takes
-    the text from the deltas and checks it against the digest."""
+    the text from the deltas and checks it against the digest.
+    ``arguments_from_text`` (with ``text_from_deltas``, on a tool call): the
+    call's raw ``arguments`` are exactly the UTF-8 of that text, so the line
+    carries them as ``{}``; the fold puts the text's bytes back. A file a
+    model writes streams as arguments, and would otherwise be logged twice."""
 
     item: Item
     text_from_deltas: DeltaDigest | None = None
+    arguments_from_text: bool = False
 
 
 class AssistantTextDelta(EventBase, tag="assistant_text_delta", frozen=True, kw_only=True):

@@ -8,7 +8,9 @@ An ``item_completed`` with ``text_from_deltas`` carries its streamed field
 the log built for the item before it (its deltas, after any whole version),
 checked against the digest (length and BLAKE2b-64). A
 mismatch is a ``ProjectionError`` naming the item: a text filled in wrong
-would be worse than a log that does not replay.
+would be worse than a log that does not replay. With ``arguments_from_text``
+a tool call's raw ``arguments`` are that text's bytes too (the line has
+``{}``).
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class ItemHandlers:
             return
         item = e.item
         item_id = item.id
+        if type(e) is ev.ItemCompleted and e.arguments_from_text and e.text_from_deltas is None:
+            raise ProjectionError(
+                e.seq, f"item {item_id!r}: arguments_from_text without text_from_deltas"
+            )
         fold.frozen = None
         i = fold.index.get(item_id)
         if i is None:
@@ -285,6 +291,14 @@ def _with_streamed_text(e: ev.ItemCompleted, item: Item, current: Item | None) -
             f"item {item.id!r}: the text its deltas built ({len(text)} chars) is not the one "
             f"item_completed describes ({digest.chars} chars, blake2b {digest.blake2b})",
         )
+    if e.arguments_from_text:
+        if type(item) is not ToolCall or bytes(item.arguments) != b"{}":
+            raise ProjectionError(
+                e.seq,
+                f"item {item.id!r}: arguments_from_text on a {item_type(item)} "
+                "that carries its arguments",
+            )
+        return _replace(item, arguments_text=text, arguments=msgspec.Raw(text.encode()))
     return _replace(item, **{field: text})
 
 

@@ -145,7 +145,8 @@ class Projector(ItemHandlers):
                             last = event
                             continue
                     elif cls in item_events and (
-                        cls is not completed or event.text_from_deltas is None  # type: ignore[union-attr]
+                        cls is not completed
+                        or (event.text_from_deltas is None and not event.arguments_from_text)  # type: ignore[union-attr]
                     ):
                         item = event.item  # type: ignore[union-attr]
                         index = fold.index

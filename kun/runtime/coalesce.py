@@ -50,6 +50,7 @@ from kun.contracts.events import (
     digest_text,
     streamed_field,
 )
+from kun.contracts.items import ToolCall
 
 __all__ = [
     "DELTA_TYPES",
@@ -73,6 +74,7 @@ StreamKey = tuple[type, str | None, str, str]
 """(event type, turn id, item id, call id or ``""``)."""
 
 _replace = msgspec.structs.replace
+_NO_ARGUMENTS = msgspec.Raw(b"{}")
 _monotonic = time.monotonic
 _Owner = TypeVar("_Owner")
 
@@ -287,8 +289,10 @@ def compact_completions(
     ``arguments_text``) is exactly what the log built for it
     (``streamed_text(turn_id, item_id)``, asked before ``events`` apply)
     recorded as ``""`` plus ``text_from_deltas``, so the line does not repeat
-    the text. An item that another event of the batch touched first keeps
-    its text: the projection does not show that event yet."""
+    the text; a tool call whose raw ``arguments`` are that text's bytes is
+    recorded with ``{}`` and ``arguments_from_text`` too. An item that
+    another event of the batch touched first keeps its text: the projection
+    does not show that event yet."""
     out: list[Event] = []
     touched: set[str] = set()
     for event in events:
@@ -302,8 +306,17 @@ def compact_completions(
                 and event.text_from_deltas is None
                 and streamed_text(event.turn_id, item.id) == text
             ):
-                compact = _replace(item, **{field: ""})
-                event = _replace(event, item=compact, text_from_deltas=digest_text(text))
+                if type(item) is ToolCall and bytes(item.arguments) == text.encode():
+                    call = _replace(item, arguments_text="", arguments=_NO_ARGUMENTS)
+                    event = _replace(
+                        event,
+                        item=call,
+                        text_from_deltas=digest_text(text),
+                        arguments_from_text=True,
+                    )
+                else:
+                    compact = _replace(item, **{field: ""})
+                    event = _replace(event, item=compact, text_from_deltas=digest_text(text))
             touched.add(item.id)
         else:
             item_id = getattr(event, "item_id", None) or getattr(
