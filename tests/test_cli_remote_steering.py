@@ -27,21 +27,16 @@ from kun.contracts import events as ev
 from kun.store.lock import lock_thread
 from kun.store.paths import lock_path
 from tests.portable.conftest import stored_thread
-from tests.test_cli_remote import ANSWER, _one_line, _thread_of, serving
+from tests.test_cli_remote import ANSWER, Served, _one_line, _thread_of, serving
 from tests.test_cli_remote_threads import STALLED
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 async def test_a_running_turn_is_steered_then_interrupted(tmp_path: Path) -> None:
-    async with serving(tmp_path, [ANSWER, STALLED]) as s:
+    async with serving(tmp_path, [ANSWER, STALLED, STALLED]) as s:
         thread = _thread_of(await s.kun("run", "one"))
-        async with httpx.AsyncClient(base_url=s.url) as client:
-            started = await client.post(f"/v1/threads/{thread}/turns", json={"text": "two"})
-            turn = started.json()["turn_id"]
-            with anyio.fail_after(10):
-                while len(s.provider.requests) < 2:  # noqa: ASYNC110 (another process)
-                    await anyio.sleep(0.05)
+        turn = await _stalled_turn(s, thread, "two")
         steered = await s.kun("steer", thread, "also mention b.py")
         assert (steered.returncode, steered.stdout.decode()) == (
             0,
@@ -51,7 +46,9 @@ async def test_a_running_turn_is_steered_then_interrupted(tmp_path: Path) -> Non
         assert stopped.stdout.decode() == interrupted_line(thread, turn, "aborted") + "\n"
         events = s.events(thread)
         assert [e.text for e in events if isinstance(e, ev.TurnSteered)] == ["also mention b.py"]
-        assert [e.turn_id for e in events if isinstance(e, ev.TurnAborted)] == [turn]
+        assert [(e.turn_id, e.discard) for e in events if isinstance(e, ev.TurnAborted)] == [
+            (turn, False)
+        ]
 
         none = _one_line(await s.kun("steer", thread, "more"))
         assert none == f"kun: error: thread {thread} has no running turn\n"
@@ -61,6 +58,25 @@ async def test_a_running_turn_is_steered_then_interrupted(tmp_path: Path) -> Non
         assert "(HTTP 404, thread_not_found)" in _one_line(await s.kun("steer", "thr_nope", "x"))
         blank = _one_line(await s.kun("steer", thread, "  "))
         assert "TEXT is blank" in blank
+
+        other = await _stalled_turn(s, thread, "three")
+        dropped = await s.kun("interrupt", thread, "--discard")
+        assert dropped.stdout.decode() == interrupted_line(thread, other, "aborted") + "\n"
+        aborted = [e for e in s.events(thread) if isinstance(e, ev.TurnAborted)]
+        assert (aborted[-1].turn_id, aborted[-1].discard) == (other, True)
+
+
+async def _stalled_turn(s: Served, thread: str, text: str) -> str:
+    """Start a turn over HTTP and wait until its model request is stalled."""
+    asked = len(s.provider.requests)
+    async with httpx.AsyncClient(base_url=s.url) as client:
+        started = await client.post(f"/v1/threads/{thread}/turns", json={"text": text})
+        assert started.status_code == 202, started.text
+    with anyio.fail_after(10):
+        while len(s.provider.requests) <= asked:  # noqa: ASYNC110 (another process)
+            await anyio.sleep(0.05)
+    turn: str = started.json()["turn_id"]
+    return turn
 
 
 def _kun(*args: str) -> tuple[int, str]:
