@@ -24,7 +24,7 @@ on every request (a reordered tool list breaks the provider's prefix cache).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -46,39 +46,47 @@ _RAW_EXCERPT_CHARS = 200
 
 
 class ToolHost:
-    """A fixed set of tools, their specs and validators.
+    """A set of tools, their specs and validators.
 
     ``redact`` scrubs every result before it is returned to be recorded
     (kun's known secrets, :func:`kun.app.session.tool_host`): whatever a tool
     read or a command printed, the log, the screen and the provider never
-    get a secret that kun knows of."""
+    get a secret that kun knows of. ``refresh``, when given, returns the
+    whole new set of tools when it changed (an MCP server announced a new
+    tool list), else ``None``; :meth:`refresh` asks it between steps."""
 
     def __init__(
-        self, tools: Iterable[Tool], *, redact: Callable[[str], str] | None = None
+        self,
+        tools: Iterable[Tool],
+        *,
+        redact: Callable[[str], str] | None = None,
+        refresh: Callable[[], Awaitable[Iterable[Tool] | None]] | None = None,
     ) -> None:
         self._redact = redact
-        by_name: dict[str, Tool] = {}
-        for tool in tools:
-            name = tool.spec.name
-            if name in by_name:
-                raise ValueError(f"two tools are named {name!r}")
-            by_name[name] = tool
-        self._tools = dict(sorted(by_name.items()))
-        self._schemas = {name: _schema(t.spec) for name, t in self._tools.items()}
-        self._validators = {name: _validator(name, s) for name, s in self._schemas.items()}
-        self._specs = tuple(t.spec for t in self._tools.values())
-        self._specs_unattended = tuple(s for s in self._specs if s.name != USER_INPUT)
+        self._refresh = refresh
+        self._catalogue = _Catalogue(tools)
 
     def specs(self, *, user_input: bool = True) -> tuple[ToolSpec, ...]:
         """The catalogue, sorted by name; without ``request_user_input`` for
         an unattended turn."""
-        return self._specs if user_input else self._specs_unattended
+        return self._catalogue.specs if user_input else self._catalogue.specs_unattended
+
+    async def refresh(self) -> bool:
+        """Take the new set of tools, if it changed; ``True`` then. Called
+        between steps only, so a request never sees a list change under it.
+        The catalogue is replaced in place: a view of this host (kun.observe)
+        sees the new one too."""
+        tools = await self._refresh() if self._refresh is not None else None
+        if tools is None:
+            return False
+        self._catalogue.load(tools)
+        return True
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        return self._catalogue.tools.get(name)
 
     def effect(self, name: str) -> ToolEffect | None:
-        tool = self._tools.get(name)
+        tool = self._catalogue.tools.get(name)
         return None if tool is None else tool.effect
 
     async def execute(self, name: str, arguments: bytes, ctx: ToolContext) -> ToolOutput:
@@ -98,7 +106,7 @@ class ToolHost:
         return text if self._redact is None or not text else self._redact(text)
 
     async def _execute(self, name: str, arguments: bytes, ctx: ToolContext) -> ToolOutput:
-        tool = self._tools.get(name)
+        tool = self._catalogue.tools.get(name)
         if tool is None:
             return self._unknown(name, user_input=ctx.ask_user is not None)
         args = _parse(name, arguments)
@@ -135,17 +143,39 @@ class ToolHost:
         """``None`` for valid arguments, else the report the model reads.
         ``is_valid`` first: it stops at the first failure and builds no error
         objects, so the common (valid) call never pays for the report."""
-        validator = self._validators[name]
+        validator = self._catalogue.validators[name]
         if validator.is_valid(args):
             return None
         errors = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.path])
-        schema = self._schemas[name]
+        schema = self._catalogue.schemas[name]
         lines = [f"Invalid arguments for {name}; the call did not run:"]
         lines.extend(f"- {_describe(e, schema)}" for e in errors[:_MAX_REPORTED_ERRORS])
         if len(errors) > _MAX_REPORTED_ERRORS:
             lines.append(f"- ... and {len(errors) - _MAX_REPORTED_ERRORS} more")
         lines.append(f"Parameters: {_parameters(schema)}. Fix the arguments and call again.")
         return ToolOutput(output="\n".join(lines), is_error=True, code=INVALID_ARGUMENTS)
+
+
+class _Catalogue:
+    """The tools by name, their schemas, validators and specs, built once
+    per set of tools (a broken schema fails here, at start-up)."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self.load(tools)
+
+    def load(self, tools: Iterable[Tool]) -> None:
+        by_name: dict[str, Tool] = {}
+        for tool in tools:
+            name = tool.spec.name
+            if name in by_name:
+                raise ValueError(f"two tools are named {name!r}")
+            by_name[name] = tool
+        schemas = {name: _schema(t.spec) for name, t in sorted(by_name.items())}
+        validators = {name: _validator(name, s) for name, s in schemas.items()}
+        self.tools = {name: by_name[name] for name in schemas}
+        self.schemas, self.validators = schemas, validators
+        self.specs = tuple(t.spec for t in self.tools.values())
+        self.specs_unattended = tuple(s for s in self.specs if s.name != USER_INPUT)
 
 
 def default_host(
