@@ -172,7 +172,11 @@ async def compacting_step(run: TurnRun, step: int) -> Outcome:
     """A model step with compaction around it (:mod:`kun.runtime.compact`):
     compacted first when the prompt is estimated too large, and, after a
     context overflow, compacted once and sent again; a body refused as too
-    large is sent once more without its attachments (:mod:`kun.runtime.media`)."""
+    large is sent once more without its attachments (:mod:`kun.runtime.media`).
+    The tool list is re-read first (an MCP server may have announced a new
+    one): it changes between steps only, never under a request."""
+    if await run.tools.refresh():
+        run.tool_specs = run.tools.specs(user_input=not run.disable_user_input)
     request = build_request(run, run.state())
     if await compact_if_due(run, request, step):
         request = build_request(run, run.state())
