@@ -4,7 +4,7 @@ tools those turns use."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -41,6 +41,7 @@ def tool_host(
     environ: Mapping[str, str] | None = None,
     *,
     extra: Iterable[Tool] = (),
+    refresh_extra: Callable[[], Awaitable[Iterable[Tool] | None]] | None = None,
 ) -> ToolHost:
     """The built-in tools with kun's secrets kept from them: ``bash`` runs
     commands without the providers' key variables and the secret-looking
@@ -51,7 +52,8 @@ def tool_host(
     ``os.environ``) once, here; a command gets kun's environment as it is
     when the command starts, less what is withheld. ``extra`` are the
     tools of the configured MCP servers (:mod:`kun.mcp`); the values of the
-    variables their ``env`` and ``headers_env`` name are scrubbed too."""
+    variables their ``env`` and ``headers_env`` name are scrubbed too;
+    ``refresh_extra`` returns them anew when a server changed its list."""
     env = os.environ if environ is None else environ
     providers = config.providers.values() if config is not None else ()
     environment = ToolEnvironment(
@@ -61,8 +63,18 @@ def tool_host(
     secrets = {*environment.secret_values(env)}
     secrets |= secret_values(config.mcp, env) if config is not None else set()
     redactor = Redactor(sorted(secrets))
-    tools = [*builtin_tools(environment), *extra]
-    return ToolHost(tools, redact=redactor.scrub if redactor else None)
+    builtins = builtin_tools(environment)
+
+    async def refresh() -> list[Tool] | None:
+        changed = await refresh_extra() if refresh_extra is not None else None
+        return None if changed is None else [*builtins, *changed]
+
+    tools = [*builtins, *extra]
+    return ToolHost(
+        tools,
+        redact=redactor.scrub if redactor else None,
+        refresh=refresh if refresh_extra is not None else None,
+    )
 
 
 def resume_settings(config: Config | None) -> ResumeSettings:
@@ -112,11 +124,16 @@ async def open_service(
     async with (
         store,
         EventRecorder(store) as recorder,
-        open_mcp_tools(servers, os.environ) as mcp,
+        open_mcp_tools(servers, os.environ, home / "uploads") as mcp,
         observing(
             home,
             config,
-            tools or (tool_host(config, extra=mcp.tools) if model is not None else None),
+            tools
+            or (
+                tool_host(config, extra=mcp.tools, refresh_extra=mcp.refresh)
+                if model is not None
+                else None
+            ),
         ) as watched,
         anyio.create_task_group() as tg,
     ):
