@@ -10,7 +10,12 @@ connection is reused by every turn of the process, then closed when kun
 exits. A server that fails to start is a warning and its tools are absent;
 the thread runs without them. A server that drops later (its process dies,
 its HTTP server restarts) is connected again by the next call of one of its
-tools (:mod:`kun.mcp.connection`).
+tools (:mod:`kun.mcp.connection`). A server that announces
+``notifications/tools/list_changed`` is listed again before the next step
+(:meth:`McpServers.refresh`, asked by :meth:`kun.tools.host.ToolHost.refresh`):
+the tools a request offers change between steps only, and an unchanged
+list is sent byte for byte as before (the provider's prefix cache holds).
+Images its tools return are attachments of the result (:mod:`kun.mcp.media`).
 
 What the model sees: ``<server>__<tool>`` with the server's own
 description and JSON Schema, validated by the host like a built-in's
@@ -33,11 +38,16 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from kun.config.schema import McpServerTable
 from kun.tools.base import Tool
+
+if TYPE_CHECKING:
+    from kun.mcp.connection import McpConnection
 
 __all__ = ["McpServers", "open_mcp_tools", "secret_values"]
 
@@ -52,6 +62,32 @@ class McpServers:
 
     tools: tuple[Tool, ...] = ()
     failures: dict[str, str | None] = field(default_factory=dict)
+    connections: list[McpConnection] = field(default_factory=list)
+    """The servers that started: only their tools are offered."""
+    media: Path | None = None
+    """Where the images their tools return are kept (:mod:`kun.mcp.media`)."""
+    _seen: tuple[int, ...] = ()
+
+    async def refresh(self) -> tuple[Tool, ...] | None:
+        """The servers' tools, when a list changed since the last call
+        (a server announced ``notifications/tools/list_changed``, or was
+        listed again when it reconnected); ``None`` when none did, without
+        asking any server. Never raises but cancellation."""
+        for conn in self.connections:
+            await conn.relist()
+        seen = tuple(conn.listings for conn in self.connections)
+        if seen == self._seen:
+            return None
+        self._seen = seen
+        self.tools = _adapt_all(self.connections, self.media)
+        return self.tools
+
+
+def _adapt_all(conns: list[McpConnection], media: Path | None) -> tuple[Tool, ...]:
+    from kun.mcp.tools import adapt
+
+    taken: set[str] = set()
+    return tuple(tool for conn in conns for tool in adapt(conn, taken, media))
 
 
 def enabled(servers: Mapping[str, McpServerTable]) -> dict[str, McpServerTable]:
@@ -72,17 +108,20 @@ def secret_values(servers: Mapping[str, McpServerTable], environ: Mapping[str, s
 
 @asynccontextmanager
 async def open_mcp_tools(
-    servers: Mapping[str, McpServerTable], environ: Mapping[str, str]
+    servers: Mapping[str, McpServerTable],
+    environ: Mapping[str, str],
+    media: Path | None = None,
 ) -> AsyncIterator[McpServers]:
     """Connect the enabled ``servers`` and yield their tools; close them on
     exit. Never raises for a server's sake: a failure is logged and kept in
-    :attr:`McpServers.failures`."""
+    :attr:`McpServers.failures`. The images their tools return are kept
+    under ``media`` and attached to the results (without it: a line naming
+    each)."""
     wanted = enabled(servers)
     if not wanted:
         yield McpServers()
         return
     from kun.mcp.connection import McpConnection
-    from kun.mcp.tools import adapt
 
     conns = [McpConnection(name, table, environ) for name, table in sorted(wanted.items())]
     async with anyio.create_task_group() as tg:
@@ -90,8 +129,7 @@ async def open_mcp_tools(
             tg.start_soon(conn.run)
         for conn in conns:
             await conn.ready.wait()
-        taken: set[str] = set()
-        result = McpServers()
+        result = McpServers(media=media)
         for conn in conns:
             result.failures[conn.name] = conn.failure
             if conn.failure is not None:
@@ -101,7 +139,8 @@ async def open_mcp_tools(
                     conn.failure,
                 )
                 continue
-            result.tools += tuple(adapt(conn, taken))
+            result.connections.append(conn)
+        await result.refresh()
         try:
             yield result
         finally:

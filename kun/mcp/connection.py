@@ -66,6 +66,11 @@ class McpConnection:
         self.ready = anyio.Event()
         self.connects = 0
         """Successful connections so far (1 once started; more after reconnects)."""
+        self.listings = 0
+        """How many times :attr:`tools` was read from the server: a change
+        tells :class:`~kun.mcp.McpServers` to adapt them again."""
+        self.stale = False
+        """The server announced that its tool list changed."""
         self._closing = False
         self._lost = anyio.Event()
         self._lost_at = -math.inf
@@ -115,7 +120,8 @@ class McpConnection:
                 async with AsyncExitStack() as stack:
                     session = await self._open(stack, lost)
                     await session.initialize()
-                    self.tools = await _list_tools(session)
+                    self.tools, self.stale = await _list_tools(session), False
+                    self.listings += 1
                     scope.deadline = math.inf
                     connected, self.session = True, session
                     self.connects += 1
@@ -130,6 +136,33 @@ class McpConnection:
         if connected and not self._closing:
             self.mark_down(self.failure or "its connection closed")
             _log.warning("MCP server %r stopped: %s", self.name, self.failure)
+
+    async def relist(self) -> None:
+        """Read the tool list again after the server announced a change;
+        on failure the old list stays (a warning). A server that is down
+        is listed when it reconnects."""
+        session = self.session
+        if not self.stale or session is None:
+            return
+        self.stale = False
+        try:
+            with anyio.fail_after(self.table.timeout_seconds):
+                tools = await _list_tools(session)
+        except Exception as exc:
+            _log.warning("MCP server %r: its new tool list could not be read: %s",
+                         self.name, _describe(exc))  # fmt: skip
+            return
+        self.tools = tools
+        self.listings += 1
+
+    async def _on_message(self, message: Any) -> None:
+        """The session's notifications: ``notifications/tools/list_changed``
+        marks the list stale (it is read between steps, not here: this runs
+        on the session's reading task)."""
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self.stale = True
 
     def close(self) -> None:
         self._closing = True
@@ -202,7 +235,8 @@ class McpConnection:
         relays = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(relays.cancel_scope.cancel)
         relays.start_soon(self._relay, read, relay_in, lost)
-        return await stack.enter_async_context(ClientSession(relay_out, write))
+        session = ClientSession(relay_out, write, message_handler=self._on_message)
+        return await stack.enter_async_context(session)
 
     async def _relay(
         self, source: ObjectReceiveStream[Any], sink: ObjectSendStream[Any], lost: anyio.Event

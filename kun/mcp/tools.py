@@ -20,17 +20,22 @@ turn (SPEC §6.3, layer 1):
 from __future__ import annotations
 
 import base64
+import binascii
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped,unused-ignore]
 
+from kun.contracts.items import Attachment
 from kun.contracts.model import ToolSpec
 from kun.mcp.connection import McpConnection, McpDown, call
+from kun.mcp.media import save_images
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput
 
 if TYPE_CHECKING:
@@ -55,8 +60,16 @@ _log = logging.getLogger("kun.mcp")
 class McpTool:
     """One tool of one server, as the host runs it."""
 
-    def __init__(self, conn: McpConnection, tool: Tool, name: str, schema: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        conn: McpConnection,
+        tool: Tool,
+        name: str,
+        schema: dict[str, Any],
+        media: Path | None = None,
+    ) -> None:
         self._conn = conn
+        self._media = media
         self._remote = tool.name
         self._spec = ToolSpec(
             name=name,
@@ -106,7 +119,13 @@ class McpTool:
                 f"The MCP server {server!r} answered {self._spec.name} with something that "
                 f"is not a tool result ({type(exc).__name__}: {_first_line(exc)}).",
             )
-        return to_output(result)
+        attached: dict[int, Attachment] = {}
+        if self._media is not None and any(
+            getattr(b, "type", None) == "image" for b in result.content
+        ):
+            folder = self._media / ctx.thread_id
+            attached = await anyio.to_thread.run_sync(save_images, result.content, folder)
+        return to_output(result, attached)
 
     def _later(self) -> str:
         if self._conn.given_up:
@@ -114,29 +133,36 @@ class McpTool:
         return "The next call of its tools tries to reconnect."
 
 
-def to_output(result: CallToolResult) -> ToolOutput:
-    """The content blocks as text; ``isError`` as an error result."""
-    parts = [_block(b) for b in result.content]
+def to_output(
+    result: CallToolResult, attached: Mapping[int, Attachment] | None = None
+) -> ToolOutput:
+    """The content blocks as text, but those ``attached`` (by index: the
+    images :func:`~kun.mcp.media.save_images` kept), which are attachments
+    and a line saying so; ``isError`` as an error result."""
+    attached = attached or {}
+    parts = [_block(b, attached.get(i)) for i, b in enumerate(result.content)]
     if not parts and result.structured_content is not None:
         parts.append(msgspec.json.encode(result.structured_content).decode())
     text = "\n".join(parts)
     if len(text) > MAX_OUTPUT_CHARS:
         text = f"{text[:MAX_OUTPUT_CHARS]}\n[output cut at {MAX_OUTPUT_CHARS} characters]"
+    attachments = tuple(attached.values())
     if result.is_error:
         return ToolOutput(output=text or "The tool reported an error.", is_error=True,
-                          code=MCP_TOOL_ERROR)  # fmt: skip
-    return ToolOutput(output=text)
+                          code=MCP_TOOL_ERROR, attachments=attachments)  # fmt: skip
+    return ToolOutput(output=text, attachments=attachments)
 
 
-def _block(block: Any) -> str:
+def _block(block: Any, attachment: Attachment | None = None) -> str:
     """One content block as text: text as is, a text resource's text, and
-    a line naming what a binary block was (images are not forwarded yet)."""
+    a line naming what a binary block was (and whether it is attached)."""
     kind = getattr(block, "type", None)
     if kind == "text":
         return str(block.text)
+    if attachment is not None:
+        return f"[image {attachment.mime_type}, {attachment.size_bytes} bytes, attached]"
     if kind in ("image", "audio"):
-        size = len(base64.b64decode(block.data, validate=False)) if block.data else 0
-        return f"[{kind} {block.mime_type}, {size} bytes, not shown]"
+        return f"[{kind} {block.mime_type}, {_size(block.data)}, not shown]"
     if kind == "resource":
         resource = block.resource
         text = getattr(resource, "text", None)
@@ -146,11 +172,19 @@ def _block(block: Any) -> str:
     return f"[{kind} content, not shown]"
 
 
-def adapt(conn: McpConnection, taken: set[str]) -> Iterable[McpTool]:
+def _size(data: str) -> str:
+    try:
+        return f"{len(base64.b64decode(data, validate=False)) if data else 0} bytes"
+    except (binascii.Error, ValueError):
+        return "not valid base64"
+
+
+def adapt(conn: McpConnection, taken: set[str], media: Path | None = None) -> Iterable[McpTool]:
     """The tools ``conn`` listed that kun can offer: named
     ``<server>__<tool>`` (characters a provider refuses become ``_``), with
     a valid JSON object schema. A tool that cannot be offered is left out
-    with a warning, so one bad tool never costs the others."""
+    with a warning, so one bad tool never costs the others. ``media``: where
+    the images they return are kept, per thread (:mod:`kun.mcp.media`)."""
     for tool in conn.tools:
         name = _NAME_SUB.sub("_", f"{conn.name}{SEPARATOR}{tool.name}")[:64]
         problem = _problem(name, tool.input_schema, taken)
@@ -158,7 +192,7 @@ def adapt(conn: McpConnection, taken: set[str]) -> Iterable[McpTool]:
             _log.warning("MCP server %r: tool %r left out: %s", conn.name, tool.name, problem)
             continue
         taken.add(name)
-        yield McpTool(conn, tool, name, dict(tool.input_schema))
+        yield McpTool(conn, tool, name, dict(tool.input_schema), media)
 
 
 _NAME_SUB = re.compile(r"[^A-Za-z0-9_-]")

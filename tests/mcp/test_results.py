@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 from mcp.types import (
     CallToolResult,
@@ -13,7 +14,9 @@ from mcp.types import (
     TextResourceContents,
 )
 
+from kun.mcp.media import save_images
 from kun.mcp.tools import MAX_OUTPUT_CHARS, to_output
+from kun.tools.builtin.read_file import MAX_IMAGE_BYTES
 
 
 def test_blocks_become_text_and_binary_blocks_a_line_naming_them() -> None:
@@ -47,3 +50,34 @@ def test_a_huge_result_is_cut_with_a_note() -> None:
     output = to_output(CallToolResult(content=[TextContent(text="x" * (MAX_OUTPUT_CHARS + 10))]))
     assert output.output.endswith(f"[output cut at {MAX_OUTPUT_CHARS} characters]")
     assert len(output.output) < MAX_OUTPUT_CHARS + 100
+
+
+def test_images_that_providers_take_are_saved_once_and_attached(tmp_path: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + b"0" * 92
+    encoded = base64.b64encode(png).decode()
+    content = [
+        TextContent(text="two views"),
+        ImageContent(data=encoded, mime_type="image/png"),
+        ImageContent(data=encoded, mime_type="image/png"),
+        ImageContent(data=base64.b64encode(b"not an image").decode(), mime_type="image/png"),
+        ImageContent(data="!!not base64!!", mime_type="image/png"),
+    ]
+    attached = save_images(content, tmp_path / "thread")
+    assert sorted(attached) == [1, 2] and attached[1] == attached[2]
+    assert [p.read_bytes() for p in (tmp_path / "thread").iterdir()] == [png]
+    output = to_output(CallToolResult(content=content), attached)
+    assert output.attachments == (attached[1], attached[2])
+    assert output.output.splitlines() == [
+        "two views",
+        "[image image/png, 100 bytes, attached]",
+        "[image image/png, 100 bytes, attached]",
+        "[image image/png, 12 bytes, not shown]",
+        "[image image/png, not valid base64, not shown]",
+    ]
+
+
+def test_an_image_over_the_limit_is_not_attached(tmp_path: Path) -> None:
+    big = b"\x89PNG\r\n\x1a\n" + bytes(MAX_IMAGE_BYTES)
+    content = [ImageContent(data=base64.b64encode(big).decode(), mime_type="image/png")]
+    assert save_images(content, tmp_path) == {}
+    assert not any(tmp_path.iterdir())

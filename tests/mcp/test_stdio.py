@@ -3,6 +3,7 @@ started by ``open_service`` as ``kun run`` opens it, a scripted model."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import signal
@@ -10,12 +11,14 @@ import sys
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from kun.config.schema import McpServerTable
 from kun.contracts import events as ev
 from kun.mcp import connection
 from kun.model.scripted import text_reply, tool_reply
+from tests.mcp.servers.demo import PNG
 from tests.mcp.support import ONCE, mcp_run, stdio_demo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -172,6 +175,40 @@ async def test_a_server_that_cannot_restart_is_given_up(
     ]
     assert "reconnecting failed" in results["c2"].output
     assert "until kun restarts" in results["c3"].output
+
+
+async def test_a_new_tool_list_is_offered_from_the_next_step(tmp_path: Path) -> None:
+    script = [
+        tool_reply("demo__echo", {"text": "a"}, call_id="c1"),
+        tool_reply("demo__grow", {}, call_id="c2"),
+        tool_reply("demo__extra", {}, call_id="c3"),
+        text_reply("done"),
+    ]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
+        turn = await run.turn()
+    requests = run.model.requests
+    names = [{t.name for t in r.tools} for r in requests]
+    assert msgspec.json.encode(requests[1].tools) == msgspec.json.encode(requests[0].tools)
+    assert "demo__extra" not in names[1]
+    assert names[2] - names[1] == {"demo__extra"} and names[3] == names[2]
+    assert run.results(turn)["c3"].output == "extra ran"
+
+
+async def test_an_image_is_an_attachment_of_the_result_not_base64_text(tmp_path: Path) -> None:
+    script = [tool_reply("demo__picture", {}, call_id="c1"), text_reply("seen")]
+    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
+        turn = await run.turn()
+        sent = run.model.requests[1].history
+    result = run.results(turn)["c1"]
+    size = len(PNG)
+    assert result.output == f"a chart\n[image image/png, {size} bytes, attached]"
+    [image] = result.attachments
+    assert image.mime_type == "image/png" and image.size_bytes == size
+    saved = anyio.Path(image.path or "")
+    assert await saved.read_bytes() == PNG
+    assert Path(saved.parent) == tmp_path / "home" / "uploads" / run.thread_id
+    assert any(getattr(i, "attachments", ()) == (image,) for i in sent)
+    assert base64.b64encode(PNG[:300]).decode()[:100] not in run.log()
 
 
 async def test_a_server_that_does_not_start_is_a_warning_and_the_thread_runs(

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 
 server = MCPServer("demo")
 
@@ -48,6 +48,29 @@ def slow(seconds: float) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+def extra() -> str:
+    """A tool offered once ``grow`` ran."""
+    return "extra ran"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Offer one more tool, ``extra``, and announce the new list."""
+    server.add_tool(extra)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64
+"""Not a picture anyone can see, but PNG by its signature; 16 KiB."""
+
+
+@server.tool(structured_output=False)
+def picture() -> list[Any]:
+    """A caption and a PNG image."""
+    return ["a chart", Image(data=PNG, format="png")]
 
 
 @server.tool()
