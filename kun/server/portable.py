@@ -6,7 +6,7 @@ Both go through the same code as ``kun export`` and ``kun import``
 (:mod:`kun.portable`), so a bundle made by a server imports anywhere and
 the other way round, with the same checks. A bundle can be large: it is
 never held in memory. The export is written to a scratch directory in the
-server's home and streamed from there in chunks (then removed); an import's
+server's home, its name removed once open, and streamed in chunks; an import's
 body is streamed to a scratch file in the home, checked against
 :data:`MAX_IMPORT_BYTES` as it arrives (413 past it), then verified and
 installed by :func:`~kun.portable.unbundle.import_bundle`. The bearer token
@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 
 import anyio
+from anyio import AsyncFile
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -61,10 +62,10 @@ async def export(request: Request) -> Response:
         manifest = await anyio.to_thread.run_sync(
             partial(export_thread, backend.home, thread_id, out)
         )
-        size = out.stat().st_size
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+        size = (await anyio.Path(out).stat()).st_size
+        file = await anyio.open_file(out, "rb")
+    finally:
+        await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
     headers = {
         "Content-Length": str(size),
         "Content-Disposition": f'attachment; filename="{name}"',
@@ -73,18 +74,17 @@ async def export(request: Request) -> Response:
         "X-Kun-Side-Files": str(len(manifest.files) - 1),
     }
     media = "application/x-tar" if plain else "application/gzip"
-    return StreamingResponse(_chunks(out, scratch), headers=headers, media_type=media)
+    return StreamingResponse(_chunks(file), headers=headers, media_type=media)
 
 
-async def _chunks(path: Path, scratch: Path) -> AsyncIterator[bytes]:
-    """The file in chunks; the scratch directory goes when the answer ends
-    (sent, or the client gone)."""
-    try:
-        async with await anyio.open_file(path, "rb") as file:
-            while chunk := await file.read(_CHUNK):
-                yield chunk
-    finally:
-        await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
+async def _chunks(file: AsyncFile[bytes]) -> AsyncIterator[bytes]:
+    """The open bundle in chunks. Its name is already gone (removed before
+    the answer starts), so nothing is left behind in the home whether the
+    answer is sent whole or the client leaves halfway; the disk space goes
+    when the file is closed."""
+    async with file:
+        while chunk := await file.read(_CHUNK):
+            yield chunk
 
 
 async def import_(request: Request) -> Response:
