@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import io
 import tarfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
+import msgspec
 import pytest
 
 from kun.client import ApiError, AsyncKunClient
+from kun.portable.sessions import import_session, session_thread_id
 from kun.server import portable
 from kun.store.paths import blobs_dir, log_path
 from tests.portable.conftest import BIG, stored_thread
+from tests.portable.test_sessions import claude_lines, codex_lines
 from tests.server.support import api
 
 pytestmark = pytest.mark.anyio
@@ -162,3 +168,30 @@ async def test_bad_query_values_are_400(tmp_path: Path) -> None:
         assert (both.status_code, both.json()["error"]["field"]) == (400, "as")
         junk = await served.client.post("/v1/threads/import", content=b"junk")
         assert junk.json()["error"]["message"] == "not a kun bundle (not a tar archive)"
+
+
+@pytest.mark.parametrize(
+    ("source", "lines"), [("codex", codex_lines), ("claude-code", claude_lines)]
+)
+async def test_a_session_imports_as_it_does_locally(
+    tmp_path: Path, source: str, lines: Callable[[], list[dict[str, Any]]]
+) -> None:
+    """The same thread id and log bytes as a local import; a Claude Code
+    file without a session id is named after the file the client sent."""
+    written = lines()
+    if source == "claude-code":
+        written = [{k: v for k, v in line.items() if k != "sessionId"} for line in written]
+    upload = tmp_path / "upload" / "f0e1d2c3-session.jsonl"
+    upload.parent.mkdir()
+    upload.write_bytes(b"".join(msgspec.json.encode(line) + b"\n" for line in written))
+    local = tmp_path / "local"
+    here = await anyio.to_thread.run_sync(
+        partial(import_session, local, upload, source, replace_changed=False)
+    )
+    async with api(tmp_path) as served, _client(served) as client:
+        answer = await client.import_thread(upload, source=source)
+    assert (answer["thread_id"], answer["outcome"]) == (here.thread_id, "imported")
+    if source == "claude-code":
+        assert here.thread_id == session_thread_id(source, "f0e1d2c3-session")
+    copy = log_path(tmp_path / "home", here.thread_id).read_bytes()
+    assert copy == log_path(local, here.thread_id).read_bytes()
