@@ -111,19 +111,24 @@ async def test_a_hanging_call_times_out_and_the_turn_goes_on(tmp_path: Path) -> 
     assert results["c2"].output == "still here"
 
 
-async def test_garbage_and_a_crash_are_tool_errors_and_the_next_call_reconnects(
+async def test_garbage_and_a_crash_are_tool_errors_and_a_dropped_server_is_reconnected(
     tmp_path: Path,
 ) -> None:
     script = [
         tool_reply("demo__bad", {}, call_id="c1"),
         tool_reply("demo__fail", {}, call_id="c2"),
         tool_reply("demo__crash", {}, call_id="c3"),
-        tool_reply("demo__echo", {"text": "anyone?"}, call_id="c4"),
-        text_reply("done"),
+        tool_reply("demo__pid", {}, call_id="c4"),
+        text_reply("first"),
+        tool_reply("demo__pid", {}, call_id="c5"),
+        text_reply("second"),
     ]
     async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
         turn = await run.turn()
-    results = run.results(turn)
+        results = run.results(turn)
+        os.kill(int(results["c4"].output), signal.SIGKILL)
+        await anyio.sleep(0.3)
+        after_kill = run.results(await run.turn())["c5"]
     assert turn.status == "completed"
     assert [results[c].code for c in ("c1", "c2", "c3")] == [
         "mcp_bad_response",
@@ -131,25 +136,9 @@ async def test_garbage_and_a_crash_are_tool_errors_and_the_next_call_reconnects(
         "mcp_unknown_after_disconnect",
     ]
     assert "may or may not have taken effect" in results["c3"].output
-    assert (results["c4"].output, results["c4"].is_error) == ("anyone?", False)
-
-
-async def test_a_server_killed_between_turns_is_restarted_by_the_next_call(
-    tmp_path: Path,
-) -> None:
-    script = [
-        tool_reply("demo__pid", {}, call_id="c1"),
-        text_reply("first"),
-        tool_reply("demo__pid", {}, call_id="c2"),
-        text_reply("second"),
-    ]
-    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
-        first = run.results(await run.turn())["c1"]
-        os.kill(int(first.output), signal.SIGKILL)
-        await anyio.sleep(0.3)
-        second = run.results(await run.turn())["c2"]
-    assert not second.is_error, second.output
-    assert second.output.isdigit() and second.output != first.output
+    assert not results["c4"].is_error and results["c4"].output.isdigit()
+    assert not after_kill.is_error, after_kill.output
+    assert after_kill.output.isdigit() and after_kill.output != results["c4"].output
 
 
 async def test_a_server_that_cannot_restart_is_given_up(
@@ -177,11 +166,14 @@ async def test_a_server_that_cannot_restart_is_given_up(
     assert "until kun restarts" in results["c3"].output
 
 
-async def test_a_new_tool_list_is_offered_from_the_next_step(tmp_path: Path) -> None:
+async def test_a_new_tool_list_comes_next_step_and_an_image_is_an_attachment(
+    tmp_path: Path,
+) -> None:
     script = [
         tool_reply("demo__echo", {"text": "a"}, call_id="c1"),
         tool_reply("demo__grow", {}, call_id="c2"),
         tool_reply("demo__extra", {}, call_id="c3"),
+        tool_reply("demo__picture", {}, call_id="c4"),
         text_reply("done"),
     ]
     async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
@@ -191,23 +183,16 @@ async def test_a_new_tool_list_is_offered_from_the_next_step(tmp_path: Path) -> 
     assert msgspec.json.encode(requests[1].tools) == msgspec.json.encode(requests[0].tools)
     assert "demo__extra" not in names[1]
     assert names[2] - names[1] == {"demo__extra"} and names[3] == names[2]
-    assert run.results(turn)["c3"].output == "extra ran"
-
-
-async def test_an_image_is_an_attachment_of_the_result_not_base64_text(tmp_path: Path) -> None:
-    script = [tool_reply("demo__picture", {}, call_id="c1"), text_reply("seen")]
-    async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
-        turn = await run.turn()
-        sent = run.model.requests[1].history
-    result = run.results(turn)["c1"]
-    size = len(PNG)
-    assert result.output == f"a chart\n[image image/png, {size} bytes, attached]"
-    [image] = result.attachments
-    assert image.mime_type == "image/png" and image.size_bytes == size
+    results = run.results(turn)
+    assert results["c3"].output == "extra ran"
+    picture = results["c4"]
+    assert picture.output == f"a chart\n[image image/png, {len(PNG)} bytes, attached]"
+    [image] = picture.attachments
+    assert image.mime_type == "image/png" and image.size_bytes == len(PNG)
     saved = anyio.Path(image.path or "")
     assert await saved.read_bytes() == PNG
     assert Path(saved.parent) == tmp_path / "home" / "uploads" / run.thread_id
-    assert any(getattr(i, "attachments", ()) == (image,) for i in sent)
+    assert any(getattr(i, "attachments", ()) == (image,) for i in requests[4].history)
     assert base64.b64encode(PNG[:300]).decode()[:100] not in run.log()
 
 
