@@ -21,6 +21,9 @@ __all__ = ["json_chunks", "replay", "report_notes", "transcript_chunks"]
 
 TRANSCRIPT_FLUSH_AT = 1 << 16
 JSON_FLUSH_AT = 1 << 20
+_TURN_LEAD = b'{\n  "turns": [\n    '
+_TURN_HEAD = len(_TURN_LEAD)
+_TURN_TAIL = len(b"\n  ]\n}")
 
 
 @click.command()
@@ -118,9 +121,12 @@ def json_chunks(pieces: Iterable[Any]) -> Iterator[bytes]:
     opened = False
     for piece in pieces:
         if isinstance(piece, TurnState):
-            lead = b",\n    " if opened else b'{\n  "turns": [\n    '
+            # Formatted inside a one-turn ``turns`` list, the turn comes out
+            # indented as it sits in the document: one pass fewer than
+            # indenting it after formatting.
+            body = form(encode({"turns": [piece]}), indent=2)[_TURN_HEAD:-_TURN_TAIL]
+            yield (b",\n    " if opened else _TURN_LEAD) + body
             opened = True
-            yield lead + form(encode(piece), indent=2).replace(b"\n", b"\n    ")
             continue
         shell = form(encode(msgspec.structs.replace(piece, turns=())), indent=2)
         rest = shell.replace(b'\n  "turns": [],', b"", 1)[1:]

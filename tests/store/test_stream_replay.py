@@ -45,6 +45,7 @@ def _check(log: Path) -> None:
     printed = b"".join(json_chunks(stream_replay(log, mode="tolerant")))
     assert msgspec.json.decode(printed) == msgspec.json.decode(msgspec.json.encode(whole))
     assert printed.endswith(b"}\n")
+    assert msgspec.json.format(printed[:-1], indent=2) == printed[:-1], "indented as one document"
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN.glob("*.events.jsonl")), ids=lambda p: p.name)
