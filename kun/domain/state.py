@@ -129,9 +129,13 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     @property
     def status(self) -> str:
         """``running`` while a turn is open, else the last visible turn's status
-        (``idle`` for a thread with no turn)."""
+        (``idle`` for a thread with no turn, and for a fork whose last turn is
+        the one its fork point cut: nothing has run in the fork yet, and it
+        is ready for a turn)."""
         for turn in reversed(self.turns):
             if not turn.settled:
                 return "running"
         visible = self.visible_turns
-        return visible[-1].status if visible else "idle"
+        if not visible or visible[-1].abort_reason == "forked":
+            return "idle"
+        return visible[-1].status
