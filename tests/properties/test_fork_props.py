@@ -22,6 +22,8 @@ def test_a_fork_at_any_seq_is_settled(events: list[ev.Event], data: st.DataObjec
     open_at_cut = [t.turn_id for t in source.turns if not t.settled]
     assert all(t.settled for t in fork.turns)
     assert fork.status != "running"
+    if open_at_cut:
+        assert fork.status == "idle"
     assert fork.pending_approvals == () and fork.pending_user_inputs == ()
     assert all(t.tools_in_flight == () for t in fork.turns)
     assert all(i.status not in OPEN_STATUSES for t in fork.turns for i in t.items)

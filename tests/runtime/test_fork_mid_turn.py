@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 
 def _settled(state: ThreadState) -> None:
     assert all(t.settled for t in state.turns)
-    assert state.status != "running"
+    assert state.status == "idle"
     assert state.pending_approvals == () and state.pending_user_inputs == ()
     assert all(i.status not in OPEN_STATUSES for t in state.turns for i in t.items)
 
@@ -104,12 +104,14 @@ def test_kun_fork_at_every_seq_is_settled_and_says_what_it_cut(tmp_path: Path) -
     home = ("--home", str(tmp_path / "home"))
     inside: dict[int, int] = {}
     started = running = 0
+    first_done = 1 << 62
     for event in JsonlEventStore(tmp_path / "home").read(thread):
         if isinstance(event, ev.TurnStarted):
             started += 1
             running = started
         elif isinstance(event, ev.TurnCompleted):
             running = 0
+            first_done = min(first_done, event.seq)
         if running:
             inside[event.seq] = running
     assert set(inside.values()) == {1, 2}
@@ -120,6 +122,9 @@ def test_kun_fork_at_every_seq_is_settled_and_says_what_it_cut(tmp_path: Path) -
         code, shown, _ = _run("replay", new, "--json", *home)
         fork = json.loads(shown)
         assert all(t["status"] != "running" for t in fork["turns"]), seq
+        code, listed, _ = _run("threads", "--json", *home)
+        status = next(t["status"] for t in json.loads(listed) if t["thread_id"] == new)
+        assert status == ("completed" if seq >= first_done and seq not in inside else "idle"), seq
         if seq in inside:
             assert f"note: seq {seq} is inside turn {inside[seq]} (" in err, seq
             assert fork["turns"][-1]["abort_reason"] == "forked"
