@@ -183,18 +183,20 @@ def decode_block(
         return None
     if len(events) != lines:
         return None
+    fill, item_events, call = force_setattr, _ITEM_EVENTS, ToolCall
     for event in events:
+        kind = type(event)
         if not event.thread_id:
-            force_setattr(event, "thread_id", thread_id)
+            fill(event, "thread_id", thread_id)
         if event.v != 1:
-            if event.v != stale.get(type(event), 1):
+            if event.v != stale.get(kind, 1):
                 return None
-        elif stale and type(event) in stale:
+        elif stale and kind in stale:
             return None
-        if type(event) in _ITEM_EVENTS:
+        if kind in item_events:
             item = event.item  # type: ignore[union-attr]
-            if type(item) is ToolCall:
-                force_setattr(item, "arguments", item.arguments.copy())
+            if type(item) is call:
+                fill(item, "arguments", item.arguments.copy())
     return events
 
 

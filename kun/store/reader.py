@@ -206,7 +206,11 @@ class _LogReader:
         ``data[cut:]`` the start of the next one, ``offset`` where ``data``
         starts in the file. A line longer than a chunk is gathered in pieces
         and joined once. Leaves what follows the last newline in
-        ``self._tail``."""
+        ``self._tail``.
+
+        The start of the next line is read again with the next chunk (a
+        seek back of a line's length) rather than carried over and joined
+        to it: joining copied every chunk once more."""
         pieces: list[bytes] = []
         carried = 0
         position = 0
@@ -220,10 +224,11 @@ class _LogReader:
                 pieces.append(data)
                 data = b"".join(pieces)
                 cut += carried
+                pieces, carried = [], 0
             yield data, cut, position
             position += cut
-            pieces = [data[cut:]] if cut < len(data) else []
-            carried = len(data) - cut
+            if cut < len(data):
+                file.seek(position)
         self._tail = (position, b"".join(pieces))
 
     def _skip(self, data: bytes, start: int, end: int) -> int:
