@@ -326,18 +326,28 @@ async def call(conn: McpConnection, tool: str, arguments: dict[str, Any]) -> Cal
     :class:`McpDown`, ``TimeoutError``, ``mcp.MCPError`` or whatever the
     client raised on a malformed answer."""
     from mcp import MCPError
-    from mcp_types import CONNECTION_CLOSED
+    from mcp_types import INVALID_REQUEST
 
     session = await conn.live_session()
+    try:
+        return await _call_once(conn, session, tool, arguments)
+    except MCPError as exc:
+        if exc.code != INVALID_REQUEST or not conn.forgot(session):
+            raise
+    conn.mark_down("it no longer knows kun's session (it restarted)", session)
+    return await _call_once(conn, await conn.live_session(), tool, arguments)
+
+
+async def _call_once(
+    conn: McpConnection, session: ClientSession, tool: str, arguments: dict[str, Any]
+) -> CallToolResult:
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
     try:
         with anyio.fail_after(conn.table.timeout_seconds):
             return await session.call_tool(tool, arguments)
     except MCPError as exc:
-        if conn.forgot(session):
-            conn.mark_down("it no longer knows kun's session (it restarted)", session)
-            session = await conn.live_session()
-            with anyio.fail_after(conn.table.timeout_seconds):
-                return await session.call_tool(tool, arguments)
         if exc.code == CONNECTION_CLOSED:
             conn.mark_down("its connection closed", session)
         raise
