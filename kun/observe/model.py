@@ -15,7 +15,8 @@ it).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Self
 
 from kun.contracts.model import ModelRequest, ModelStreamChunk
@@ -49,9 +50,10 @@ class ObservedModel:
         headers = guarded(self.trace.headers, call) if call.span is not None else None
         try:
             if headers:
-                async for chunk in _sending(headers, self.inner.stream(request)):
-                    saw(chunk)
-                    yield chunk
+                async with aclosing(_sending(headers, self.inner.stream(request))) as chunks:
+                    async for chunk in chunks:
+                        saw(chunk)
+                        yield chunk
             else:
                 async for chunk in self.inner.stream(request):
                     saw(chunk)
@@ -68,7 +70,7 @@ class ObservedModel:
 
 async def _sending(
     headers: Mapping[str, str], stream: AsyncIterator[ModelStreamChunk]
-) -> AsyncIterator[ModelStreamChunk]:
+) -> AsyncGenerator[ModelStreamChunk, None]:
     """``stream`` with ``headers`` on every request it sends."""
     step = aiter(stream)
     try:
