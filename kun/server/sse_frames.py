@@ -17,6 +17,8 @@ the closing notes are comments.
 
 from __future__ import annotations
 
+import threading
+
 from kun.contracts.events import EVENT_TYPES, Event, EventBase
 from kun.store.codec import ENCODER
 
@@ -53,27 +55,32 @@ class _EncodedOnce:
     subscribers is encoded once: the bus hands each of them the same
     (frozen) object. Keyed by identity, holding the event so its id is not
     reused while cached; at most ``entries`` events and ``size`` bytes of
-    JSON, the oldest dropped first (a dict keeps insertion order)."""
+    JSON, the oldest dropped first (a dict keeps insertion order). A hit
+    is one dict lookup; a miss takes a lock, for servers run in threads."""
 
-    __slots__ = ("_bytes", "_cache", "_entries", "_size")
+    __slots__ = ("_bytes", "_cache", "_entries", "_lock", "_size")
 
     def __init__(self, entries: int, size: int) -> None:
         self._cache: dict[int, tuple[Event, bytes]] = {}
         self._entries = entries
         self._size = size
         self._bytes = 0
+        self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> bytes:
         cached = self._cache.get(id(event))
         if cached is not None:
             return cached[1]
         data = ENCODER.encode(event)
-        if len(data) <= self._size // 4:
+        if len(data) > self._size // 4:
+            return data
+        with self._lock:
             cache = self._cache
             while cache and (len(cache) >= self._entries or self._bytes + len(data) > self._size):
                 self._bytes -= len(cache.pop(next(iter(cache)))[1])
-            cache[id(event)] = (event, data)
-            self._bytes += len(data)
+            if id(event) not in cache:
+                cache[id(event)] = (event, data)
+                self._bytes += len(data)
         return data
 
 
