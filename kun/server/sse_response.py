@@ -4,8 +4,9 @@ connection.
 Two tasks and a bounded queue between them:
 
 - the *producer* runs a source (a thread's follower, the firehose) and puts
-  each frame on a queue of at most :attr:`StreamSettings.queue_bytes` (one
-  frame is always let in, however big);
+  its frames on a queue of at most :attr:`StreamSettings.queue_bytes` (one
+  piece is always let in, however big); a source puts the events it has
+  ready as one piece, so a burst costs one wake and one put, not one each;
 - the *sender* takes what is queued (as many frames as fit in one
   ``chunk_bytes`` write) and sends it; when nothing comes for
   :attr:`StreamSettings.heartbeat` seconds it sends a heartbeat comment.
