@@ -112,7 +112,7 @@ async def test_a_hanging_call_times_out_and_the_turn_goes_on(tmp_path: Path) -> 
 
 
 async def test_garbage_and_a_crash_are_tool_errors_and_a_dropped_server_is_reconnected(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     script = [
         tool_reply("demo__bad", {}, call_id="c1"),
@@ -123,11 +123,14 @@ async def test_garbage_and_a_crash_are_tool_errors_and_a_dropped_server_is_recon
         tool_reply("demo__pid", {}, call_id="c5"),
         text_reply("second"),
     ]
+    caplog.set_level(logging.WARNING, logger="kun.mcp")
     async with mcp_run(tmp_path, script, {"demo": stdio_demo()}) as run:
         turn = await run.turn()
         results = run.results(turn)
         os.kill(int(results["c4"].output), signal.SIGKILL)
-        await anyio.sleep(0.3)
+        with anyio.fail_after(10):
+            while caplog.text.count("'demo' stopped") < 2:  # noqa: ASYNC110 (a log line)
+                await anyio.sleep(0.05)
         after_kill = run.results(await run.turn())["c5"]
     assert turn.status == "completed"
     assert [results[c].code for c in ("c1", "c2", "c3")] == [
