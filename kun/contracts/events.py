@@ -99,10 +99,15 @@ class ThreadUpdated(EventBase, tag="thread_updated", frozen=True, kw_only=True):
 class ThreadForked(EventBase, tag="thread_forked", frozen=True, kw_only=True):
     """Lineage of a fork. A forked log starts with a copy of the source's
     events up to ``source_seq``; this event follows them. Turns still open at
-    that point are settled as aborted: their work stays with the source."""
+    that point are settled as aborted: their work stays with the source.
+    ``source_at`` is the ``at`` of the event at ``source_seq``, the fork
+    point's own time: a cut turn ends then, not when the fork was made (which
+    may be days later). ``None`` in forks written before it: their cut turns
+    end at this event's ``at``, as they always replayed."""
 
     source_thread_id: str
     source_seq: int
+    source_at: int | None = None
 
 
 class FileSkipped(msgspec.Struct, frozen=True, kw_only=True, gc=False):
