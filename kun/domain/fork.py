@@ -26,7 +26,8 @@ def fork_events(
 ) -> list[ev.Event]:
     """A forked thread's initial log: the source's events up to ``up_to_seq``,
     re-addressed to ``new_thread_id`` (seqs kept, so positions stay comparable),
-    then ``thread_forked`` recording the lineage. The fork is self-contained:
+    then ``thread_forked`` recording the lineage and, when the point is inside
+    a turn, the point's time (``source_at``), at which that turn ends. The fork is self-contained:
     replaying it never needs the source log."""
     copied: list[ev.Event] = []
     source_id = ""
@@ -43,9 +44,25 @@ def fork_events(
             thread_id=new_thread_id,
             source_thread_id=source_id,
             source_seq=last,
+            source_at=copied[-1].at if _cuts_a_turn(copied) else None,
         )
     )
     return copied
+
+
+_TURN_ENDS = (ev.TurnCompleted, ev.TurnFailed, ev.TurnAborted)
+
+
+def _cuts_a_turn(copied: list[ev.Event]) -> bool:
+    """Whether a turn is still open at the fork point. Only then is
+    ``source_at`` written: a fork that cuts nothing is logged as before."""
+    open_turns: set[str] = set()
+    for event in copied:
+        if isinstance(event, ev.TurnStarted):
+            open_turns.add(event.turn_id or "")
+        elif isinstance(event, _TURN_ENDS):
+            open_turns.discard(event.turn_id or "")
+    return bool(open_turns)
 
 
 def cut_turns(state: ThreadState) -> list[tuple[int, TurnState]]:

@@ -278,9 +278,12 @@ class Projector(ItemHandlers):
         return after
 
     def _thread_forked(self, e: ev.ThreadForked) -> None:
+        """A cut turn ends at the fork point (``source_at``), not when the fork
+        was made; forks written before ``source_at`` end it at ``at``."""
+        cut = e if e.source_at is None else _replace(e, at=e.source_at)
         for fold in self._turns.values():
             if not fold.settled:
-                self._settle(fold, e, "aborted", abort_reason="forked")
+                self._settle(fold, cut, "aborted", abort_reason="forked")
         self._forked_from = ForkOrigin(thread_id=e.source_thread_id, seq=e.source_seq)
 
     def _thread_rewound(self, e: ev.ThreadRewound) -> None:
