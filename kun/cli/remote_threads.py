@@ -47,11 +47,27 @@ def remote_fork(
 ) -> tuple[str, str, int]:
     """The new thread, the thread it was forked from (its full id) and the
     source seq it stops at, as the local fork returns them (the last two
-    read back from the new thread's projection)."""
+    read back from the new thread's projection). A fork point inside a turn
+    gets the local fork's note on stderr."""
     with explained(remote), remote.client() as client:
         new = client.fork(thread, at_seq=at_seq, at_turn=at_turn)
-        origin = client.thread(new)["forked_from"]
+        state = client.thread(new)
+    origin = state["forked_from"]
+    note = _cut_note(state["turns"], origin["seq"])
+    if note is not None:
+        click.echo(f"kun: note: {note}", err=True)
     return new, origin["thread_id"], origin["seq"]
+
+
+def _cut_note(turns: list[dict[str, Any]], seq: int) -> str | None:
+    """:func:`kun.domain.fork.cut_note`, read from the projection's JSON."""
+    from kun.domain.fork import cut_line
+
+    cut = [(n, t) for n, t in enumerate(turns, 1) if t.get("abort_reason") == "forked"]
+    if not cut:
+        return None
+    number, turn = cut[-1]
+    return cut_line(seq, number, turn["turn_id"])
 
 
 def remote_compact(remote: Remote, thread: str) -> tuple[bool, str]:

@@ -78,7 +78,13 @@ def cut_note(state: ThreadState) -> str | None:
     if not cut or origin is None:
         return None
     number, turn = cut[-1]
+    return cut_line(origin.seq, number, turn.turn_id)
+
+
+def cut_line(seq: int, number: int, turn_id: str) -> str:
+    """The words of :func:`cut_note`, for a reader that holds the fork's
+    projection as JSON (``kun --server``) rather than a ``ThreadState``."""
     return (
-        f"seq {origin.seq} is inside turn {number} ({turn.turn_id}): the fork keeps it up to "
+        f"seq {seq} is inside turn {number} ({turn_id}): the fork keeps it up to "
         "there and ends it as aborted (forked); use --at-turn to fork at whole turns"
     )
