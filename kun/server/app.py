@@ -39,6 +39,7 @@ from kun.server.backend import Backend
 from kun.server.compact import compact_routes
 from kun.server.errors import exception_handlers
 from kun.server.openapi import openapi_routes
+from kun.server.origin import OriginGuard
 from kun.server.portable import portable_routes
 from kun.server.reads import read_routes
 from kun.server.threads import thread_routes
@@ -87,7 +88,9 @@ def create_app(
                     await begin_shutdown(app)
                 tg.cancel_scope.cancel()
 
-    middleware = [Middleware(BearerAuth, token=token)] if token else []
+    middleware = [Middleware(OriginGuard, check_host=not token)]
+    if token:
+        middleware.append(Middleware(BearerAuth, token=token))
     app = Starlette(
         routes=[
             *thread_routes(),
