@@ -16,6 +16,7 @@
                  assistant_reasoning_delta: "assistant_reasoning",
                  tool_call_delta: "tool_call" };
   var OPEN = { in_progress: true, pending: true };
+  var SETTLED = { completed: true, failed: true, aborted: true };
 
   function cpLength(text) {
     return /[\ud800-\udfff]/.test(text) ? Array.from(text).length : text.length;
@@ -186,11 +187,16 @@
         if (k in e) self.settings[k] = e[k];
       });
     },
+    // Every turn not yet settled at the fork point ends there, whatever it
+    // was doing (streaming, running a tool, waiting for an approval or an
+    // answer), as kun's reducer ends it: aborted, reason "forked".
     thread_forked: function (e) {
       var self = this;
       this.settings.forked_from = { thread_id: e.source_thread_id, seq: e.source_seq };
       this.turns.forEach(function (turn) {
-        if (turn.status === "running") self.settle({ turn_id: turn.id }, "aborted");
+        if (SETTLED[turn.status]) return;
+        self.settle({ turn_id: turn.id }, "aborted");
+        turn.error = "aborted: forked";
       });
     },
     thread_rewound: function (e) {
