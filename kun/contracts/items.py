@@ -71,10 +71,18 @@ class FileCheckpoint(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A file sent to the model with a message or a tool result. ``ref``
+    names the side file holding its bytes as they were when it was recorded
+    (what every later request sends, wherever the thread has moved);
+    ``path`` is where it came from, for people. An attachment recorded
+    before side files held attachments has no ``ref`` and is read from
+    ``path`` when a request is built."""
+
     name: str
     mime_type: str
     path: str | None = None
     size_bytes: int | None = None
+    ref: BlobRef | None = None
 
 
 class UserMessage(ItemBase, tag="user_message", frozen=True, kw_only=True):

@@ -45,6 +45,7 @@ from kun.domain.suspension import Suspension
 from kun.ids import new_id, new_thread_local_id
 from kun.runtime.context import TurnRun, draft
 from kun.runtime.plan import plan_recorder, refuse_outside_plan
+from kun.runtime.sidefiles import keep_attachments
 from kun.tools.allow import allows
 from kun.tools.approval import decide
 from kun.tools.base import ToolContext, ToolOutput
@@ -260,10 +261,12 @@ def _todo_setter(run: TurnRun) -> Callable[[tuple[Todo, ...]], Awaitable[None]]:
 async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
     """The call's end and its result, appended together and group committed
     (see the module docstring). A big output is put in a side file first
-    (:mod:`kun.runtime.sidefiles`), so the result never names a missing one."""
-    text, ref = output.output, None
+    (:mod:`kun.runtime.sidefiles`), and so are its attachments' bytes, so
+    the result never names a missing one."""
+    text, ref, attachments = output.output, None, output.attachments
     if run.side_files is not None:
         text, ref = await run.side_files.spill(output.output)
+        attachments = await keep_attachments(run.side_files.blobs, attachments)
     result = ToolResult(
         id=new_thread_local_id("res"),
         call_id=call.call_id,
@@ -272,7 +275,7 @@ async def _persist(run: TurnRun, call: ToolCall, output: ToolOutput) -> None:
         output_ref=ref,
         is_error=output.is_error,
         code=output.code,
-        attachments=output.attachments,
+        attachments=attachments,
         diff=output.diff,
         checkpoint=output.checkpoint,
     )

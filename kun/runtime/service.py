@@ -45,7 +45,7 @@ from kun.runtime.rearm import refuse_if_waiting
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.restore_recovery import settle_restore
 from kun.runtime.resume import GoalResumer, Sleep
-from kun.runtime.sidefiles import SideFiles, copy_side_files
+from kun.runtime.sidefiles import SideFiles, copy_side_files, keep_attachments
 from kun.runtime.titler import Titler
 from kun.runtime.turn_input import check_prompt
 from kun.tools.host import ToolHost
@@ -272,6 +272,7 @@ class TurnService(TurnControl):
         effort = reasoning_effort if reasoning_effort is not None else self.reasoning_effort
         state = await self._open(thread_id)
         context = await self._turn_context(Path(state.settings.workspace or "."), effort)
+        attachments = await keep_attachments(self.recorder.store.blobs(thread_id), attachments)
         async with self._lock(thread_id):
             await self._settle_leftovers(thread_id, "start another turn")
             self.resumes.clear(thread_id)

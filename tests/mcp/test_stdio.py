@@ -195,7 +195,9 @@ async def test_a_new_tool_list_comes_next_step_and_an_image_is_an_attachment(
     saved = anyio.Path(image.path or "")
     assert await saved.read_bytes() == PNG
     assert Path(saved.parent) == tmp_path / "home" / "uploads" / run.thread_id
-    assert any(getattr(i, "attachments", ()) == (image,) for i in requests[4].history)
+    assert image.ref is not None and image.ref.size == len(PNG)
+    sent = [a for i in requests[4].history for a in getattr(i, "attachments", ())]
+    assert [(a.ref, getattr(a, "data", None)) for a in sent] == [(image.ref, PNG)]
     assert base64.b64encode(PNG[:300]).decode()[:100] not in run.log()
 
 

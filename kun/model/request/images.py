@@ -5,9 +5,11 @@ signatures), never taken from the file name or the declared MIME type: a
 ``.png`` that is really a JPEG would otherwise be sent with the wrong media
 type and refused.
 
-Bytes come from an injected :data:`AttachmentLoader` (``Attachment`` records a
-path, not content), so request building stays pure and testable; the
-composition root passes :func:`read_attachment`. Without a loader, or when it
+Bytes come from the attachment's side file, read and checked by the request
+builder (a :class:`HeldAttachment`), or, for an attachment recorded before
+side files held them, from an injected :data:`AttachmentLoader`, so request
+building stays pure and testable; the composition root passes
+:func:`read_attachment`. Without a loader, or when it
 fails, the model gets a one-line note instead of the content.
 
 For a user message (:meth:`AttachmentReader.for_user`):
@@ -45,6 +47,7 @@ __all__ = [
     "IMAGE_OMITTED",
     "AttachmentLoader",
     "AttachmentReader",
+    "HeldAttachment",
     "Image",
     "image_dimensions",
     "read_attachment",
@@ -103,6 +106,18 @@ def image_dimensions(data: bytes, media_type: str) -> tuple[int, int] | None:
     return None
 
 
+class HeldAttachment(Attachment, frozen=True, kw_only=True, gc=False):
+    """An attachment whose bytes the request builder already read from the
+    thread's side file and checked (:mod:`kun.runtime.sidefiles`): the
+    reader sends ``data`` and never asks the loader, so the model gets what
+    was recorded, not what the ``path`` holds now. Never recorded."""
+
+    data: bytes = b""
+
+    def __repr__(self) -> str:
+        return f"HeldAttachment(name={self.name!r}, ref={self.ref!r})"
+
+
 def read_attachment(attachment: Attachment) -> bytes:
     """The standard loader: the file at the attachment's path."""
     if attachment.path is None:
@@ -155,6 +170,8 @@ class AttachmentReader:
         return f"(attachment {attachment.name!r} omitted)"
 
     def _bytes(self, attachment: Attachment) -> bytes | str:
+        if isinstance(attachment, HeldAttachment):
+            return attachment.data
         if self._load is None:
             return f"{_describe(attachment, attachment.mime_type)}: content not available"
         try:
