@@ -2,7 +2,9 @@
 decode its bodies (:mod:`kun.server.bodies`, through
 ``msgspec.json.schema_components``), so the schema cannot drift from
 what the server accepts. :data:`OPERATIONS` lists every route; a test
-checks it against the app's routes.
+checks it against the app's routes. :data:`QUERY` lists the query
+parameters a route reads; the bodies that are files (an import) and the
+answers that are (an export) are described as binary.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from starlette.routing import BaseRoute, Route
 
 from kun.server import bodies
 
-__all__ = ["OPERATIONS", "openapi_routes", "spec"]
+__all__ = ["OPERATIONS", "QUERY", "openapi_routes", "spec"]
 
 # (method, path, summary, request body, success status)
 OPERATIONS: tuple[tuple[str, str, str, type[Any] | None, int], ...] = (
     ("POST", "/v1/threads", "Create a thread", bodies.CreateThread, 201),
-    ("GET", "/v1/threads", "List threads, newest activity first (limit, cursor, all)", None, 200),
+    ("GET", "/v1/threads", "List threads, newest activity first (limit, cursor, all, q)", None, 200),
     ("GET", "/v1/threads/{thread_id}", "The thread's projection", None, 200),
     ("PATCH", "/v1/threads/{thread_id}", "Change the thread's settings", bodies.UpdateThread, 200),
     ("POST", "/v1/threads/{thread_id}/turns", "Start a turn (runs in the background)",
@@ -54,6 +56,72 @@ OPERATIONS: tuple[tuple[str, str, str, type[Any] | None, int], ...] = (
     ("GET", "/v1/events", "Every thread's live events as Server-Sent Events", None, 200),
     ("GET", "/openapi.json", "This document", None, 200),
 )  # fmt: skip
+
+
+def _q(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": schema,
+        "description": description,
+    }
+
+
+_BOOL = {"type": "boolean", "default": False}
+_SEQ = {"type": "integer", "minimum": 0}
+
+# The query parameters each route reads (the handlers' docstrings say why).
+QUERY: dict[tuple[str, str], tuple[dict[str, Any], ...]] = {
+    ("GET", "/v1/threads"): (
+        _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+           "Threads per page"),
+        _q("cursor", {"type": "string"}, "The next_cursor of the page before"),
+        _q("all", _BOOL, "Include hidden side threads"),
+        _q("q", {"type": "string"},
+           "Only threads whose title, workspace or id contains it, ignoring case"),
+    ),
+    ("GET", "/v1/usage"): (
+        _q("thread", {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                      "maxItems": 2}, "One thread, or two to compare"),
+    ),
+    ("GET", "/v1/threads/{thread_id}/transcript"): (
+        _q("hidden", _BOOL, "Show turns hidden by a rewind"),
+        _q("reasoning", _BOOL, "Show the model's reasoning"),
+        _q("until_seq", _SEQ, "The thread as it was at this seq"),
+    ),
+    ("GET", "/v1/threads/{thread_id}/events"): (
+        _q("after", _SEQ, "Resume after this seq (the Last-Event-ID header wins)"),
+        _q("until", _SEQ, "Stop at this seq"),
+        _q("live", {"type": "integer", "enum": [0, 1], "default": 0},
+           "Also send previews not yet in the log"),
+    ),
+    ("GET", "/v1/threads/{thread_id}/export"): (
+        _q("compress", {"type": "boolean", "default": True},
+           "false: a plain tar rather than a gzip-compressed one"),
+    ),
+    ("POST", "/v1/threads/import"): (
+        _q("from", {"type": "string", "enum": ["claude-code", "codex", "kun"], "default": "kun"},
+           "What the body is: a kun bundle, or another tool's session"),
+        _q("as", {"type": "string"}, "A bundle's thread id here (bundles only)"),
+        _q("name", {"type": "string"}, "The uploaded file's name"),
+    ),
+}  # fmt: skip
+
+# Routes whose body or answer is not JSON.
+_BINARY_BODY: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/v1/threads/import"): {
+        "required": True,
+        "content": {"application/octet-stream": {"schema": {"type": "string",
+                                                             "format": "binary"}}},
+    },
+}  # fmt: skip
+_BINARY_ANSWER: dict[tuple[str, str], dict[str, Any]] = {
+    ("GET", "/v1/threads/{thread_id}/export"): {
+        "application/gzip": {"schema": {"type": "string", "format": "binary"}},
+        "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
+    },
+}  # fmt: skip
 
 _ERROR = {
     "type": "object",
@@ -98,11 +166,17 @@ def spec() -> dict[str, Any]:
                 "required": False,
                 "content": {"application/json": {"schema": ref_of[kind]}},
             }
+        key = (method, path)
+        if key in _BINARY_BODY:
+            operation["requestBody"] = _BINARY_BODY[key]
+        if key in _BINARY_ANSWER:
+            operation["responses"][str(status)]["content"] = _BINARY_ANSWER[key]
         parameters = [
             {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
             for part in path.split("/")
             if part.startswith("{")
         ]
+        parameters.extend(QUERY.get(key, ()))
         if parameters:
             operation["parameters"] = parameters
         paths.setdefault(path, {})[method.lower()] = operation
