@@ -26,7 +26,7 @@ def find_turn(state: ThreadState, ref: str) -> tuple[int, TurnState]:
     """The turn ``ref`` names, with its number."""
     ref = ref.strip()
     turns = state.turns
-    if ref.isdigit():
+    if ref.isdecimal():
         number = int(ref)
         if not 1 <= number <= len(turns):
             raise NoSuchTurn(
