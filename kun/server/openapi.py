@@ -23,7 +23,7 @@ __all__ = ["OPERATIONS", "QUERY", "openapi_routes", "spec"]
 # (method, path, summary, request body, success status)
 OPERATIONS: tuple[tuple[str, str, str, type[Any] | None, int], ...] = (
     ("POST", "/v1/threads", "Create a thread", bodies.CreateThread, 201),
-    ("GET", "/v1/threads", "List threads, newest activity first (limit, cursor, all, q)", None, 200),
+    ("GET", "/v1/threads", "List threads, newest first (limit, cursor, all, q)", None, 200),
     ("GET", "/v1/threads/{thread_id}", "The thread's projection", None, 200),
     ("PATCH", "/v1/threads/{thread_id}", "Change the thread's settings", bodies.UpdateThread, 200),
     ("POST", "/v1/threads/{thread_id}/turns", "Start a turn (runs in the background)",
