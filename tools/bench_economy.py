@@ -17,7 +17,8 @@ log per text byte, for:
   repeating the text: the log as kun wrote it before;
 - ``now``: the defaults (log window 1 s / 4 KB, followers 30 ms), compact
   lines (no ``thread_id``, defaults left out), thread-local ids (14
-  characters) and ``text_from_deltas``.
+  characters), ``text_from_deltas`` and a tool call's ``call_id`` only on
+  its first delta.
 
 Three cases: the answer alone (the issue's measure), the whole turn, and a
 ``write_file``-like call streaming the same tokens as a file's content.
@@ -212,6 +213,12 @@ def _measure(home: Path, thread_id: str, full: bool) -> tuple[float, float]:
 
 
 def _with_text(event: ev.Event, items: dict[str, object]) -> ev.Event:
+    """``event`` as the old log wrote it: an ``item_completed`` with its
+    text, a tool call's every delta naming its call."""
+    if isinstance(event, ev.ToolCallDelta) and not event.call_id:
+        call = items[event.item_id]
+        assert isinstance(call, ToolCall)
+        return msgspec.structs.replace(event, call_id=call.call_id)
     if isinstance(event, ev.ItemCompleted) and event.text_from_deltas is not None:
         item = items[event.item.id]
         return msgspec.structs.replace(

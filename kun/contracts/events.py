@@ -266,10 +266,14 @@ class AssistantReasoningDelta(
 
 
 class ToolCallDelta(EventBase, tag="tool_call_delta", frozen=True, kw_only=True):
-    """Fragments of a streamed tool call: ``name`` and ``arguments`` append."""
+    """Fragments of a streamed tool call: ``name`` and ``arguments`` append.
+
+    ``call_id`` may be ``""`` on a fragment of a call whose earlier fragment
+    named it: the item already holds it, and a later one need not repeat it
+    (a call streaming a file's content writes a line a second)."""
 
     item_id: str
-    call_id: str
+    call_id: str = ""
     name: str = ""
     arguments: str = ""
 

@@ -23,6 +23,12 @@ concatenated separately. The merged event keeps the envelope of the first
 fragment and its arrival time as ``at`` (so time-to-first-token survives the
 merge); its ``seq`` is assigned when it is written.
 
+Only the first buffer of a tool call names its ``call_id``: a later buffer
+of the same stream leaves it ``""`` (its previews too, so a follower matches
+them to the written event), since the item already holds it. A call that
+streams a file's content writes a line a second, and the id was a tenth of
+each.
+
 The rules (:class:`Coalescer`, :func:`merge_run`) are pure: ``now`` is passed
 in, nothing is written here. :class:`FlushTimers` is the one timer task that
 closes each buffer ``window_ms`` after it opened; it runs in the recorder's
@@ -124,9 +130,11 @@ class DeltaBuffer:
         "token",
     )
 
-    def __init__(self, first: Delta, at: int, token: object = None) -> None:
-        self.first = first
+    def __init__(self, first: Delta, at: int, token: object = None, *, bare: bool = False) -> None:
         self.key = stream_key(first)
+        if bare:
+            first = _replace(first, call_id="")
+        self.first = first
         self.at = at
         self.token = token
         self.shown = 0
@@ -224,12 +232,13 @@ class Coalescer:
     arrival.
     """
 
-    __slots__ = ("max_bytes", "pending", "window_ms")
+    __slots__ = ("called", "max_bytes", "pending", "window_ms")
 
     def __init__(self, window_ms: float, max_bytes: int) -> None:
         self.window_ms = window_ms
         self.max_bytes = max_bytes
         self.pending: DeltaBuffer | None = None
+        self.called: StreamKey | None = None
 
     def offer(self, delta: Delta, now: int, token: object = None) -> list[DeltaBuffer]:
         closed: list[DeltaBuffer] = []
@@ -245,7 +254,7 @@ class Coalescer:
                 return closed
             closed.append(buffer)
             self.pending = None
-        buffer = DeltaBuffer(delta, now, token)
+        buffer = DeltaBuffer(delta, now, token, bare=self._named_before(delta))
         if buffer.size >= self.max_bytes:
             closed.append(buffer)
         else:
@@ -255,6 +264,19 @@ class Coalescer:
     def take(self) -> DeltaBuffer | None:
         buffer, self.pending = self.pending, None
         return buffer
+
+    def _named_before(self, delta: Delta) -> bool:
+        """Whether ``delta`` opens a later buffer of the tool call whose
+        buffer opened last (so an earlier one, written first, names the
+        call); only the last call is remembered, enough for calls that
+        stream one after the other."""
+        if type(delta) is not ToolCallDelta or not delta.call_id:
+            return False
+        key = stream_key(delta)
+        if key == self.called:
+            return True
+        self.called = key
+        return False
 
 
 def merge_run(events: Iterable[Event], max_bytes: int) -> list[Event]:
