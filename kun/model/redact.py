@@ -54,6 +54,7 @@ _USERINFO = re.compile(r"(://[^/\s:@\"'<>]+:)([^/\s@\"'<>]+)(@)")
 _SECRET_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "x-goog-api-key"}
 )
+_SECRET_HEADER_NAME = re.compile(r"key|token|secret|signature|auth|password|cookie", re.IGNORECASE)
 _MIN_SECRET = 4
 _MIN_ENCODED = 8
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
@@ -76,10 +77,14 @@ def summarize_body(body: bytes | str, limit: int = BODY_LIMIT) -> str:
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Headers fit for a log: auth and cookie values replaced."""
-    return {
-        name: REDACTED if name.lower() in _SECRET_HEADERS else value
-        for name, value in headers.items()
-    }
+    return {name: REDACTED if _secret_header(name) else value for name, value in headers.items()}
+
+
+def _secret_header(name: str) -> bool:
+    """A header that carries a credential: the known ones, and any whose name
+    says so (``X-Auth-Token``, ``Ocp-Apim-Subscription-Key``), as a
+    provider's ``headers`` table may add."""
+    return name.lower() in _SECRET_HEADERS or _SECRET_HEADER_NAME.search(name) is not None
 
 
 def secret_forms(secret: str) -> frozenset[str]:
@@ -150,7 +155,7 @@ class Redactor:
         inside a ``Basic`` one) and the password of its proxy."""
         secrets: list[str | None] = [api_key]
         for name, value in headers.items():
-            if name.lower() in _SECRET_HEADERS:
+            if _secret_header(name):
                 scheme, _, credential = value.partition(" ")
                 secrets += [value, credential]
                 if scheme.lower() == "basic":
