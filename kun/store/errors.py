@@ -5,6 +5,7 @@
     KunError
     ├── UserMistake
     │   ├── InvalidThreadId     a thread id that may not touch the filesystem
+    │   ├── HomeNotADirectory   the kun home names a file
     │   └── ThreadNotFound      reading a thread that has no log
     └── RuntimeFailure
         ├── SeqConflict         append's expected last seq is not the log's
@@ -31,6 +32,7 @@ from kun.errors import RuntimeFailure, UserMistake
 
 __all__ = [
     "CorruptLog",
+    "HomeNotADirectory",
     "InvalidSequence",
     "InvalidThreadId",
     "LogWriteFailed",
@@ -49,6 +51,15 @@ class InvalidThreadId(UserMistake):
         self.thread_id = thread_id
         self.rule = rule
         super().__init__(f"invalid thread id {thread_id!r}: {rule}")
+
+
+class HomeNotADirectory(UserMistake):
+    """Raised when the kun home names a file: every command would otherwise
+    fail later with a message about some path inside it, or list nothing."""
+
+    def __init__(self, home: Path, source: str) -> None:
+        self.home = home
+        super().__init__(f"the kun home {home} ({source}) is not a directory")
 
 
 class ThreadNotFound(UserMistake):

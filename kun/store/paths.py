@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from kun.store.errors import InvalidThreadId
+from kun.store.errors import HomeNotADirectory, InvalidThreadId
 
 __all__ = [
     "BLOBS_NAME",
@@ -42,10 +42,16 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The kun home: ``home`` if given, else ``$KUN_HOME`` if set and non-empty,
     else ``~/.kun``. ``~`` is expanded and the result made absolute, so a later
-    ``chdir`` cannot move it."""
+    ``chdir`` cannot move it. A home that names a file is refused here,
+    where the message can say which setting named it."""
+    source = "--home"
     if home is None:
         home = os.environ.get("KUN_HOME") or "~/.kun"
-    return Path(home).expanduser().absolute()
+        source = "$KUN_HOME" if os.environ.get("KUN_HOME") else "the default"
+    root = Path(home).expanduser().absolute()
+    if root.exists() and not root.is_dir():
+        raise HomeNotADirectory(root, source)
+    return root
 
 
 def validate_thread_id(thread_id: object) -> str:
