@@ -13,6 +13,7 @@ after a stop by SIGINT or SIGTERM (uvicorn would raise the signal again).
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import sys
 from collections.abc import Iterator
@@ -20,9 +21,10 @@ from collections.abc import Iterator
 import uvicorn
 from starlette.applications import Starlette
 
+from kun.model.redact import redact_url
 from kun.server.app import begin_shutdown
 
-__all__ = ["GRACE_SECONDS", "KunServer", "serve"]
+__all__ = ["GRACE_SECONDS", "KunServer", "RedactedAccess", "serve"]
 
 GRACE_SECONDS = 10
 
@@ -72,7 +74,22 @@ def server_for(app: Starlette, host: str, port: int, *, log_level: str = "info")
         log_level=log_level,
         timeout_graceful_shutdown=GRACE_SECONDS,
     )
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactedAccess) for f in access.filters):
+        access.addFilter(RedactedAccess())
     return KunServer(config, app)
+
+
+class RedactedAccess(logging.Filter):
+    """uvicorn's access line quotes the path with its query, and a browser
+    opens the web view once with ``?token=<token>``: secret-looking query
+    values leave the line as ``[redacted]`` (:func:`~kun.model.redact.redact_url`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redact_url(args[2]), *args[3:])
+        return True
 
 
 def serve(app: Starlette, host: str, port: int) -> None:
