@@ -70,13 +70,14 @@ class FileCheckpoint(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     after_sha256: str | None = None
 
 
-class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class Attachment(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
     """A file sent to the model with a message or a tool result. ``ref``
     names the side file holding its bytes as they were when it was recorded
     (what every later request sends, wherever the thread has moved);
     ``path`` is where it came from, for people. An attachment recorded
     before side files held attachments has no ``ref`` and is read from
-    ``path`` when a request is built."""
+    ``path`` when a request is built. Fields at their defaults are left out
+    of a line, as an item's are."""
 
     name: str
     mime_type: str

@@ -1,14 +1,20 @@
 """Side files keep what the model is sent exactly as the tool returned it
-(kun.runtime.sidefiles, issue 10, item 6)."""
+(kun.runtime.sidefiles, issue 10, item 6), and every attachment exactly as
+it was when recorded, whatever happens to its file afterwards."""
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 import anyio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kun.contracts.items import ToolResult
-from kun.runtime.sidefiles import SideFiles, head
+from kun.contracts import events as ev
+from kun.contracts.items import Attachment, ToolResult, UserMessage
+from kun.model.request.images import HeldAttachment
+from kun.runtime.sidefiles import SideFiles, copy_side_files, head, keep_attachments, side_file_refs
 from kun.store.blobs import MemoryBlobStore
 
 
@@ -30,3 +36,40 @@ def test_the_head_is_the_longest_prefix_within_the_limit(text: str, limit: int) 
     assert text.startswith(cut) and len(cut.encode()) <= limit
     if cut != text:
         assert len(text[: len(cut) + 1].encode()) > limit
+
+
+@given(st.lists(st.binary(max_size=64), max_size=5), st.booleans())
+def test_kept_attachments_resolve_to_their_recorded_bytes(
+    contents: list[bytes], in_a_tool_result: bool
+) -> None:
+    """Whatever the files hold later (here: deleted), a kept attachment
+    resolves to its bytes as recorded, in order; its side files are
+    exactly the ones the event names, and a copy of them (a fork, a
+    bundle) is enough to resolve it again."""
+    blobs = MemoryBlobStore("thr_1")
+    with tempfile.TemporaryDirectory() as folder:
+        given_attachments = []
+        for n, data in enumerate(contents):
+            path = Path(folder) / f"f{n}"
+            path.write_bytes(data)
+            given_attachments.append(
+                Attachment(name=f"f{n}", mime_type="image/png", path=str(path))
+            )
+        kept = anyio.run(keep_attachments, blobs, given_attachments)
+    assert [a.ref.size if a.ref else None for a in kept] == [len(d) for d in contents]
+    item: ToolResult | UserMessage
+    if in_a_tool_result:
+        item = ToolResult(id="res_1", call_id="c", output="x", attachments=kept)
+    else:
+        item = UserMessage(id="msg_1", text="look", attachments=kept)
+    event = ev.ItemCompleted(seq=1, at=0, thread_id="thr_1", turn_id="t", item=item)
+    assert {r.sha256 for r in side_file_refs(event)} == set(blobs.blobs)
+    copy = MemoryBlobStore("thr_2")
+    assert copy_side_files([event], blobs, copy) == len(contents)
+    for store in (blobs, copy):
+        (whole,) = SideFiles(store).resolve([item])
+        assert isinstance(whole, ToolResult | UserMessage)
+        sent = whole.attachments
+        assert all(isinstance(a, HeldAttachment) for a in sent)
+        assert [a.data for a in sent if isinstance(a, HeldAttachment)] == contents
+        assert [a.path for a in sent] == [a.path for a in given_attachments]
