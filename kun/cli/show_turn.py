@@ -5,7 +5,9 @@ when a signal comes: the part ``kun run`` and ``kun run --goal`` share
 The caller owns the signal watch and sets ``signalled``; one set before
 this is called (while the turn was being started) interrupts the turn as
 soon as it is shown. An interrupted turn is recorded as aborted and its
-status is the view's last line.
+status is the view's last line. While the turn is shown, ``kun steer`` and
+``kun interrupt`` reach it from another terminal
+(:mod:`kun.runtime.control_channel`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import anyio
 
 from kun.cli.terminal import LiveView
 from kun.domain.state import TurnState
+from kun.runtime.control_channel import serve_control
 
 __all__ = ["show_turn"]
 
@@ -28,7 +31,7 @@ async def show_turn(view: LiveView, after: int, turn_id: str, signalled: anyio.E
         await view.interrupt(turn_id)
         showing.cancel()
 
-    async with anyio.create_task_group() as tg:
+    async with serve_control(view.service, view.thread_id), anyio.create_task_group() as tg:
         tg.start_soon(interrupt)
         with showing:
             await view.follow(after, turn_id)

@@ -6,11 +6,13 @@ steer or stop it. With ``--server URL`` that process is a ``kun serve``,
 which takes both over HTTP (:mod:`kun.cli.remote_steering`): the text is
 queued for the model's next step, or the turn is stopped and recorded as
 ``turn_aborted``. Without a server the turn runs in a ``kun run`` or
-``kun chat`` elsewhere, which has no door for another process: the command
-says so in one line (which process, where to type instead), as it does for
-a thread with no running turn or a turn a stopped kun left open (``kun
-reconcile`` settles it). Every refusal is one line and exit status 1; the
-lines that say it worked are the same wherever the thread is held.
+``kun chat`` on this machine, which takes both on the thread's control
+socket (:mod:`kun.runtime.control_channel`), with the same answers. When
+nothing answers there the command says why in one line: no running turn,
+a process that takes no steering from here (which one, where to type
+instead), or a turn a stopped kun left open (``kun reconcile`` settles it).
+Every refusal is one line and exit status 1; the lines that say it worked
+are the same wherever the thread is held.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from kun.cli.options import home_option
 from kun.cli.remote import local_only, remote_target
 from kun.errors import UserMistake
+
+if TYPE_CHECKING:
+    from kun.runtime.control_channel import Interrupt, Steer
 
 __all__ = ["NoRunningTurn", "interrupt", "interrupted_line", "steer", "steered_line"]
 
@@ -67,7 +72,11 @@ def steer(thread: str, text: str, turn_id: str | None, home: Path | None) -> Non
         raise click.UsageError("nothing to steer with: TEXT is blank")
     remote = remote_target()
     if remote is None:
-        _local_refusal(home, thread, "steer it by typing in its session while the turn runs")
+        from kun.runtime.control_channel import Steer
+
+        there = "steer it by typing in its session while the turn runs"
+        click.echo(_local(home, thread, Steer(text=message, turn_id=turn_id), there))
+        return
     from kun.cli.remote_steering import remote_steer
 
     local_only(home=home)
@@ -87,23 +96,48 @@ def interrupt(thread: str, turn_id: str | None, discard: bool, home: Path | None
     """Stop THREAD's running turn; the log records it as aborted."""
     remote = remote_target()
     if remote is None:
-        _local_refusal(home, thread, "interrupt it there (Esc or Ctrl-C)")
+        from kun.runtime.control_channel import Interrupt
+
+        request = Interrupt(discard=discard, turn_id=turn_id)
+        click.echo(_local(home, thread, request, "interrupt it there (Esc or Ctrl-C)"))
+        return
     from kun.cli.remote_steering import remote_interrupt
 
     local_only(home=home)
     click.echo(remote_interrupt(remote, thread, turn_id, discard=discard))
 
 
-def _local_refusal(home: Path | None, thread: str, there: str) -> NoReturn:
-    """Why a turn in this home cannot be reached from here, in one line."""
+def _local(home: Path | None, thread: str, request: Steer | Interrupt, there: str) -> str:
+    """Ask the process running the thread's turn, on its control socket;
+    the line to print, or its refusal (or, nobody answering, why) raised."""
+    import anyio
+
     from kun.app.lookup import resolve_thread_id
-    from kun.store.errors import ThreadLocked
-    from kun.store.lock import lock_thread
-    from kun.store.paths import lock_path, log_path, resolve_home
-    from kun.store.replay import replay_log
+    from kun.runtime.control_channel import NO_RUNNING_TURN, Steer, ask
+    from kun.store.paths import resolve_home
 
     root = resolve_home(home)
     thread_id = resolve_thread_id(root, thread)
+    answer = anyio.run(ask, root, thread_id, request)
+    if answer is None:
+        _local_refusal(root, thread_id, there)
+    if answer.error is not None:
+        if answer.error.code == NO_RUNNING_TURN:
+            raise NoRunningTurn(thread_id)
+        raise UserMistake(f"{answer.error.message} ({answer.error.code})")
+    turn_id = answer.turn_id or ""
+    if isinstance(request, Steer):
+        return steered_line(thread_id, turn_id)
+    return interrupted_line(thread_id, turn_id, answer.status or "aborted")
+
+
+def _local_refusal(root: Path, thread_id: str, there: str) -> NoReturn:
+    """Why a turn in this home cannot be reached from here, in one line."""
+    from kun.store.errors import ThreadLocked
+    from kun.store.lock import lock_thread
+    from kun.store.paths import lock_path, log_path
+    from kun.store.replay import replay_log
+
     state = replay_log(log_path(root, thread_id), mode="tolerant")
     open_turn = next((t for t in reversed(state.turns) if not t.settled), None)
     if open_turn is None:
