@@ -31,6 +31,7 @@ from kun.chat.view import ChatSink
 from kun.cli.terminal import LiveView, Tone
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.errors import KunError
+from kun.runtime.control_channel import serve_control
 from kun.runtime.errors import SteeringFull, TurnNotRunning
 from kun.runtime.service import TurnService
 
@@ -184,7 +185,8 @@ class ChatSession:
 
     async def _follow(self, view: LiveView, after: int, turn_id: str) -> None:
         try:
-            await view.follow(after, turn_id)
+            async with serve_control(self.service, view.thread_id):
+                await view.follow(after, turn_id)
         finally:
             if self.turn_id == turn_id:
                 self.turn_id = None
