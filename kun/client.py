@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -27,7 +28,7 @@ import httpx
 
 from kun.errors import UserMistake
 
-__all__ = ["ApiError", "AsyncKunClient", "KunClient"]
+__all__ = ["ApiError", "AsyncKunClient", "KunClient", "refusal"]
 
 SETTLED = frozenset({"completed", "failed", "aborted"})
 DEFAULT_TIMEOUT = 30.0
@@ -55,18 +56,39 @@ class _Call:
 
 def _result(call: _Call, response: httpx.Response) -> Any:
     if response.status_code >= 400:
-        try:
-            error = response.json()["error"]
-            raise ApiError(
-                response.status_code, error["code"], error["message"], error.get("field")
-            )
-        except (ValueError, KeyError, TypeError):
-            raise ApiError(response.status_code, "http_error", response.text[:200]) from None
+        raise refusal(response)
     if call.returns == "text":
         return response.text
     if call.returns == "bytes":
         return response.content
-    return response.json()
+    try:
+        return response.json()
+    except ValueError:
+        raise _not_kun(response) from None
+
+
+def refusal(response: httpx.Response) -> ApiError:
+    """The error a refused request carries: kun's JSON error, else one line
+    saying the answer is not kun's (a proxy's page, another web server)."""
+    try:
+        error = response.json()["error"]
+        return ApiError(response.status_code, error["code"], error["message"], error.get("field"))
+    except (ValueError, KeyError, TypeError):
+        return _not_kun(response)
+
+
+_TITLE = re.compile(r"<title>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def _not_kun(response: httpx.Response) -> ApiError:
+    """An HTML page or other text would spill its lines into the one-line
+    error; its title (or its first words) says enough."""
+    kind = response.headers.get("content-type", "no content type").split(";")[0]
+    title = _TITLE.search(response.text)
+    words = " ".join((title.group(1) if title else response.text).split())
+    return ApiError(
+        response.status_code, "not_kun", f"the answer is not kun's ({kind}: {words[:80]!r})"
+    )
 
 
 def _upload(path: Path, data: bytes) -> dict[str, str]:

@@ -35,7 +35,7 @@ from kun.cli.remote import Remote, explained
 from kun.cli.runjson import QuietSink
 from kun.cli.terminal import LiveView, PlainSink, Prompter, Reply, Sink
 from kun.cli.tty import TtyPrompter, open_terminal, watch
-from kun.client import ApiError, AsyncKunClient
+from kun.client import ApiError, AsyncKunClient, refusal
 from kun.contracts import events as ev
 from kun.contracts.threads import AllowRule
 from kun.domain.state import ThreadState
@@ -213,15 +213,7 @@ def _decoded(message: SSEEvent) -> ev.Event | None:
 async def _accepted(response: httpx.Response) -> None:
     if response.status_code != 200:
         await response.aread()
-        raise _refusal(response)
-
-
-def _refusal(response: httpx.Response) -> ApiError:
-    try:
-        error = response.json()["error"]
-        return ApiError(response.status_code, error["code"], error["message"], error.get("field"))
-    except (ValueError, KeyError, TypeError):
-        return ApiError(response.status_code, "http_error", response.text[:200])
+        raise refusal(response)
 
 
 @contextmanager
