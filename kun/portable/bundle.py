@@ -40,7 +40,7 @@ from kun.portable.manifest import (
     Manifest,
     encode_manifest,
 )
-from kun.store.errors import ThreadNotFound
+from kun.store.errors import CorruptLog, ThreadNotFound
 from kun.store.paths import BLOBS_NAME, LOG_NAME, thread_dir
 
 __all__ = ["BUNDLE_SUFFIX", "default_bundle_name", "export_thread"]
@@ -66,7 +66,10 @@ def export_thread(home: Path, thread_id: str, out: Path, *, force: bool = False)
         copy = Path(scratch) / thread_id / LOG_NAME
         copy.parent.mkdir()
         log_entry = _copy_complete_lines(log, copy)
-        facts = check_log(copy)
+        try:
+            facts = check_log(copy)
+        except CorruptLog as exc:
+            raise CorruptLog(log, exc.line, exc.last_good_seq, exc.reason) from None
         blobs = _side_files(directory / BLOBS_NAME)
         manifest = Manifest(
             format=FORMAT,
