@@ -32,6 +32,10 @@ __all__ = ["export_command", "import_command"]
 def export_command(thread: str, output: Path | None, force: bool, home: Path | None) -> None:
     """Write THREAD (an id or a unique prefix) as one bundle: its log byte for
     byte, its side files and a manifest with the SHA-256 of each."""
+    if output is not None and not output.absolute().parent.is_dir():
+        raise click.BadParameter(
+            f"{output}: there is no folder {output.absolute().parent}", param_hint="'-o'"
+        )
     remote = remote_target()
     if remote is not None:
         from kun.cli.remote_portable import remote_export
