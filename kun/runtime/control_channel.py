@@ -31,7 +31,6 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -159,15 +158,16 @@ async def serve_control(service: TurnService, thread_id: str) -> AsyncIterator[N
         yield
         return
     mine = _identity(path)
+    door = _Door(service, thread_id)
     try:
         async with anyio.create_task_group() as answering:
             async with anyio.create_task_group() as accepting:
-                handler = partial(_handle, service, thread_id)
-                accepting.start_soon(listener.serve, handler, answering)
+                accepting.start_soon(listener.serve, door.handle, answering)
                 try:
                     yield
                 finally:
                     accepting.cancel_scope.cancel()
+                    door.close()
             answering.cancel_scope.deadline = anyio.current_time() + GRACE_SECONDS
     finally:
         with anyio.CancelScope(shield=True):
@@ -205,22 +205,51 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-async def _handle(service: TurnService, thread_id: str, stream: SocketStream) -> None:
-    try:
-        async with stream:
-            with anyio.fail_after(READ_SECONDS):
-                line = await BufferedByteReceiveStream(stream).receive_until(
-                    b"\n", MAX_REQUEST_BYTES
-                )
+class _Door:
+    """The connections of one listener. Closing it drops those still
+    sending their request (a silent caller never holds the process up);
+    an answer already being made is finished, within the grace."""
+
+    def __init__(self, service: TurnService, thread_id: str) -> None:
+        self.service = service
+        self.thread_id = thread_id
+        self._reading: set[anyio.CancelScope] = set()
+        self._closed = False
+
+    def close(self) -> None:
+        self._closed = True
+        for scope in self._reading:
+            scope.cancel()
+
+    async def handle(self, stream: SocketStream) -> None:
+        try:
+            async with stream:
+                line = await self._request_line(stream)
+                if line is None:
+                    return
+                try:
+                    request = _REQUEST.decode(line)
+                except msgspec.DecodeError as exc:
+                    answer = Answer(error=Refusal(400, "invalid_request", str(exc)))
+                else:
+                    answer = await _answer(self.service, self.thread_id, request)
+                await stream.send(msgspec.json.encode(answer) + b"\n")
+        except Exception as exc:  # a caller that went away, or sent no line
+            _log.debug("control connection on thread %s: %r", self.thread_id, exc)
+
+    async def _request_line(self, stream: SocketStream) -> bytes | None:
+        with anyio.CancelScope() as reading:
+            if self._closed:
+                return None
+            self._reading.add(reading)
             try:
-                request = _REQUEST.decode(line)
-            except msgspec.DecodeError as exc:
-                answer = Answer(error=Refusal(400, "invalid_request", str(exc)))
-            else:
-                answer = await _answer(service, thread_id, request)
-            await stream.send(msgspec.json.encode(answer) + b"\n")
-    except Exception as exc:  # a caller that went away, or sent no line
-        _log.debug("control connection on thread %s: %r", thread_id, exc)
+                with anyio.fail_after(READ_SECONDS):
+                    return await BufferedByteReceiveStream(stream).receive_until(
+                        b"\n", MAX_REQUEST_BYTES
+                    )
+            finally:
+                self._reading.discard(reading)
+        return None
 
 
 async def _answer(service: TurnService, thread_id: str, request: Steer | Interrupt) -> Answer:

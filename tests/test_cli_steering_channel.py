@@ -1,0 +1,118 @@
+"""The control channel in one process (:mod:`kun.runtime.control_channel`):
+a real TurnService on a JSONL home serves the thread's socket while a turn
+runs, and :func:`ask` gets the answers the HTTP API gives — the turn
+steered or stopped; no running turn; a settled turn 409; an unknown turn
+404; a blank text 422; a line that is no request 400. A second listener
+on the same thread never takes the socket over, a caller that never sends
+its request does not hold the block's end, and the socket is gone after
+it. (The harness's home is long: its socket is in the private folder
+under the temp dir, so that path is exercised here.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from kun.contracts.items import UserMessage
+from kun.model.scripted import text_reply, tool_reply
+from kun.runtime.control_channel import (
+    Answer,
+    Interrupt,
+    Refusal,
+    Steer,
+    ask,
+    control_path,
+    serve_control,
+)
+from tests.runtime.support import Harness, SlowTool, harness, host_with
+
+pytestmark = pytest.mark.anyio
+
+
+def _refused(answer: Answer | None) -> tuple[int, str]:
+    assert answer is not None and answer.error is not None, answer
+    return answer.error.status, answer.error.code
+
+
+async def _held_turn(h: Harness, started: anyio.Event) -> str:
+    turn_id = await h.service.start_turn(h.thread_id, "work")
+    with anyio.fail_after(10):
+        await started.wait()
+    return turn_id
+
+
+async def test_steer_and_interrupt_answer_as_the_api_does(tmp_path: Path) -> None:
+    release, started, stuck = anyio.Event(), anyio.Event(), anyio.Event()
+    script = [tool_reply("slow"), text_reply("noted"), tool_reply("stuck")]
+    tools = host_with(
+        SlowTool(release=release, started=started), SlowTool(name="stuck", started=stuck)
+    )
+    async with harness(tmp_path, script, tools=tools) as h:
+        path = control_path(h.home, h.thread_id)
+        async with serve_control(h.service, h.thread_id):
+            assert _refused(await ask(h.home, h.thread_id, Steer(text="x"))) == (
+                409,
+                "no_running_turn",
+            )
+            turn_id = await _held_turn(h, started)
+            assert await ask(h.home, h.thread_id, Steer(text="also b.py")) == Answer(turn_id)
+            assert _refused(await ask(h.home, h.thread_id, Steer(text="  "))) == (422, "blank")
+            unknown = Interrupt(turn_id="turn_nope")
+            assert _refused(await ask(h.home, h.thread_id, unknown)) == (404, "turn_not_found")
+            release.set()
+            turn = await h.service.wait_turn(h.thread_id, turn_id)
+            assert [i.text for i in turn.items if isinstance(i, UserMessage) and i.steered] == [
+                "also b.py"
+            ]
+            settled = Interrupt(turn_id=turn_id)
+            assert _refused(await ask(h.home, h.thread_id, settled)) == (409, "turn_not_running")
+
+            second = await _held_turn(h, stuck)
+            stopped = await ask(h.home, h.thread_id, Interrupt(discard=True))
+            assert stopped == Answer(second, "aborted")
+            assert h.service.running_turn(h.thread_id) is None
+        assert not path.exists()
+        assert await ask(h.home, h.thread_id, Steer(text="x")) is None
+
+
+async def test_a_line_that_is_no_request_is_refused(tmp_path: Path) -> None:
+    async with harness(tmp_path, []) as h, serve_control(h.service, h.thread_id):
+        path = control_path(h.home, h.thread_id)
+        async with await anyio.connect_unix(path) as stream:
+            await stream.send(b'{"op": "rewind"}\n')
+            answer = msgspec.json.decode(await stream.receive(), type=Answer)
+        assert answer.error is not None
+        assert (answer.error.status, answer.error.code) == (400, "invalid_request")
+
+
+async def test_a_live_socket_is_never_taken_over(tmp_path: Path) -> None:
+    async with harness(tmp_path, []) as h:
+        path = control_path(h.home, h.thread_id)
+        async with serve_control(h.service, h.thread_id):
+            first = path.stat().st_ino
+            async with serve_control(h.service, h.thread_id):
+                assert path.stat().st_ino == first
+            assert path.stat().st_ino == first
+            refused = await ask(h.home, h.thread_id, Steer(text="x"))
+            assert refused is not None and refused.error == Refusal(
+                409, "no_running_turn", f"thread {h.thread_id} has no running turn"
+            )
+        assert not path.exists()
+
+
+async def test_a_silent_caller_does_not_hold_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("kun.runtime.control_channel.READ_SECONDS", 600.0)
+    monkeypatch.setattr("kun.runtime.control_channel.GRACE_SECONDS", 600.0)
+    async with harness(tmp_path, []) as h:
+        path = control_path(h.home, h.thread_id)
+        with anyio.fail_after(60):  # a failsafe far below the 600 s read timeout and grace
+            async with serve_control(h.service, h.thread_id):
+                silent = await anyio.connect_unix(path)
+                await anyio.sleep(0.05)
+            await silent.aclose()
+        assert not path.exists()
