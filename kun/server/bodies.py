@@ -160,7 +160,7 @@ async def read_body(request: Request, kind: type[T], *, limit: int = MAX_BODY_BY
 
 async def _read(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+    if declared is not None and (not declared.isdecimal() or int(declared) > limit):
         raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0

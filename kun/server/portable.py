@@ -127,7 +127,7 @@ def _scratch(home: Path, prefix: str) -> Path:
 
 def _check_length(request: Request) -> None:
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_IMPORT_BYTES:
+    if length is not None and length.isdecimal() and int(length) > MAX_IMPORT_BYTES:
         raise _too_large()
 
 

@@ -43,7 +43,7 @@ def query_int(
     text = request.query_params.get(name)
     if text is None:
         return None
-    if not text.isdigit() or int(text) < minimum or (maximum is not None and int(text) > maximum):
+    if not text.isdecimal() or int(text) < minimum or (maximum is not None and int(text) > maximum):
         top = f"..{maximum}" if maximum is not None else " or more"
         raise ApiError(400, "invalid_query", f"{name} must be an integer {minimum}{top}", name)
     return int(text)
@@ -110,7 +110,7 @@ def _cursor(text: str | None) -> tuple[int, str] | None:
     if text is None:
         return None
     at, _, thread_id = text.partition(".")
-    if not at.isdigit() or not thread_id:
+    if not at.isdecimal() or not thread_id:
         raise ApiError(400, "invalid_query", "cursor is not a next_cursor of this API", "cursor")
     return int(at), thread_id
 
