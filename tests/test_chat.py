@@ -215,6 +215,8 @@ def test_slash_commands(tmp_path: Path) -> None:
             ("/usage", "no usage reported"),
             ("/threads", "Fix the bug"),
             ("/rewind 5", "cannot hide 5"),
+            ("/rewind \u00b2", "/rewind takes a number"),
+            ("/fork \u00b2", "/fork takes the number"),
             ("/rewind", "hid the last turn"),
             ("/undo-rewind", "brought back 1"),
             ("/bogus", "unknown command /bogus"),

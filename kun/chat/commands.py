@@ -110,7 +110,7 @@ async def _rewind(session: ChatSession, rest: str) -> None:
     rest = " ".join(w for w in words if w != "--files")
     count = 1
     if rest:
-        if not rest.isdigit() or int(rest) < 1:
+        if not rest.isdecimal() or int(rest) < 1:
             raise CommandError("/rewind takes a number of turns, e.g. /rewind 2 [--files]")
         count = int(rest)
     visible = session.service.state(thread_id).visible_turns
@@ -135,7 +135,7 @@ async def _undo_rewind(session: ChatSession, rest: str) -> None:
 
 async def _fork(session: ChatSession, rest: str) -> None:
     source = _thread(session)
-    if rest and (not rest.isdigit() or int(rest) < 1):
+    if rest and (not rest.isdecimal() or int(rest) < 1):
         raise CommandError("/fork takes the number of the last turn to keep, e.g. /fork 2")
     at_turn = int(rest) if rest else None
     new, _ = await fork_at(session.service, source, at_turn=at_turn)

@@ -83,7 +83,7 @@ async def _budget(session: ChatSession, goal: Goal | None, arg: str) -> None:
     digits = arg.replace(",", "").replace("_", "")
     if arg.lower() == "none":
         budget = None
-    elif digits.isdigit() and int(digits) > 0:
+    elif digits.isdecimal() and int(digits) > 0:
         budget = int(digits)
     else:
         raise GoalCommandError("/goal budget takes a number of tokens (or none), e.g. 2000000")

@@ -86,7 +86,7 @@ async def choose_thread(home: Path, workspace: Path, given: str | None) -> str:
         raise NoThreadChosen("no thread chosen")
     if not text:
         return found[0].thread_id
-    if not text.isdigit() or not 1 <= int(text) <= len(found):
+    if not text.isdecimal() or not 1 <= int(text) <= len(found):
         raise NoThreadChosen(f"no thread numbered {text!r}")
     return found[int(text) - 1].thread_id
 
