@@ -292,6 +292,6 @@ def error_from_chunk(chunk: ErrorChunk) -> ChatProviderError:
     if known is not None:
         cls, status = known
         return cls(message, status_code=status, code=code)
-    if code.startswith("http_") and code[5:].isdigit():
+    if code.startswith("http_") and code[5:].isdecimal():
         return APIStatusError(message, status_code=int(code[5:]))
     return ChatProviderError(message, code=code)

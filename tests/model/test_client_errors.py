@@ -154,3 +154,12 @@ async def test_a_long_error_body_is_cut(caplog: pytest.LogCaptureFixture) -> Non
     assert "more characters" in last.message
     assert len(last.message) < 1300
     assert all(len(r.getMessage()) < 1400 for r in caplog.records)
+
+
+def test_an_error_code_that_only_looks_like_a_status_stays_a_plain_error() -> None:
+    """A provider's own code is kept as given; ``http_²`` is no status."""
+    from kun.contracts.model import ErrorChunk
+
+    assert error_from_chunk(ErrorChunk(code="http_503", message="m")).status_code == 503
+    odd = error_from_chunk(ErrorChunk(code="http_\u00b2", message="m"))
+    assert not isinstance(odd, APIStatusError) and odd.code == "http_\u00b2"
