@@ -7,7 +7,10 @@ uploads (``<home>/uploads/<thread>/mcp-<sha256>.<ext>``, where the HTTP API
 keeps the images people send) and becomes an attachment of the tool result,
 which the model reads as an image like ``read_file``'s (and a model that
 takes no images reads as a note; :mod:`kun.model.request.images`). The
-result's text says it is attached.
+result's text says it is attached. When the result is recorded its bytes
+become a side file of the thread (:func:`kun.runtime.sidefiles.keep_attachments`),
+which is what every later request sends; the copy here is only where it
+came from.
 
 What is not attached stays a line naming it: a type providers do not take
 (only PNG, JPEG, GIF and WebP whose bytes say so), an image over

@@ -5,8 +5,10 @@ approvals and questions.
 Attachments come in the body as base64 and are written under
 ``<home>/uploads/<thread>/`` before the turn starts, so the turn's
 ``user_message`` names a file the server owns; a client never names a
-path on the server. A refused turn (blank, an attachment that cannot be
-sent) removes them again. A W3C ``traceparent`` header makes the turn's
+path on the server. Starting the turn keeps their bytes as side files of
+the thread (``Attachment.ref``), which is what requests send from then on.
+A refused turn (blank, an attachment that cannot be sent) removes them
+again. A W3C ``traceparent`` header makes the turn's
 span a child of the caller's, when tracing is on (:mod:`kun.observe.propagation`).
 """
 
