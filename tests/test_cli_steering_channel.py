@@ -116,3 +116,18 @@ async def test_a_silent_caller_does_not_hold_the_end(
                 await anyio.sleep(0.05)
             await silent.aclose()
         assert not path.exists()
+
+
+async def test_only_the_threads_writer_listens(tmp_path: Path) -> None:
+    """A thread this process does not hold the writer lock of (here: one
+    another store wrote, and closed) gets no socket from it."""
+    from kun.store.jsonl import JsonlEventStore
+    from tests.portable.conftest import stored_thread
+
+    async with harness(tmp_path, []) as h:
+        await anyio.to_thread.run_sync(stored_thread, h.home, "thr_elsewhere")
+        assert JsonlEventStore(h.home).exists("thr_elsewhere")
+        async with serve_control(h.service, "thr_elsewhere"):
+            assert not control_path(h.home, "thr_elsewhere").exists()
+        async with serve_control(h.service, h.thread_id):
+            assert control_path(h.home, h.thread_id).exists()

@@ -11,12 +11,13 @@ optional ``turn_id``, else the running turn), answered ``{"turn_id",
 "status"}`` or ``{"error": {"status", "code", "message"}}`` with the
 status and code the HTTP API gives for the same refusal.
 
-The socket is a door, not a reason to live: it is opened around a shown
-turn (:func:`serve_control`), closed and removed when the turn ends, and an
-answer being written gets a short grace, never more. A socket file nobody
-listens on is what a process that died leaves: a listener replaces it; a
-socket somebody answers on is never taken over (the thread's writer lock
-already keeps a second writer out). Where ``AF_UNIX`` is missing
+The socket is a door, not a reason to live: the thread's writer (the
+holder of its writer lock) opens it around a shown turn (:func:`serve_control`),
+closes and removes it when the turn ends, and gives an answer being
+written a short grace, never more. A socket file nobody listens on is what
+a process that died leaves: a listener replaces it; a socket somebody
+answers on is never taken over (the thread's writer lock already keeps a
+second writer out). Where ``AF_UNIX`` is missing
 (Windows) nothing listens and :func:`ask` finds nobody.
 """
 
@@ -42,7 +43,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from kun.domain.turnref import NoSuchTurn
 from kun.errors import UserMistake
 from kun.runtime.errors import BlankPrompt, SteeringFull, TurnNotRunning, UnknownTurn
-from kun.store.paths import thread_dir
+from kun.store.errors import ThreadLocked
+from kun.store.lock import lock_thread
+from kun.store.paths import lock_path, thread_dir
 
 if TYPE_CHECKING:
     from kun.runtime.service import TurnService
@@ -152,7 +155,9 @@ async def serve_control(service: TurnService, thread_id: str) -> AsyncIterator[N
     ends; without a home on disk, ``AF_UNIX`` or a free socket path, the
     block just runs."""
     home = getattr(service.recorder.store, "home", None)
-    path = control_path(home, thread_id) if isinstance(home, Path) and available() else None
+    path = None
+    if isinstance(home, Path) and available() and _holds_lock(home, thread_id):
+        path = control_path(home, thread_id)
     listener = await _listen(path) if path is not None else None
     if path is None or listener is None:
         yield
@@ -174,6 +179,19 @@ async def serve_control(service: TurnService, thread_id: str) -> AsyncIterator[N
             await listener.aclose()
         if mine is not None and _identity(path) == mine:
             path.unlink(missing_ok=True)
+
+
+def _holds_lock(home: Path, thread_id: str) -> bool:
+    """Whether this process is the thread's writer, the only one that runs
+    its turns: the writer lock (:mod:`kun.store.lock`) is held, by us."""
+    try:
+        fd = lock_thread(thread_id, lock_path(home, thread_id))
+    except ThreadLocked as held:
+        return held.holder_pid == os.getpid()
+    except OSError:
+        return False
+    os.close(fd)
+    return False
 
 
 async def _listen(path: Path) -> anyio.abc.SocketListener | None:
