@@ -63,9 +63,6 @@ def replay(
     started or changed from seq N on (numbered as in the whole transcript),
     the warnings since and the thread's total.
     """
-    from kun.store.port import ReadMode, ReadReport
-    from kun.store.streaming import stream_replay
-
     remote = remote_target()
     if remote is not None:
         from kun.cli.remote_reads import remote_replay
@@ -75,18 +72,30 @@ def replay(
         remote_replay(remote, thread, as_json=as_json, until_seq=until_seq, **flags)
         return
     _, path = log_of(home, thread)
-    mode: ReadMode = "strict" if strict else "tolerant"
     if from_seq is not None:
         if as_json:
             raise click.UsageError("--from-seq prints a transcript; --json prints the whole thread")
         _replay_since(path, from_seq, until_seq, strict=strict, hidden=hidden, reasoning=reasoning)
         return
-    report = ReadReport()
-    pieces = stream_replay(path, until=until_seq, mode=mode, report=report)
-    if as_json:
-        _write_bytes(json_chunks(pieces), JSON_FLUSH_AT)
-    else:
-        _print_transcript(transcript_chunks(pieces, hidden=hidden, reasoning=reasoning))
+    from kun.cli.rewind_scan import RewindScan
+
+    # The scan runs while the fold is imported: see kun.cli.rewind_scan.
+    with RewindScan(path) as scan:
+        from kun.store.port import ReadReport
+        from kun.store.streaming import stream_replay
+
+        report = ReadReport()
+        pieces = stream_replay(
+            path,
+            until=until_seq,
+            mode="strict" if strict else "tolerant",
+            report=report,
+            rewound=scan.may_rewind,
+        )
+        if as_json:
+            _write_bytes(json_chunks(pieces), JSON_FLUSH_AT)
+        else:
+            _print_transcript(transcript_chunks(pieces, hidden=hidden, reasoning=reasoning))
     for note in report_notes(report):
         click.echo(note, err=True)
 

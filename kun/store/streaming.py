@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from itertools import islice
 from pathlib import Path
 
@@ -57,13 +57,20 @@ def stream_replay(
     until: int | None = None,
     mode: ReadMode = "strict",
     report: ReadReport | None = None,
+    rewound: Callable[[], bool] | None = None,
 ) -> Iterator[Piece]:
     """The projection ``replay_log`` returns, in pieces: each turn in start
     order, then the thread, whose turns may lack their items (every turn was
     handed out whole before it). Turns come out as early as they are final
     (see the module's docstring), and a fold that has handed a turn out
     forgets its items, so memory holds the open turns only. Fails as
-    ``replay_log`` does, possibly after handing out some turns."""
+    ``replay_log`` does, possibly after handing out some turns.
+
+    ``rewound`` answers whether the whole log may hold a rewind tag, asked
+    only when the log is folded from its start; by default
+    :func:`may_rewind`. A caller passes a faster way to the same answer
+    (``kun replay`` starts ``rg`` early): it must say yes whenever
+    :func:`may_rewind` would."""
     shown = 0
     if until is None:
         reader = open_snapshot(path.with_name(SNAPSHOT_NAME), path, path.parent.name)
@@ -76,7 +83,7 @@ def stream_replay(
                     shown = done
             finally:
                 reader.close()
-    for piece in _from_log(path, until, mode, report):
+    for piece in _from_log(path, until, mode, report, rewound):
         if shown and type(piece) is TurnState:
             shown -= 1
             continue
@@ -104,12 +111,16 @@ def may_rewind(path: Path, *, start: int = 0, tags: tuple[bytes, ...] = (_REWOUN
 
 
 def _from_log(
-    path: Path, until: int | None, mode: ReadMode, report: ReadReport | None
+    path: Path,
+    until: int | None,
+    mode: ReadMode,
+    report: ReadReport | None,
+    rewound: Callable[[], bool] | None = None,
 ) -> Iterator[Piece]:
     projector = Projector()
     events = read_log(path, until=until, mode=mode, report=report)
     shown = 0
-    if may_rewind(path):
+    if rewound() if rewound is not None else may_rewind(path):
         apply_named(projector, path, events)
     else:
         while True:
