@@ -84,8 +84,12 @@ def _not_kun(response: httpx.Response) -> ApiError:
     """An HTML page or other text would spill its lines into the one-line
     error; its title (or its first words) says enough."""
     kind = response.headers.get("content-type", "no content type").split(";")[0]
-    title = _TITLE.search(response.text)
-    words = " ".join((title.group(1) if title else response.text).split())
+    try:
+        text = response.text
+    except httpx.ResponseNotRead:
+        text = "a download without kun's X-Kun-Thread"
+    title = _TITLE.search(text)
+    words = " ".join((title.group(1) if title else text).split())
     return ApiError(
         response.status_code, "not_kun", f"the answer is not kun's ({kind}: {words[:80]!r})"
     )
@@ -381,6 +385,8 @@ class KunClient:
                 if response.status_code >= 400:
                     response.read()
                     _result(_Call("GET", ""), response)
+                if "x-kun-thread" not in response.headers:
+                    raise _not_kun(response)
                 with open(part, "wb") as file:
                     for chunk in response.iter_bytes(_CHUNK):
                         file.write(chunk)
@@ -551,6 +557,8 @@ class AsyncKunClient:
                 if response.status_code >= 400:
                     await response.aread()
                     _result(_Call("GET", ""), response)
+                if "x-kun-thread" not in response.headers:
+                    raise _not_kun(response)
                 async with await anyio.open_file(part, "wb") as file:
                     async for chunk in response.aiter_bytes(_CHUNK):
                         await file.write(chunk)

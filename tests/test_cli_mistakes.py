@@ -279,6 +279,54 @@ def test_a_server_that_is_not_kun(home: Path, not_kun: str, args: list[str]) -> 
     _assert_one_error_line(_invoke(home, ["--server", not_kun, *args]), "not kun")
 
 
+class _OtherJsonApi(BaseHTTPRequestHandler):
+    """Another JSON API on the port: 200 and ``{"ok": true}`` to everything."""
+
+    def _answer(self) -> None:
+        body = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        self._answer()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def other_json_api() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OtherJsonApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_server_that_answers_json_that_is_not_kuns(
+    home: Path, tmp_path: Path, bundle: Path, other_json_api: str
+) -> None:
+    out = tmp_path / "out.kun.tar.gz"
+    for args in (
+        ["threads"],
+        ["usage", T],
+        ["fork", T],
+        ["run", "hi"],
+        ["steer", T, "hi"],
+        ["import", str(bundle)],
+        ["export", T, "-o", str(out)],
+    ):
+        _assert_one_error_line(_invoke(home, ["--server", other_json_api, *args]), "kun")
+    assert not out.exists()
+
+
 def _script(home: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "KUN_HOME": str(home), "NO_COLOR": "1"}
     env.pop("KUN_SERVER", None)

@@ -140,19 +140,21 @@ def local_only(**given: object) -> None:
 @contextmanager
 def explained(remote: Remote) -> Iterator[None]:
     """Say in one line why the server could not be used: nothing listening,
-    a missing or wrong token, a lost connection, or its refusal."""
+    a missing or wrong token, a lost connection, its refusal, or an answer
+    without the fields kun serve sends (another JSON API on that port)."""
     import httpx
 
     from kun.client import ApiError
 
+    understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, KeyError, TypeError)
     try:
         yield
     except BaseExceptionGroup as group:
         leaf = _first_leaf(group)
-        if isinstance(leaf, httpx.HTTPError | httpx.InvalidURL | ApiError):
+        if isinstance(leaf, understood):
             raise _mistake(remote, leaf) from None
         raise
-    except (httpx.HTTPError, httpx.InvalidURL, ApiError) as exc:
+    except understood as exc:
         raise _mistake(remote, exc) from None
 
 
@@ -181,4 +183,8 @@ def _mistake(remote: Remote, exc: Exception) -> UserMistake:
         return UserMistake(f"nothing is listening at {remote.url} — is `kun serve` running?")
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return UserMistake(f"--server {remote.url}: not an http:// or https:// URL")
+    if isinstance(exc, KeyError | TypeError):
+        return UserMistake(
+            f"the answer from {remote.url} lacks what kun serve sends ({exc!r}): is it a kun serve?"
+        )
     return UserMistake(f"lost the server at {remote.url}: {exc or type(exc).__name__}")

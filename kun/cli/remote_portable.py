@@ -45,7 +45,8 @@ def remote_import(remote: Remote, file: Path, source: str, as_id: str | None) ->
 
     try:
         with explained(remote), remote.client() as client:
-            result: dict[str, Any] = client.import_thread(file, source=source, as_id=as_id)
+            answer: dict[str, Any] = client.import_thread(file, source=source, as_id=as_id)
+            result = {key: answer[key] for key in ("thread_id", "outcome", "events")}
     except ApiError as exc:
         if exc.code == "bundle_refused":
             raise BundleRefused(file, exc.message) from None

@@ -81,7 +81,5 @@ def remote_usage(remote: Remote, threads: tuple[str, ...], *, as_json: bool) -> 
 
     with explained(remote), remote.client() as client:
         report: dict[str, Any] = client.usage(*threads)
-    if as_json:
-        click.echo(msgspec.json.encode({"threads": report["threads"]}).decode())
-    else:
-        click.echo(report["text"])
+        shown = report["text"] if not as_json else {"threads": report["threads"]}
+    click.echo(shown if isinstance(shown, str) else msgspec.json.encode(shown).decode())
