@@ -27,11 +27,15 @@ def log_of(home: Path | None, thread: str) -> tuple[str, Path]:
     """A thread id (or an unambiguous prefix of one) under the home, or a
     path to an ``events.jsonl`` file."""
     from kun.app.lookup import resolve_thread_id
+    from kun.errors import UserMistake
     from kun.store.paths import log_path, resolve_home
 
     candidate = Path(thread)
     if ("/" in thread or thread.endswith(".jsonl")) and candidate.is_file():
         return thread, candidate
+    if "/" in thread:
+        found = "is a directory (give its events.jsonl)" if candidate.is_dir() else "no such file"
+        raise UserMistake(f"{thread}: {found}; THREAD is a thread id or an events.jsonl file")
     root = resolve_home(home)
     thread_id = resolve_thread_id(root, thread)
     return thread_id, log_path(root, thread_id)
