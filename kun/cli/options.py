@@ -33,7 +33,7 @@ def log_of(home: Path | None, thread: str) -> tuple[str, Path]:
     candidate = Path(thread)
     if ("/" in thread or thread.endswith(".jsonl")) and candidate.is_file():
         return thread, candidate
-    if "/" in thread:
+    if "/" in thread and (candidate.is_dir() or thread.endswith(".jsonl")):
         found = "is a directory (give its events.jsonl)" if candidate.is_dir() else "no such file"
         raise UserMistake(f"{thread}: {found}; THREAD is a thread id or an events.jsonl file")
     root = resolve_home(home)
