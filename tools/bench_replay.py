@@ -20,8 +20,11 @@ decode of every line in this process (target >= 0.8), and the peak RSS of
 ``kun replay --json`` (the child's own ``VmHWM``; target < 200 MB). The
 rate ratios are printed once more in CPU time (the child's user + system
 time against this process's decode), which a busy machine disturbs less
-than wall time. Last,
-the same replays with the snapshot a clean exit leaves beside the log.
+than wall time. Then the scan for a rewind a replay without a snapshot
+waits for before its first turn: ``bytes.find`` in this process against
+``rg`` (what ``kun replay`` runs, :mod:`kun.cli.rewind_scan`), best of
+``--runs``. Last, the same replays with the snapshot a clean exit leaves
+beside the log.
 """
 
 from __future__ import annotations
@@ -40,11 +43,13 @@ from pathlib import Path
 import msgspec
 from bench_log import THREAD, _lines, generate
 
+from kun.cli.rewind_scan import RewindScan
 from kun.contracts.events import Event
 from kun.domain.transcript import render_transcript
 from kun.store.paths import log_path
 from kun.store.replay import replay_log
 from kun.store.snapshot import snapshot_path, write_snapshot
+from kun.store.streaming import may_rewind
 
 
 def _kun() -> str:
@@ -144,6 +149,25 @@ def _in_process(log: Path) -> tuple[float, float]:
     return folded - start, time.perf_counter() - folded
 
 
+def _scans(log: Path, runs: int) -> tuple[float, float, float]:
+    """Best seconds of the whole-log rewind scan: in process (CPU), then
+    through ``rg`` (wall, and the CPU ``rg`` used)."""
+    here = by_rg = rg_cpu = float("inf")
+    for _ in range(runs):
+        start = time.process_time()
+        may_rewind(log)
+        here = min(here, time.process_time() - start)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        with RewindScan(log) as scan:
+            scan.may_rewind()
+        by_rg = min(by_rg, time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        rg_cpu = min(rg_cpu, used)
+    return here, by_rg, rg_cpu
+
+
 def _with_snapshot(home: Path, log: Path, count: int, raw: float, runs: int) -> None:
     """The same thread with the snapshot a clean exit leaves beside it."""
     if not write_snapshot(snapshot_path(home, THREAD), log, replay_log(log, mode="tolerant")):
@@ -200,6 +224,12 @@ def main() -> int:
         peak = _peak_mb(home, THREAD, ("--json",))
         print(f"peak RSS of kun replay --json: {peak:,.0f} MB (target < 200 MB)")
         print(f"first output: {first * 1e3:,.0f} ms (target < 200 ms)")
+        here, by_rg, rg_cpu = _scans(log, args.runs)
+        print(
+            f"rewind scan of the whole log: in process {here * 1e3:,.0f} ms CPU; rg "
+            f"{by_rg * 1e3:,.0f} ms wall, {rg_cpu * 1e3:,.0f} ms CPU "
+            f"(rg / in process: {by_rg / here:.2f} wall, {rg_cpu / here:.2f} CPU)"
+        )
         _with_snapshot(home, log, count, raw, args.runs)
     finally:
         shutil.rmtree(home, ignore_errors=True)
