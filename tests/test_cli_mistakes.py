@@ -12,6 +12,7 @@ import gzip
 import io
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -239,6 +240,13 @@ def test_a_home_that_is_a_file(tmp_path: Path) -> None:
     for args in (["threads"], ["replay", T], ["import", "/dev/null"], ["trash"], ["reconcile"]):
         _assert_one_error_line(_invoke(not_a_folder, args), "is not a directory")
     assert not_a_folder.read_bytes() == b"I am a file\n"
+
+
+def test_serve_on_a_port_already_taken(home: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = _invoke(home, ["serve", "--port", str(port)])
+    _assert_one_error_line(result, f"cannot listen on 127.0.0.1:{port}")
 
 
 class _NotKun(BaseHTTPRequestHandler):

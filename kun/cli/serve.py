@@ -64,7 +64,21 @@ def serve(
         check_bind(host, token)
     except NeedsToken as exc:
         _refuse(str(exc))
+    _check_free(host, port)
     _run(host, port, token, config, home)
+
+
+def _check_free(host: str, port: int) -> None:
+    """A port already taken is one line before anything starts; uvicorn
+    would log it among its startup lines and exit 3."""
+    import socket
+
+    if port == 0:
+        return
+    try:
+        socket.create_server((host, port)).close()
+    except OSError as exc:
+        _refuse(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 
 def _run(host: str, port: int, token: str | None, config: Path | None, home: Path | None) -> None:
