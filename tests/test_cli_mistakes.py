@@ -52,8 +52,8 @@ def _files(root: Path) -> dict[str, bytes]:
     }
 
 
-def _invoke(home: Path, args: list[str], stdin: bytes = b"") -> Result:
-    env = {"KUN_HOME": str(home), "NO_COLOR": "1", "KUN_SERVER": "", "KUN_CONFIG": ""}
+def _invoke(home: Path, args: list[str], stdin: bytes = b"", **env: str) -> Result:
+    env = {"KUN_HOME": str(home), "NO_COLOR": "1", "KUN_SERVER": "", "KUN_CONFIG": "", **env}
     return CliRunner().invoke(cli, args, input=stdin, env=env, prog_name="kun")
 
 
@@ -240,6 +240,21 @@ def test_a_home_that_is_a_file(tmp_path: Path) -> None:
     for args in (["threads"], ["replay", T], ["import", "/dev/null"], ["trash"], ["reconcile"]):
         _assert_one_error_line(_invoke(not_a_folder, args), "is not a directory")
     assert not_a_folder.read_bytes() == b"I am a file\n"
+
+
+def test_a_log_file_that_cannot_be_opened_stops_the_run_before_a_thread(
+    home: Path, tmp_path: Path
+) -> None:
+    before = _files(home)
+    for target in (tmp_path, _write(tmp_path / "file", b"") / "x.log"):
+        result = _invoke(
+            home,
+            ["run", "hi", "--log-json-to", str(target)],
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL="http://127.0.0.1:1/v1",
+        )
+        _assert_one_error_line(result, str(tmp_path))
+    assert _files(home) == before
 
 
 def test_serve_on_a_port_already_taken(home: Path) -> None:
