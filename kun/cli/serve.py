@@ -1,7 +1,10 @@
 """``kun serve``: the HTTP API (:mod:`kun.server`) under uvicorn.
 
 The token is read from an environment variable named by ``--token-env``,
-never from the command line (where ``ps`` shows it to every user). A bind
+never from the command line (where ``ps`` shows it to every user), and
+removed from kun's environment once read: the commands the model runs
+inherit that environment, and whatever they print is recorded and sent to
+the provider, whatever the variable is called. A bind
 to anything but loopback without a token is refused before anything
 starts: one line, exit status 2.
 """
@@ -57,7 +60,7 @@ def serve(
 
     token: str | None = None
     if token_env is not None:
-        token = os.environ.get(token_env) or None
+        token = os.environ.pop(token_env, None) or None  # no command the model runs inherits it
         if token is None:
             _refuse(f"--token-env {token_env}: ${token_env} is not set or empty")
     try:
