@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kun.cli import cli
+from kun.cli.threads import TITLE_WIDTH
 
 GOLDEN = Path(__file__).parent.parent / "events" / "golden"
 T = "thr_01JE1F6G7H8J9K"
@@ -217,6 +218,17 @@ def test_a_corrupt_middle_line_is_named_and_nothing_is_rewritten(
         assert ".export-" not in result.stderr, "names the user's log, not a scratch copy"
     assert _files(home) == before
     assert not (tmp_path / "x.kun.tar.gz").exists()
+
+
+def test_an_unreadable_thread_is_listed_without_widening_the_table(home: Path) -> None:
+    _corrupt(home, 10, b'{"kind":"item_compl')
+    (home / "index.json").unlink(missing_ok=True)
+    result = _invoke(home, ["threads"])
+    assert result.exit_code == 0, result.output
+    header, *rows = result.stdout.splitlines()
+    broken = next(row for row in rows if row.startswith(T))
+    assert "(unreadable: " in broken and "line 11" in broken
+    assert header.index("WORKSPACE") - header.index("TITLE") <= TITLE_WIDTH + 2, header
 
 
 def test_an_unknown_kind_is_skipped_with_a_note_and_refused_when_strict(home: Path) -> None:

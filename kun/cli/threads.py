@@ -89,7 +89,7 @@ def _rows(found: list[Any]) -> Iterator[tuple[str, ...]]:
            "COST")  # fmt: skip
     for s in found:
         if s.error is not None:
-            yield (s.thread_id, f"(unreadable: {s.error})", "", "", "", "", "", "", "")
+            yield (s.thread_id, f"(unreadable: {s.error})")
             continue
         usage = s.usage
         yield (
@@ -110,8 +110,11 @@ def _cut(text: str, width: int) -> str:
 
 
 def _table(rows: Iterator[tuple[str, ...]]) -> list[str]:
+    """Columns as wide as their widest cell; a short row (an unreadable
+    thread's id and reason) runs on without widening the columns."""
     table = list(rows)
-    widths = [max(map(len, column)) for column in zip(*table, strict=True)]
+    full = [row for row in table if len(row) == len(table[0])]
+    widths = [max(map(len, column)) for column in zip(*full, strict=True)]
     return ["  ".join(map(str.ljust, row, widths)).rstrip() for row in table]
 
 
