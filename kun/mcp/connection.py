@@ -32,6 +32,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from kun.config.schema import McpServerTable
+from kun.model.redact import redact_url
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -312,10 +313,12 @@ async def _list_tools(session: ClientSession) -> list[Tool]:
 
 
 def _describe(exc: BaseException) -> str:
-    """One line for a failure, the first leaf of an exception group."""
+    """One line for a failure, the first leaf of an exception group, with a
+    secret-looking query value of a URL it quotes redacted (httpx names the
+    server's ``url``, which may carry ``?api_key=``)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = redact_url(str(exc).strip().splitlines()[0]) if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
