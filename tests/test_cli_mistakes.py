@@ -112,6 +112,7 @@ MISTAKES: list[tuple[list[str], str]] = [
     (["--max-steps", "3", "replay", T], "the session's options go after the command"),
     (["--server", "ftp://example.invalid", "threads"], "not an http:// or https:// URL"),
     (["--server", "http://127.0.0.1:1", "threads"], "nothing is listening"),
+    (["--server", "http://no-such-host.invalid:8765", "threads"], "no such host"),
     (["--server", "http://127.0.0.1:1", "gc", T], "--server works with"),
 ]
 

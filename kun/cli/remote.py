@@ -179,6 +179,8 @@ def _mistake(remote: Remote, exc: Exception) -> UserMistake:
                 "(or name its variable with --token-env VAR)"
             )
         return UserMistake(f"the server at {remote.url} refused the token in ${remote.token_env}")
+    if isinstance(exc, httpx.ConnectError) and _unresolved(exc):
+        return UserMistake(f"--server {remote.url}: no such host ({exc})")
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
         return UserMistake(f"nothing is listening at {remote.url} — is `kun serve` running?")
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
@@ -188,3 +190,13 @@ def _mistake(remote: Remote, exc: Exception) -> UserMistake:
             f"the answer from {remote.url} lacks what kun serve sends ({exc!r}): is it a kun serve?"
         )
     return UserMistake(f"lost the server at {remote.url}: {exc or type(exc).__name__}")
+
+
+def _unresolved(exc: BaseException) -> bool:
+    """The host name did not resolve (a typo), which is no server down."""
+    import socket
+
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, socket.gaierror):
+        cause = cause.__cause__ or cause.__context__
+    return cause is not None
