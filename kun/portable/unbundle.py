@@ -63,7 +63,7 @@ def import_bundle(home: Path, path: Path, *, as_id: str | None = None) -> Import
         raise BundleRefused(path, "not a kun bundle (not a tar archive)") from None
     with tar, staging_home(home) as stage:
         try:
-            members = _members(path, tar)
+            members = _members(path, tar, shutil.disk_usage(stage).free)
             manifest = _manifest(path, tar, members)
             source_id = _thread_id(path, manifest.thread_id)
             target_id = wanted or source_id
@@ -88,10 +88,17 @@ def import_bundle(home: Path, path: Path, *, as_id: str | None = None) -> Import
         return ImportResult(target_id, "imported", facts.events)
 
 
-def _members(path: Path, tar: tarfile.TarFile) -> dict[str, tarfile.TarInfo]:
+def _members(path: Path, tar: tarfile.TarFile, room: int) -> dict[str, tarfile.TarInfo]:
+    """The members, checked; read lazily so that a compressed bomb is refused
+    as soon as its members outgrow ``room`` (the bytes free in the home),
+    before it fills the disk or costs minutes of decompression."""
     members: dict[str, tarfile.TarInfo] = {}
-    for member in tar.getmembers():
+    total = 0
+    for member in tar:
         name = member.name
+        total += member.size
+        if total > room:
+            raise BundleRefused(path, f"unpacks to more than the {room} bytes free in the home")
         if name.startswith("/") or ".." in PurePosixPath(name).parts:
             raise BundleRefused(path, f"member {name!r} points outside the bundle (refused)")
         if name not in (MANIFEST_MEMBER, LOG_MEMBER) and not BLOB_MEMBER.fullmatch(name):
