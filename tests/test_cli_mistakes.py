@@ -248,6 +248,16 @@ def test_a_torn_tail_is_ignored_with_a_note(home: Path) -> None:
     assert log.read_bytes().endswith(b'{"kind":"turn_sta'), "a read repairs nothing"
 
 
+def test_a_stray_folder_among_kept_generations_is_no_generation(home: Path) -> None:
+    """A folder a person made beside gc's numbered generations is not one
+    (``²`` passes ``isdigit`` but not ``int``)."""
+    stray = home / "threads" / T / "generations" / "\u00b2"
+    stray.mkdir(parents=True)
+    for args in (["gc", T], ["gc", T, "--confirm"]):
+        result = _invoke(home, args)
+        assert result.exit_code == 0 and result.exception is None, result.output
+
+
 def test_a_home_that_is_a_file(tmp_path: Path) -> None:
     not_a_folder = _write(tmp_path / "home", b"I am a file\n")
     for args in (["threads"], ["replay", T], ["import", "/dev/null"], ["trash"], ["reconcile"]):

@@ -111,7 +111,7 @@ def kept_generations(home: Path, thread_id: str) -> list[Path]:
     kept = thread_dir(home, thread_id) / GENERATIONS
     if not kept.is_dir():
         return []
-    return sorted((p for p in kept.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    return sorted((p for p in kept.iterdir() if p.name.isdecimal()), key=lambda p: int(p.name))
 
 
 def _no_fault(step: str) -> None:
@@ -251,7 +251,7 @@ def _at(turn: TurnState, seq: int) -> TurnState:
 
 def _next_generation(directory: Path) -> Path:
     kept = directory / GENERATIONS
-    taken = [int(p.name) for p in kept.iterdir() if p.name.isdigit()] if kept.is_dir() else []
+    taken = [int(p.name) for p in kept.iterdir() if p.name.isdecimal()] if kept.is_dir() else []
     return kept / str(max(taken, default=0) + 1)
 
 
