@@ -52,7 +52,9 @@ async def test_steer_and_interrupt_answer_as_the_api_does(tmp_path: Path) -> Non
     )
     async with harness(tmp_path, script, tools=tools) as h:
         path = control_path(h.home, h.thread_id)
-        async with serve_control(h.service, h.thread_id):
+        async with serve_control(h.service, h.thread_id) as door:
+            await door.ready.wait()
+            assert door.listening
             assert _refused(await ask(h.home, h.thread_id, Steer(text="x"))) == (
                 409,
                 "no_running_turn",
@@ -79,7 +81,8 @@ async def test_steer_and_interrupt_answer_as_the_api_does(tmp_path: Path) -> Non
 
 
 async def test_a_line_that_is_no_request_is_refused(tmp_path: Path) -> None:
-    async with harness(tmp_path, []) as h, serve_control(h.service, h.thread_id):
+    async with harness(tmp_path, []) as h, serve_control(h.service, h.thread_id) as door:
+        await door.ready.wait()
         path = control_path(h.home, h.thread_id)
         async with await anyio.connect_unix(path) as stream:
             await stream.send(b'{"op": "rewind"}\n')
@@ -91,10 +94,12 @@ async def test_a_line_that_is_no_request_is_refused(tmp_path: Path) -> None:
 async def test_a_live_socket_is_never_taken_over(tmp_path: Path) -> None:
     async with harness(tmp_path, []) as h:
         path = control_path(h.home, h.thread_id)
-        async with serve_control(h.service, h.thread_id):
+        async with serve_control(h.service, h.thread_id) as door:
+            await door.ready.wait()
             first = path.stat().st_ino
-            async with serve_control(h.service, h.thread_id):
-                assert path.stat().st_ino == first
+            async with serve_control(h.service, h.thread_id) as second:
+                await second.ready.wait()
+                assert not second.listening and path.stat().st_ino == first
             assert path.stat().st_ino == first
             refused = await ask(h.home, h.thread_id, Steer(text="x"))
             assert refused is not None and refused.error == Refusal(
@@ -111,7 +116,8 @@ async def test_a_silent_caller_does_not_hold_the_end(
     async with harness(tmp_path, []) as h:
         path = control_path(h.home, h.thread_id)
         with anyio.fail_after(60):  # a failsafe far below the 600 s read timeout and grace
-            async with serve_control(h.service, h.thread_id):
+            async with serve_control(h.service, h.thread_id) as door:
+                await door.ready.wait()
                 silent = await anyio.connect_unix(path)
                 await anyio.sleep(0.05)
             await silent.aclose()
@@ -127,7 +133,10 @@ async def test_only_the_threads_writer_listens(tmp_path: Path) -> None:
     async with harness(tmp_path, []) as h:
         await anyio.to_thread.run_sync(stored_thread, h.home, "thr_elsewhere")
         assert JsonlEventStore(h.home).exists("thr_elsewhere")
-        async with serve_control(h.service, "thr_elsewhere"):
+        async with serve_control(h.service, "thr_elsewhere") as elsewhere:
+            await elsewhere.ready.wait()
+            assert not elsewhere.listening
             assert not control_path(h.home, "thr_elsewhere").exists()
-        async with serve_control(h.service, h.thread_id):
-            assert control_path(h.home, h.thread_id).exists()
+        async with serve_control(h.service, h.thread_id) as door:
+            await door.ready.wait()
+            assert door.listening and control_path(h.home, h.thread_id).exists()

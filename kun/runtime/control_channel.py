@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
-from anyio.abc import SocketStream
+from anyio.abc import SocketListener, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from kun.domain.turnref import NoSuchTurn
@@ -54,6 +54,7 @@ __all__ = [
     "NO_RUNNING_TURN",
     "SOCKET_NAME",
     "Answer",
+    "Door",
     "Interrupt",
     "Refusal",
     "Steer",
@@ -150,35 +151,23 @@ def _private_folder(path: Path) -> bool:
 
 
 @asynccontextmanager
-async def serve_control(service: TurnService, thread_id: str) -> AsyncIterator[None]:
+async def serve_control(service: TurnService, thread_id: str) -> AsyncIterator[Door]:
     """Listen for steering and interrupts of ``thread_id`` until the block
-    ends; without a home on disk, ``AF_UNIX`` or a free socket path, the
-    block just runs."""
-    home = getattr(service.recorder.store, "home", None)
-    path = None
-    if isinstance(home, Path) and available() and _holds_lock(home, thread_id):
-        path = control_path(home, thread_id)
-    listener = await _listen(path) if path is not None else None
-    if path is None or listener is None:
-        yield
-        return
-    mine = _identity(path)
-    door = _Door(service, thread_id)
-    try:
-        async with anyio.create_task_group() as answering:
-            async with anyio.create_task_group() as accepting:
-                accepting.start_soon(listener.serve, door.handle, answering)
-                try:
-                    yield
-                finally:
-                    accepting.cancel_scope.cancel()
-                    door.close()
-            answering.cancel_scope.deadline = anyio.current_time() + GRACE_SECONDS
-    finally:
-        with anyio.CancelScope(shield=True):
-            await listener.aclose()
-        if mine is not None and _identity(path) == mine:
-            path.unlink(missing_ok=True)
+    ends. The socket is set up beside the block, which never waits for it
+    (the turn is shown from its first event); without a home on disk,
+    ``AF_UNIX``, the thread's writer lock or a free socket path nothing
+    listens and the block just runs. The :class:`Door` yielded says when
+    the setup is over and whether it listens."""
+    door = Door(service, thread_id)
+    async with anyio.create_task_group() as answering:
+        async with anyio.create_task_group() as accepting:
+            accepting.start_soon(door.serve, answering)
+            try:
+                yield door
+            finally:
+                accepting.cancel_scope.cancel()
+                door.close()
+        answering.cancel_scope.deadline = anyio.current_time() + GRACE_SECONDS
 
 
 def _holds_lock(home: Path, thread_id: str) -> bool:
@@ -194,7 +183,7 @@ def _holds_lock(home: Path, thread_id: str) -> bool:
     return False
 
 
-async def _listen(path: Path) -> anyio.abc.SocketListener | None:
+async def _listen(path: Path) -> SocketListener | None:
     if not _private_folder(path) or await _answers(path):
         return None
     try:
@@ -223,14 +212,17 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-class _Door:
-    """The connections of one listener. Closing it drops those still
-    sending their request (a silent caller never holds the process up);
-    an answer already being made is finished, within the grace."""
+class Door:
+    """One thread's listener and its connections. Closing it drops those
+    still sending their request (a silent caller never holds the process
+    up); an answer already being made is finished, within the grace."""
 
     def __init__(self, service: TurnService, thread_id: str) -> None:
         self.service = service
         self.thread_id = thread_id
+        self.ready = anyio.Event()
+        """Set once the socket listens, or it is known that none will."""
+        self.listening = False
         self._reading: set[anyio.CancelScope] = set()
         self._closed = False
 
@@ -238,6 +230,33 @@ class _Door:
         self._closed = True
         for scope in self._reading:
             scope.cancel()
+
+    async def serve(self, answering: TaskGroup) -> None:
+        try:
+            with anyio.CancelScope(shield=True):  # a bound socket is never left behind
+                path, listener = await self._listen()
+            if path is None or listener is None:
+                return
+        finally:
+            self.ready.set()
+        mine = _identity(path)
+        try:
+            await listener.serve(self.handle, answering)
+        finally:
+            self.listening = False
+            with anyio.CancelScope(shield=True):
+                await listener.aclose()
+            if mine is not None and _identity(path) == mine:
+                path.unlink(missing_ok=True)
+
+    async def _listen(self) -> tuple[Path | None, SocketListener | None]:
+        home = getattr(self.service.recorder.store, "home", None)
+        if not (isinstance(home, Path) and available() and _holds_lock(home, self.thread_id)):
+            return None, None
+        path = control_path(home, self.thread_id)
+        listener = await _listen(path)
+        self.listening = listener is not None
+        return path, listener
 
     async def handle(self, stream: SocketStream) -> None:
         try:
