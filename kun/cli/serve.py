@@ -57,12 +57,15 @@ def serve(
     Server-Sent Events. Ctrl-C (or SIGTERM) interrupts running turns (the
     log records them as aborted) and stops."""
     from kun.server.auth import NeedsToken, check_bind
+    from kun.tools.environment import hold_secret
 
     token: str | None = None
     if token_env is not None:
         token = os.environ.pop(token_env, None) or None  # no command the model runs inherits it
         if token is None:
             _refuse(f"--token-env {token_env}: ${token_env} is not set or empty")
+        else:
+            hold_secret(token)
     try:
         check_bind(host, token)
     except NeedsToken as exc:

@@ -32,7 +32,10 @@ Withholding is not a sandbox: a command runs as the user and can read
 That is why the values of the variables above (allow-listed ones included,
 when at least eight characters long) are also the known secrets that the
 tool host scrubs from every result before it is recorded
-(:meth:`ToolEnvironment.secret_values`).
+(:meth:`ToolEnvironment.secret_values`). A secret kun took out of its own
+environment once read (``kun serve``'s token) is still in the process's
+initial environment block, which ``/proc/<pid>/environ`` shows; it is
+registered with :func:`hold_secret` so it is scrubbed too.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["SECRET_NAME", "ToolEnvironment", "looks_secret"]
+__all__ = ["SECRET_NAME", "ToolEnvironment", "hold_secret", "looks_secret"]
 
 SECRET_NAME = re.compile(
     r"""
@@ -56,6 +59,15 @@ SECRET_NAME = re.compile(
 """Names of variables a command does not get (see the module docstring)."""
 
 _MIN_REDACTED = 8
+
+_held: set[str] = set()
+
+
+def hold_secret(value: str) -> None:
+    """Scrub ``value`` from every tool result from now on, though no
+    variable holds it any more (see the module docstring)."""
+    if len(value.strip()) >= _MIN_REDACTED:
+        _held.add(value)
 
 
 def looks_secret(name: str) -> bool:
@@ -90,10 +102,11 @@ class ToolEnvironment:
         """The values to scrub from tool results: those of every variable
         withheld or allow-listed despite its name, when at least eight
         characters long (a short value is a flag, not a key, and scrubbing
-        it would shred ordinary text)."""
+        it would shred ordinary text), and those :func:`hold_secret` holds."""
         env = os.environ if environ is None else environ
-        return tuple(
+        named = (
             value
             for name, value in sorted(env.items())
             if (name in self.withhold or looks_secret(name)) and len(value.strip()) >= _MIN_REDACTED
         )
+        return (*named, *sorted(_held))
