@@ -27,6 +27,7 @@ __all__ = [
     "Fork",
     "Interrupt",
     "Limits",
+    "NoBody",
     "Rewind",
     "StartTurn",
     "Steer",
@@ -139,6 +140,12 @@ class AnswerUserInput(_Body):
     """``answer`` ``null`` cancels the question."""
 
     answer: _Text | None
+
+
+class NoBody(_Body):
+    """A request that takes no fields (``{}`` or nothing): a field sent
+    anyway is refused, as a misspelt one is everywhere else, rather than
+    silently ignored."""
 
 
 T = TypeVar("T", bound=_Body)

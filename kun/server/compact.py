@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from kun.observe.propagation import caller_trace
 from kun.runtime.compact_turn import NOTHING_TO_COMPACT
+from kun.server.bodies import NoBody, read_body
 from kun.server.threads import backend_of, json_response
 
 __all__ = ["compact_routes"]
@@ -24,6 +25,7 @@ __all__ = ["compact_routes"]
 
 async def compact(request: Request) -> Response:
     backend = backend_of(request)
+    await read_body(request, NoBody)
     state = await backend.state(request.path_params["thread_id"])
     thread_id = state.thread_id
     with caller_trace(request.headers):

@@ -19,7 +19,7 @@ from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
 from kun.contracts.events import FilesRestore
 from kun.runtime.checkpoints import UNTRACKED_NOTE
 from kun.server.backend import Backend
-from kun.server.bodies import CreateThread, Fork, Rewind, UpdateThread, read_body
+from kun.server.bodies import CreateThread, Fork, NoBody, Rewind, UpdateThread, read_body
 from kun.server.errors import ApiError
 
 __all__ = ["backend_of", "json_response", "query_bool", "query_int", "thread_routes"]
@@ -161,6 +161,7 @@ def _files(done: object) -> dict[str, Any]:
 
 async def undo_rewind(request: Request) -> Response:
     backend = backend_of(request)
+    await read_body(request, NoBody)
     thread_id = backend.thread_id(request.path_params["thread_id"])
     undone = await undo_latest_rewind(backend.service, thread_id)
     return json_response(

@@ -174,3 +174,15 @@ async def test_a_content_length_that_is_not_a_number(tmp_path: Path) -> None:
                 status, body = await _raw_post(a, path, [(b"content-length", length)])
                 assert status in (400, 413), (path, length, status, body[:200])
                 assert msgspec.json.decode(body)["error"]["code"], body
+
+
+@pytest.mark.parametrize("route", ["rewind/undo", "compact"])
+async def test_a_request_without_fields_refuses_one_sent_anyway(tmp_path: Path, route: str) -> None:
+    async with api(tmp_path) as a:
+        thread = await a.new_thread()
+        url = f"/v1/threads/{thread}/{route}"
+        response = await _ask(a, "POST", url, b'{"discard": true}')
+        _json_error(response, url)
+        assert response.status_code == 400 and response.json()["error"]["field"] == "discard"
+        for body in (b"", b"{}"):
+            assert (await _ask(a, "POST", url, body)).status_code != 400
