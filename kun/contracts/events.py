@@ -372,6 +372,16 @@ class LogRepaired(EventBase, tag="log_repaired", frozen=True, kw_only=True):
     preview: str = ""
 
 
+class ThreadImported(EventBase, tag="thread_imported", frozen=True, kw_only=True):
+    """Appended by ``kun import`` after the events it brought in: every event
+    at or before this seq was recorded somewhere else (another machine,
+    another home, another agent), so the file checkpoints among them name
+    files kun did not write here and a rewind never restores them.
+    ``source``: ``bundle``, ``codex`` or ``claude-code``."""
+
+    source: str = "bundle"
+
+
 Event = (
     ThreadCreated
     | ThreadUpdated
@@ -402,6 +412,7 @@ Event = (
     | WarningEvent
     | DelegatedRuntime
     | LogRepaired
+    | ThreadImported
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = get_args(Event)

@@ -76,6 +76,7 @@ class Projector(ItemHandlers):
         self._forked_from = state.forked_from
         self._rewinds = list(state.rewinds)
         self._restoring = state.restoring
+        self._imported_through = state.imported_through
         self._repairs = list(state.repairs)
         self._late_events = state.late_events
         self._turns: dict[str, TurnFold] = {t.turn_id: TurnFold(t) for t in state.turns}
@@ -211,6 +212,7 @@ class Projector(ItemHandlers):
                 forked_from=self._forked_from,
                 rewinds=tuple(self._rewinds),
                 restoring=self._restoring,
+                imported_through=self._imported_through,
                 repairs=tuple(self._repairs),
                 late_events=self._late_events,
             )
@@ -320,6 +322,9 @@ class Projector(ItemHandlers):
 
     def _files_restore_started(self, e: ev.FilesRestoreStarted) -> None:
         self._restoring = e
+
+    def _thread_imported(self, e: ev.ThreadImported) -> None:
+        self._imported_through = e.seq
 
     def _log_repaired(self, e: ev.LogRepaired) -> None:
         repair = Repair(seq=e.seq, dropped_bytes=e.dropped_bytes, line=e.line, reason=e.reason)
@@ -450,6 +455,7 @@ _HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
     ev.ThreadRewindUndone: Projector._thread_rewind_undone,
     ev.FilesRestoreStarted: Projector._files_restore_started,
     ev.LogRepaired: Projector._log_repaired,
+    ev.ThreadImported: Projector._thread_imported,
     ev.TurnStarted: Projector._turn_started,
     ev.TurnSteered: Projector._turn_steered,
     ev.PipelineStage: Projector._pipeline_stage,

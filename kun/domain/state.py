@@ -104,6 +104,9 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ``restoring``: a file restore whose intent is logged and whose outcome
     is not (kun was killed while it changed files), for reconciliation;
     unset otherwise, so projections read as they did before it existed.
+    ``imported_through``: the seq of the latest ``thread_imported`` (unset in
+    a thread never imported); file checkpoints recorded at or before it are
+    never restored here.
     """
 
     thread_id: str
@@ -121,6 +124,7 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     repairs: tuple[Repair, ...] = ()
     late_events: int = 0
     restoring: FilesRestoreStarted | UnsetType = UNSET
+    imported_through: int | UnsetType = UNSET
 
     @property
     def visible_turns(self) -> tuple[TurnState, ...]:

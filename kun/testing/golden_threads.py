@@ -409,6 +409,28 @@ def restore_recovered() -> list[ev.Event]:
     return s.events
 
 
+def imported_thread() -> list[ev.Event]:
+    """Three turns recorded on another machine, imported here
+    (``thread_imported`` after them: their checkpoints are never restored
+    here), then a turn run here whose checkpoint is this machine's."""
+    s = Scene("thr_01JE3F0P2MNB7V", model="gpt-5", start_at=epoch_ms(2026, 12, 1, 14, 2, 10))
+    s.open(title="ledger export --since")
+    _export_turns(s)
+    s.wait(3_600_000)
+    s.emit(ev.ThreadImported)
+    s.turn("Write the changelog entry.")
+    s.send(0)
+    point = FileCheckpoint(path="CHANGES.md", before=None, after_sha256="c" * 64)
+    call = s.call("write_file", {"path": point.path, "content": "- `--since`\n"})
+    s.start_tool(call)
+    s.finished(call, 9)
+    s.item(_written(call, f"Wrote {point.path}.", point, s.next_id("res")))
+    s.priced(0, 9_400, 40, hit=9_088)
+    s.received(0)
+    s.answer(1, "Added it to CHANGES.md.", 9_480, 8, hit=9_344)
+    return s.events
+
+
 def _written(call: ToolCall, output: str, point: FileCheckpoint, result_id: str) -> ToolResult:
     return ToolResult(
         id=result_id, call_id=call.call_id, name=call.name, output=output, checkpoint=point
@@ -424,5 +446,6 @@ THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "orphaned_turn": orphaned_turn,
     "everything": everything,
     "restore_recovered": restore_recovered,
+    "imported_thread": imported_thread,
 }
 """The golden threads this version writes, by file stem."""

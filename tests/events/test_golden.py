@@ -153,7 +153,11 @@ def test_generator_refuses_to_rewrite_a_released_log(tmp_path: Path) -> None:
 def test_everything_has_every_kind() -> None:
     events = _events(GOLDEN / f"everything{LOG_SUFFIX}")
     kinds = {event_kind(e) for e in events}
-    later = {event_kind(e) for e in _events(GOLDEN / f"restore_recovered{LOG_SUFFIX}")}
+    later = {
+        event_kind(e)
+        for name in ("restore_recovered", "imported_thread")
+        for e in _events(GOLDEN / f"{name}{LOG_SUFFIX}")
+    }
     assert kinds | later == KINDS, f"missing from everything: {sorted(KINDS - kinds - later)}"
     warnings = [e for e in events if isinstance(e, ev.WarningEvent)]
     assert {e.turn_id is None for e in warnings} == {True, False}
