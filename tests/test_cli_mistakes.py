@@ -232,6 +232,17 @@ def test_an_unreadable_thread_is_listed_without_widening_the_table(home: Path) -
     assert header.index("WORKSPACE") - header.index("TITLE") <= TITLE_WIDTH + 2, header
 
 
+def test_a_title_cannot_drive_the_terminal(home: Path) -> None:
+    """The model may write a thread's title: an escape in it is shown, not sent."""
+    log = home / "threads" / T / "events.jsonl"
+    title = '"title":"ledger export --since"'
+    evil = '"title":"\\u001b]0;pwned\\u0007\\u001b[31mred"'
+    log.write_text(log.read_text().replace(title, evil, 1))
+    result = _invoke(home, ["threads"])
+    assert result.exit_code == 0 and "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "\\x1b]0;pwned\\x07\\x1b[31mred" in result.stdout
+
+
 def test_an_unknown_kind_is_skipped_with_a_note_and_refused_when_strict(home: Path) -> None:
     _corrupt(home, 10, b'{"kind":"martian","seq":11,"at":1}')
     tolerant = _invoke(home, ["replay", T])

@@ -13,6 +13,7 @@ shape that only grows:
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,10 +110,19 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _shown(cell: str) -> str:
+    """A title is written by the model too: a control character in it is
+    shown as ``\\xNN``, never sent to the terminal to act on."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", cell)
+
+
 def _table(rows: Iterator[tuple[str, ...]]) -> list[str]:
     """Columns as wide as their widest cell; a short row (an unreadable
     thread's id and reason) runs on without widening the columns."""
-    table = list(rows)
+    table = [tuple(map(_shown, row)) for row in rows]
     full = [row for row in table if len(row) == len(table[0])]
     widths = [max(map(len, column)) for column in zip(*full, strict=True)]
     return ["  ".join(map(str.ljust, row, widths)).rstrip() for row in table]
