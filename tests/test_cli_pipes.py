@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from kun.contracts import events as ev
@@ -16,6 +17,7 @@ from kun.model.scripted import tool_reply
 from kun.store.codec import decode_line
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
+from kun.testing.logbuilder import LogBuilder
 from tests.test_cli_run import ANSWER, _config, _workspace
 
 pytestmark = pytest.mark.anyio
@@ -90,3 +92,29 @@ def test_a_blank_prompt_on_stdin_is_refused_before_a_thread_exists(tmp_path: Pat
     )
     assert result.returncode == 1 and result.stderr.startswith(b"kun: error: ")
     assert not (tmp_path / "threads").exists()
+
+
+def test_a_reader_that_stops_early_ends_replay_quietly(tmp_path: Path) -> None:
+    """``kun replay T | head``: the pipe closes long before the transcript
+    ends; kun stops as a tool killed by SIGPIPE does (141), without a line
+    on stderr."""
+    builder = LogBuilder("thr_pipe")
+    builder.create(workspace="/w")
+    for n in range(300):
+        builder.start_turn(f"question {n}")
+        builder.assistant_text([f"answer {n} " * 40])
+        builder.complete()
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in builder.events))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kun", "replay", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.read(100)
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    assert child.wait(timeout=60) == 141, err
+    assert err == ""

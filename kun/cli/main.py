@@ -8,6 +8,7 @@ imported inside the commands that need them, so the CLI starts instantly.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from kun.cli.threads import fork, reconcile, rewind, threads, usage
 from kun.errors import KunError
 
 EXIT_FAILURE = 1
+EXIT_BROKEN_PIPE = 128 + 13  # as if killed by SIGPIPE
 
 
 class _Cli(click.Group):
@@ -76,6 +78,8 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def _explain(exc: BaseException, raised: BaseException) -> None:
+    if isinstance(exc, BrokenPipeError):
+        _reader_gone()
     if isinstance(exc, KunError):
         _fail(str(exc))
     if isinstance(exc, OSError):
@@ -91,6 +95,15 @@ def _usage_line(exc: click.ClickException) -> str:
     if isinstance(exc, click.UsageError) and ctx is not None:
         message += f" (see '{ctx.command_path} --help')"
     return message
+
+
+def _reader_gone() -> None:
+    """The reader of stdout went away (``kun replay T | head``): stop
+    quietly, as a tool killed by SIGPIPE does. stdout is pointed at
+    /dev/null first so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(EXIT_BROKEN_PIPE)
 
 
 def _fail(message: str, code: int = EXIT_FAILURE) -> None:
