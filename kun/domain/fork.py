@@ -28,12 +28,17 @@ def fork_events(
     re-addressed to ``new_thread_id`` (seqs kept, so positions stay comparable),
     then ``thread_forked`` recording the lineage and, when the point is inside
     a turn, the point's time (``source_at``), at which that turn ends. The fork is self-contained:
-    replaying it never needs the source log."""
+    replaying it never needs the source log. ``source`` may go on past the
+    point: a ``thread_imported`` there means every copied event was recorded
+    elsewhere, and the fork says so with its own after ``thread_forked``
+    (its file checkpoints are never restored here either)."""
     copied: list[ev.Event] = []
     source_id = ""
+    imported_later = False
     for event in source:
         if event.seq > up_to_seq:
-            break
+            imported_later = imported_later or isinstance(event, ev.ThreadImported)
+            continue
         source_id = event.thread_id
         copied.append(msgspec.structs.replace(event, thread_id=new_thread_id))
     last = copied[-1].seq if copied else 0
@@ -47,6 +52,8 @@ def fork_events(
             source_at=copied[-1].at if _cuts_a_turn(copied) else None,
         )
     )
+    if imported_later and copied[:-1]:
+        copied.append(ev.ThreadImported(seq=last + 2, at=at, thread_id=new_thread_id))
     return copied
 
 

@@ -220,9 +220,7 @@ class TurnService(TurnControl):
             raise SeqOutOfRange(source_id, up_to_seq, last)
         limit = up_to_seq if up_to_seq is not None else last
         new_thread = new_id("thr")
-        events = fork_events(
-            store.read(source_id, until=limit), new_thread, limit, self.recorder.clock()
-        )
+        events = fork_events(store.read(source_id), new_thread, limit, self.recorder.clock())
         await anyio.to_thread.run_sync(
             copy_side_files, events, store.blobs(source_id), store.blobs(new_thread)
         )
