@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from kun.cli import cli
 from kun.store.paths import log_path
 from tests.portable.conftest import stored_thread
+from tests.portable.marks import unmarked
 
 
 def _kun(*args: str) -> tuple[int, str, str]:
@@ -30,7 +31,7 @@ def test_export_then_import_elsewhere(tmp_path: Path) -> None:
     code, stdout, stderr = _kun("import", str(out), "--home", str(other))
     assert (code, stdout) == (0, "thr_source\n")
     assert "imported thr_source" in stderr
-    assert log_path(other, "thr_source").read_bytes() == log_path(home, "thr_source").read_bytes()
+    assert unmarked(log_path(other, "thr_source")) == log_path(home, "thr_source").read_bytes()
     code, stdout, stderr = _kun("import", str(out), "--home", str(other))
     assert (code, stdout) == (0, "thr_source\n") and "already imported" in stderr
 

@@ -14,11 +14,17 @@ put into a state between two of kun's changes.
 
 The same plan undoes a restore: a restore's own changes are checkpoints too
 (:class:`~kun.contracts.events.FilesRestore`).
+
+A checkpoint recorded before the thread was imported (``thread_imported``,
+:func:`imported_paths`) names a file on another machine, or in another
+home: a path that means something else here, or that a hostile bundle chose
+(``.ssh/authorized_keys``). Its file is never hashed nor written, only
+reported (:data:`IMPORTED`): a restore acts only on changes kun made here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 from msgspec import UnsetType
@@ -37,9 +43,11 @@ from kun.domain.state import Rewind
 
 __all__ = [
     "ABSENT",
+    "IMPORTED",
     "RestoreAction",
     "RestorePlan",
     "file_changes",
+    "imported_paths",
     "plan_restore",
     "restoring_lines",
     "rewind_lines",
@@ -48,6 +56,9 @@ __all__ = [
 
 ABSENT: None = None
 """A file's hash when there is no file (as in a checkpoint's ``before``)."""
+
+IMPORTED = "recorded on another machine (imported); never restored here, left as it is"
+"""Why a file whose changes include one recorded before the import is left alone."""
 
 NOT_A_FILE = "not-a-regular-file"
 """The hash the IO layer reports for a directory, link or device at a path:
@@ -78,11 +89,15 @@ def tracked_paths(checkpoints: Iterable[FileCheckpoint]) -> list[str]:
 
 
 def plan_restore(
-    checkpoints: Iterable[FileCheckpoint], disk: Mapping[str, str | None]
+    checkpoints: Iterable[FileCheckpoint],
+    disk: Mapping[str, str | None],
+    *,
+    imported: Collection[str] = frozenset(),
 ) -> RestorePlan:
     """How to undo ``checkpoints`` (in the order the changes were made),
     given each file's SHA-256 on disk now (``None``: absent; a missing key
-    counts as absent)."""
+    counts as absent). A file in ``imported`` (:func:`imported_paths`) is
+    skipped whole, whatever the disk says: all or nothing per file."""
     chains: dict[str, list[FileCheckpoint]] = {}
     for point in checkpoints:
         chains.setdefault(point.path, []).append(point)
@@ -90,6 +105,9 @@ def plan_restore(
     skipped: list[FileSkipped] = []
     unchanged: list[str] = []
     for path, chain in chains.items():
+        if path in imported:
+            skipped.append(FileSkipped(path=path, reason=IMPORTED))
+            continue
         now = disk.get(path)
         target = chain[0].before
         if now == _sha(target):
@@ -101,6 +119,16 @@ def plan_restore(
         else:
             actions.append(RestoreAction(path=path, content=target, expected=now))
     return RestorePlan(actions=tuple(actions), skipped=tuple(skipped), unchanged=tuple(unchanged))
+
+
+def imported_paths(events: Iterable[Event], imported_through: int | UnsetType) -> frozenset[str]:
+    """The files :func:`file_changes` of ``events`` names in a change
+    recorded at or before ``imported_through`` (the latest
+    ``thread_imported``; unset: the thread was never imported, none)."""
+    if not isinstance(imported_through, int):
+        return frozenset()
+    early = (e for e in events if e.seq <= imported_through)
+    return frozenset(tracked_paths(file_changes(early)))
 
 
 def _walk(chain: list[FileCheckpoint], now: str | None) -> str | None:

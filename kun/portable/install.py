@@ -6,12 +6,16 @@ without a copy), then renames ``threads/<id>`` into the real home. A crash
 leaves at worst a staging directory, never a half-written thread; a rename
 onto an existing, non-empty thread fails, so two imports cannot overwrite
 each other.
+
+Every import ends the log with ``thread_imported`` (:func:`mark_imported`):
+what came before was recorded elsewhere, so a rewind never restores its
+file checkpoints here. Comparing a staged thread with one already in the
+home (:func:`same_thread`) looks past that last line on both sides.
 """
 
 from __future__ import annotations
 
 import errno
-import filecmp
 import os
 import secrets
 import shutil
@@ -19,11 +23,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kun.contracts.events import ThreadImported
 from kun.portable.errors import ImportConflict
+from kun.runtime.clock import now_ms
+from kun.store.codec import encode_line
 from kun.store.lock import lock_thread
 from kun.store.paths import BLOBS_NAME, LOCK_NAME, LOG_NAME, thread_dir, threads_root
 
-__all__ = ["fsync_tree", "install", "replace", "same_thread", "staging_home"]
+__all__ = ["fsync_tree", "install", "mark_imported", "replace", "same_thread", "staging_home"]
+
+_MARKER = b'{"kind":"thread_imported"'
+_TAIL = 1 << 16
+_CHUNK = 1 << 20
 
 
 @contextmanager
@@ -83,17 +94,48 @@ def replace(stage: Path, home: Path, thread_id: str) -> None:
     _fsync_dir(threads_root(home))
 
 
+def mark_imported(log: Path, thread_id: str, last_seq: int, source: str = "bundle") -> None:
+    """Append ``thread_imported`` (seq ``last_seq + 1``) to the staged ``log``."""
+    event = ThreadImported(seq=last_seq + 1, at=now_ms(), thread_id=thread_id, source=source)
+    with open(log, "ab") as out:
+        out.write(encode_line(event))
+
+
 def same_thread(staged: Path, existing: Path) -> bool:
     """Whether the thread at ``existing`` holds the staged log byte for byte
-    and every staged side file."""
+    (a last ``thread_imported`` line on either side aside: when it was
+    imported differs) and every staged side file."""
     try:
-        if not filecmp.cmp(existing / LOG_NAME, staged / LOG_NAME, shallow=False):
+        if not _same_log(existing / LOG_NAME, staged / LOG_NAME):
             return False
     except FileNotFoundError:
         return False
     blobs = staged / BLOBS_NAME
     names = sorted(os.listdir(blobs)) if blobs.is_dir() else []
     return all((existing / BLOBS_NAME / name).is_file() for name in names)
+
+
+def _same_log(first: Path, second: Path) -> bool:
+    size = _unmarked_size(first)
+    if size != _unmarked_size(second):
+        return False
+    with open(first, "rb") as a, open(second, "rb") as b:
+        while size > 0:
+            n = min(size, _CHUNK)
+            if a.read(n) != b.read(n):
+                return False
+            size -= n
+    return True
+
+
+def _unmarked_size(log: Path) -> int:
+    """The size of ``log`` without a last ``thread_imported`` line."""
+    with open(log, "rb") as file:
+        size = file.seek(0, os.SEEK_END)
+        file.seek(max(0, size - _TAIL))
+        tail = file.read()
+    start = tail.rfind(b"\n", 0, len(tail) - 1) + 1
+    return size - (len(tail) - start) if tail[start:].startswith(_MARKER) else size
 
 
 def _fsync_dir(path: Path) -> None:

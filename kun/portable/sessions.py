@@ -30,7 +30,7 @@ import msgspec
 from kun.contracts.events import Event, ItemCompleted
 from kun.contracts.items import ToolResult
 from kun.portable.errors import SourceRefused
-from kun.portable.install import install, replace, same_thread, staging_home
+from kun.portable.install import install, mark_imported, replace, same_thread, staging_home
 from kun.portable.logcheck import check_log
 from kun.portable.unbundle import ImportResult
 from kun.runtime.sidefiles import SIDE_FILE_THRESHOLD, head
@@ -60,6 +60,7 @@ def import_session(home: Path, path: Path, source: str, *, replace_changed: bool
         events = [_spill(event, blobs) for event in events]
         anyio.run(_write, stage, thread_id, events)
         staged = thread_dir(stage, thread_id)
+        mark_imported(staged / LOG_NAME, thread_id, events[-1].seq, source)
         check_log(staged / LOG_NAME)
         existing = thread_dir(home, thread_id)
         if same_thread(staged, existing):

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from kun.contracts.events import FilesRestoreStarted
 from kun.portable.errors import BundleRefused
-from kun.portable.install import install, same_thread, staging_home
+from kun.portable.install import install, mark_imported, same_thread, staging_home
 from kun.portable.logcheck import LogFacts, check_log
 from kun.portable.manifest import (
     BLOB_MEMBER,
@@ -42,6 +43,10 @@ from kun.store.paths import BLOBS_NAME, LOG_NAME, thread_dir, validate_thread_id
 __all__ = ["ImportResult", "import_bundle"]
 
 _CHUNK = 1 << 20
+_RESTORING = (
+    "a file restore was under way in it when it was exported (kun stopped in the middle); "
+    "open the thread where it ran (kun reconcile) and export it again"
+)
 _MAX_MANIFEST = 1 << 24
 
 
@@ -81,6 +86,9 @@ def import_bundle(home: Path, path: Path, *, as_id: str | None = None) -> Import
                 f"{LOG_MEMBER} holds {facts.events} events up to seq {facts.last_seq}, "
                 f"the manifest says {manifest.events} up to {manifest.last_seq}",
             )
+        if facts.state is not None and isinstance(facts.state.restoring, FilesRestoreStarted):
+            raise BundleRefused(path, _RESTORING)
+        mark_imported(staged / LOG_NAME, target_id, facts.last_seq)
         if same_thread(staged, thread_dir(home, target_id)):
             return ImportResult(target_id, "already_imported", facts.events)
         hint = "give --as NEW_ID to import it as another thread"

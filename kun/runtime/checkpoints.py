@@ -18,7 +18,9 @@ the outcome is recorded after the last. An intent left without an outcome
 is settled at the next open (:mod:`kun.runtime.restore_recovery`).
 
 Only kun's own file tools record checkpoints: what ``bash`` did is not
-tracked and not undone (:data:`UNTRACKED_NOTE`).
+tracked and not undone (:data:`UNTRACKED_NOTE`). Nor are the changes an
+imported thread brought with it (:data:`~kun.domain.checkpoints.IMPORTED`):
+their files are not even read.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import anyio
@@ -35,9 +37,11 @@ import msgspec
 from kun.contracts.events import FileSkipped, FilesRestore, FilesRestoreStarted
 from kun.contracts.items import FileCheckpoint, ToolResult
 from kun.domain.checkpoints import (
+    IMPORTED,
     NOT_A_FILE,
     RestoreAction,
     file_changes,
+    imported_paths,
     plan_restore,
     tracked_paths,
 )
@@ -92,17 +96,26 @@ class Prepared(msgspec.Struct, frozen=True, kw_only=True):
         return tuple(point for _, point in self.actions), self.skipped
 
 
-def prepare(workspace: Path, blobs: BlobStore, points: list[FileCheckpoint]) -> Prepared:
+def prepare(
+    workspace: Path,
+    blobs: BlobStore,
+    points: list[FileCheckpoint],
+    imported: Collection[str] = frozenset(),
+) -> Prepared:
     """Plan the undoing of ``points`` from the files' hashes now and save,
     durably, what each file to change holds (blocking IO); nothing in the
-    workspace changes."""
+    workspace changes. Files in ``imported`` are neither read nor changed."""
+    paths = tracked_paths(points)
     if not workspace.is_dir():
         why = f"the workspace {workspace} is not a directory now; left alone"
         return Prepared(
-            skipped=tuple(FileSkipped(path=p, reason=why) for p in tracked_paths(points))
+            skipped=tuple(
+                FileSkipped(path=p, reason=IMPORTED if p in imported else why) for p in paths
+            )
         )
     root = Workspace(workspace)
-    plan = plan_restore(points, disk_hashes(workspace, tracked_paths(points)))
+    here = [p for p in paths if p not in imported]
+    plan = plan_restore(points, disk_hashes(workspace, here), imported=imported)
     actions: list[tuple[RestoreAction, FileCheckpoint]] = []
     skipped = list(plan.skipped)
     for action in plan.actions:
@@ -141,14 +154,16 @@ async def logged_restore(
     *,
     before_turn_id: str | None = None,
     rewind_seq: int | None = None,
+    imported: Collection[str] = frozenset(),
 ) -> FilesRestore:
     """Undo ``points`` in the thread's workspace with the intent recorded
     (durably) between planning and the first change; the caller records
-    the outcome (a rewind's ``before_turn_id``, an undo's ``rewind_seq``)."""
+    the outcome (a rewind's ``before_turn_id``, an undo's ``rewind_seq``).
+    Files in ``imported`` are only reported."""
     state = recorder.state(thread_id)
     workspace = _workspace(state)
     blobs = recorder.store.blobs(thread_id)
-    prepared = await anyio.to_thread.run_sync(prepare, workspace, blobs, points)
+    prepared = await anyio.to_thread.run_sync(prepare, workspace, blobs, points, imported)
     if prepared.actions:
         planned, skipped = prepared.intent()
         await recorder.record(
@@ -283,17 +298,21 @@ async def rewind_files(
     change the log records since it started
     (:func:`~kun.domain.checkpoints.file_changes`). Read from the log, not
     the projection: a turn interrupted with ``discard`` keeps no items, but
-    its changes are on disk."""
+    its changes are on disk. Changes recorded before an import are left
+    alone (:func:`~kun.domain.checkpoints.imported_paths`)."""
     await recorder.flush(thread_id)
     state = recorder.state(thread_id)
     start = next(t.started_seq for t in state.turns if t.turn_id == before_turn_id)
     store = recorder.store
 
-    def changes() -> list[FileCheckpoint]:
-        return file_changes(store.read(thread_id, after=start - 1))
+    def changes() -> tuple[list[FileCheckpoint], frozenset[str]]:
+        events = list(store.read(thread_id, after=start - 1))
+        return file_changes(events), imported_paths(events, state.imported_through)
 
-    points = await anyio.to_thread.run_sync(changes)
-    return await logged_restore(recorder, thread_id, points, before_turn_id=before_turn_id)
+    points, imported = await anyio.to_thread.run_sync(changes)
+    return await logged_restore(
+        recorder, thread_id, points, before_turn_id=before_turn_id, imported=imported
+    )
 
 
 async def undo_rewind_files(
@@ -308,7 +327,11 @@ async def undo_rewind_files(
     if rewind.undone_at_seq is not None:
         return None
     points = list(rewind.files.restored)
-    return await logged_restore(recorder, thread_id, points, rewind_seq=rewind_seq)
+    here = not isinstance(state.imported_through, int) or rewind_seq > state.imported_through
+    imported = frozenset() if here else frozenset(tracked_paths(points))
+    return await logged_restore(
+        recorder, thread_id, points, rewind_seq=rewind_seq, imported=imported
+    )
 
 
 def _workspace(state: ThreadState) -> Path:

@@ -18,6 +18,7 @@ from kun.portable.unbundle import import_bundle
 from kun.store.paths import LOG_NAME, blobs_dir, log_path, thread_dir
 from kun.store.replay import replay_log
 from tests.portable.conftest import BIG, GOLDEN, GOLDEN_ID, golden_thread, stored_thread
+from tests.portable.marks import unmarked, unmarked_state
 
 
 def _export(home: Path, tmp_path: Path, thread_id: str = "thr_source") -> Path:
@@ -54,9 +55,9 @@ def test_round_trip_gives_the_same_log_side_files_and_projection(tmp_path: Path)
     bundle = _export(home, tmp_path)
     result = import_bundle(other, bundle)
     assert (result.thread_id, result.outcome) == ("thr_source", "imported")
-    assert log_path(other, "thr_source").read_bytes() == log_path(home, "thr_source").read_bytes()
+    assert unmarked(log_path(other, "thr_source")) == log_path(home, "thr_source").read_bytes()
     assert [p.read_bytes() for p in blobs_dir(other, "thr_source").iterdir()] == [big]
-    assert replay_log(log_path(other, "thr_source")) == replay_log(log_path(home, "thr_source"))
+    assert unmarked_state(log_path(other, "thr_source")) == replay_log(log_path(home, "thr_source"))
     assert not [p for p in other.iterdir() if p.name.startswith(".import-")]
 
 
@@ -92,7 +93,7 @@ def test_a_taken_id_with_other_content_is_refused_unless_as(tmp_path: Path) -> N
     result = import_bundle(other, bundle, as_id="thr_copy")
     assert result.thread_id == "thr_copy"
     original = replay_log(log_path(home, "thr_source"))
-    copy = replay_log(log_path(other, "thr_copy"))
+    copy = unmarked_state(log_path(other, "thr_copy"))
     assert copy == msgspec.structs.replace(original, thread_id="thr_copy")
     assert (
         blobs_dir(other, "thr_copy") / next(blobs_dir(home, "thr_source").iterdir()).name
@@ -106,7 +107,7 @@ def test_as_rewrites_lines_that_name_their_thread(tmp_path: Path) -> None:
     import_bundle(home, bundle, as_id="thr_renamed")
     copy = log_path(home, "thr_renamed").read_bytes()
     assert GOLDEN_ID.encode() not in copy
-    assert replay_log(log_path(home, "thr_renamed")) == msgspec.structs.replace(
+    assert unmarked_state(log_path(home, "thr_renamed")) == msgspec.structs.replace(
         replay_log(source), thread_id="thr_renamed"
     )
 
@@ -210,9 +211,9 @@ def test_every_golden_log_round_trips_under_its_id_and_another(
     log.write_bytes(golden.read_bytes())
     bundle = _export(home, tmp_path, thread_id)
     import_bundle(tmp_path / "b", bundle)
-    assert log_path(tmp_path / "b", thread_id).read_bytes() == golden.read_bytes()
+    assert unmarked(log_path(tmp_path / "b", thread_id)) == golden.read_bytes()
     import_bundle(tmp_path / "b", bundle, as_id="thr_other")
-    assert replay_log(log_path(tmp_path / "b", "thr_other")) == msgspec.structs.replace(
+    assert unmarked_state(log_path(tmp_path / "b", "thr_other")) == msgspec.structs.replace(
         replay_log(log), thread_id="thr_other"
     )
 

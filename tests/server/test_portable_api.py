@@ -24,6 +24,7 @@ from kun.portable.sessions import import_session, session_thread_id
 from kun.server import portable
 from kun.store.paths import blobs_dir, log_path
 from tests.portable.conftest import BIG, stored_thread
+from tests.portable.marks import unmarked
 from tests.portable.test_sessions import claude_lines, codex_lines
 from tests.server.support import api
 
@@ -70,14 +71,19 @@ async def test_a_round_trip_between_two_servers_changes_nothing(tmp_path: Path) 
             "outcome": "imported",
             "events": facts["events"],
         }
-        assert (await two.client.get("/v1/threads/thr_source")).json() == projection
+        got = (await two.client.get("/v1/threads/thr_source")).json()
+        assert got.pop("imported_through") == got["last_seq"] == projection["last_seq"] + 1
+        moved = ("last_seq", "updated_at")
+        assert {k: v for k, v in got.items() if k not in moved} == {
+            k: v for k, v in projection.items() if k not in moved
+        }
         listed = (await two.client.get("/v1/threads")).json()
         assert [t["thread_id"] for t in listed["threads"]] == ["thr_source"]
         again = await client.import_thread(bundle)
         assert again["outcome"] == "already_imported"
         assert _scratch_left(two.home) == []
     source, copy = tmp_path / "a" / "home", tmp_path / "b" / "home"
-    assert log_path(copy, "thr_source").read_bytes() == log_path(source, "thr_source").read_bytes()
+    assert unmarked(log_path(copy, "thr_source")) == log_path(source, "thr_source").read_bytes()
     assert [p.read_bytes() for p in blobs_dir(copy, "thr_source").iterdir()] == [BIG]
 
 
@@ -193,5 +199,5 @@ async def test_a_session_imports_as_it_does_locally(
     assert (answer["thread_id"], answer["outcome"]) == (here.thread_id, "imported")
     if source == "claude-code":
         assert here.thread_id == session_thread_id(source, "f0e1d2c3-session")
-    copy = log_path(tmp_path / "home", here.thread_id).read_bytes()
-    assert copy == log_path(local, here.thread_id).read_bytes()
+    copy = unmarked(log_path(tmp_path / "home", here.thread_id))
+    assert copy == unmarked(log_path(local, here.thread_id))
