@@ -91,6 +91,7 @@ def replay(
             mode="strict" if strict else "tolerant",
             report=report,
             rewound=scan.may_rewind,
+            scanned=scan.size,
         )
         if as_json:
             _write_bytes(json_chunks(pieces), JSON_FLUSH_AT)

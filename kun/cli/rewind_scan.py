@@ -54,6 +54,9 @@ class RewindScan:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.size = path.stat().st_size
+        """The log's size before any scan began: every answer covers at
+        least these bytes (``stream_replay``'s ``scanned``)."""
         self._child: subprocess.Popen[bytes] | None = None
         if not path.with_name(SNAPSHOT_NAME).exists():
             self._start()

@@ -121,6 +121,27 @@ def _last_seq(data: bytes, end: int) -> int | None:
         return None
 
 
+def last_seq_before(path: Path, size: int) -> int | None:
+    """The seq of the last whole line in the first ``size`` bytes of the
+    log at ``path``: what a reader that looked at the log when it was
+    ``size`` bytes long could see. ``None`` when there is no whole line
+    there or that line holds no seq (a reader then sets no bound)."""
+    with open(path, "rb", buffering=0) as file:
+        fd = file.fileno()
+        size = min(size, os.fstat(fd).st_size)
+        window = 1 << 16
+        while True:
+            start = max(0, size - window)
+            data = os.pread(fd, size - start, start)
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                if start == 0:
+                    return None
+            elif data.rfind(b"\n", 0, end - 1) >= 0 or start == 0:
+                return _last_seq(data, end)
+            window *= 4
+
+
 class _LogReader:
     __slots__ = (
         "_fd",

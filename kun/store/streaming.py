@@ -18,7 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable, Generator, Iterator
-from itertools import islice
+from itertools import islice, takewhile
 from pathlib import Path
 
 import msgspec
@@ -28,7 +28,7 @@ from kun.domain.errors import ProjectionError
 from kun.domain.reduce import Projector
 from kun.domain.state import ThreadState, TurnState
 from kun.store.port import ReadMode, ReadReport
-from kun.store.reader import read_log
+from kun.store.reader import last_seq_before, read_log
 from kun.store.replay import apply_named
 from kun.store.snapshot import SNAPSHOT_NAME, SnapshotReader, SnapshotUnusable, open_snapshot
 
@@ -58,6 +58,7 @@ def stream_replay(
     mode: ReadMode = "strict",
     report: ReadReport | None = None,
     rewound: Callable[[], bool] | None = None,
+    scanned: int | None = None,
 ) -> Iterator[Piece]:
     """The projection ``replay_log`` returns, in pieces: each turn in start
     order, then the thread, whose turns may lack their items (every turn was
@@ -70,20 +71,28 @@ def stream_replay(
     only when the log is folded from its start; by default
     :func:`may_rewind`. A caller passes a faster way to the same answer
     (``kun replay`` starts ``rg`` early): it must say yes whenever
-    :func:`may_rewind` would."""
+    :func:`may_rewind` would, over at least the log's first ``scanned``
+    bytes (its size before that scan began).
+
+    A turn streamed out early is final only for the bytes scanned: a writer
+    may append a rewind while this reads. So a streamed fold stops at the
+    last event wholly inside the bytes scanned (reading on to the end when
+    nothing was appended, so a torn tail is still reported), and the output
+    is the thread as it was then."""
     shown = 0
     if until is None:
         reader = open_snapshot(path.with_name(SNAPSHOT_NAME), path, path.parent.name)
         if reader is not None:
             try:
+                size = os.stat(path).st_size
                 if not may_rewind(path, start=reader.header.offset, tags=(_REWOUND, _UNDONE)):
-                    done = yield from _from_snapshot(reader, report)
+                    done = yield from _from_snapshot(reader, report, last_seq_before(path, size))
                     if done is None:
                         return
                     shown = done
             finally:
                 reader.close()
-    for piece in _from_log(path, until, mode, report, rewound):
+    for piece in _from_log(path, until, mode, report, rewound, scanned):
         if shown and type(piece) is TurnState:
             shown -= 1
             continue
@@ -116,13 +125,19 @@ def _from_log(
     mode: ReadMode,
     report: ReadReport | None,
     rewound: Callable[[], bool] | None = None,
+    scanned: int | None = None,
 ) -> Iterator[Piece]:
     projector = Projector()
-    events = read_log(path, until=until, mode=mode, report=report)
+    if rewound is None:
+        scanned, rewound = os.stat(path).st_size, lambda: may_rewind(path)
     shown = 0
-    if rewound() if rewound is not None else may_rewind(path):
-        apply_named(projector, path, events)
+    if rewound():
+        apply_named(projector, path, read_log(path, until=until, mode=mode, report=report))
     else:
+        events = read_log(path, until=until, mode=mode, report=report)
+        bound = None if scanned is None else last_seq_before(path, scanned)
+        if bound is not None:
+            events = takewhile(lambda e: e.seq <= bound, events)
         while True:
             last = projector.last_seq
             apply_named(projector, path, islice(events, STREAM_BATCH))
@@ -145,7 +160,7 @@ def _settled(projector: Projector, shown: int) -> Generator[Piece, None, int]:
 
 
 def _from_snapshot(
-    reader: SnapshotReader, report: ReadReport | None
+    reader: SnapshotReader, report: ReadReport | None, bound: int | None
 ) -> Generator[Piece, None, int | None]:
     """Every piece, from the snapshot and the tail after it: ``None`` once
     all are out, or how many turns are out when something failed to read."""
@@ -161,6 +176,8 @@ def _from_snapshot(
         projector = Projector(msgspec.structs.replace(reader.shell, turns=tuple(kept)))
         del kept
         tail = reader.tail()
+        if bound is not None:
+            tail = takewhile(lambda e: e.seq <= bound, tail)
         while True:
             last = projector.last_seq
             projector.apply_all(islice(tail, STREAM_BATCH))

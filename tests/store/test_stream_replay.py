@@ -20,6 +20,8 @@ from kun.contracts.events import Event
 from kun.domain.state import ThreadState, TurnState
 from kun.store import streaming as replay_module
 from kun.store.codec import encode_line
+from kun.store.port import ReadReport
+from kun.store.reader import last_seq_before
 from kun.store.replay import replay_log
 from kun.store.streaming import may_rewind, stream_replay
 from kun.testing.logbuilder import LogBuilder
@@ -137,3 +139,41 @@ def test_the_rewind_scan_finds_the_tag_across_its_windows(
     assert may_rewind(log)
     log.write_bytes(b"x" * start + tag[:-1] + b"y" * 3)
     assert not may_rewind(log)
+
+
+def test_a_rewind_appended_after_the_scan_is_not_folded_into_streamed_turns(
+    tmp_path: Path,
+) -> None:
+    """The scan said "no rewind" for the bytes it saw; a writer then appends
+    one. The turns already streamed as visible must not be contradicted by
+    the thread that follows: the output is the thread as it was scanned."""
+    before = _two_turns(tmp_path).read_bytes()
+    log = _two_turns(tmp_path, rewind=True)
+    assert log.read_bytes().startswith(before)
+    *turns, state = stream_replay(log, rewound=lambda: False, scanned=len(before))
+    assert isinstance(state, ThreadState)
+    assert [t.hidden_by for t in turns] == [None, None]
+    assert state.last_seq == replay_log(log).last_seq - 1
+    assert [t.hidden_by for t in state.turns] == [None, None]
+
+
+def test_a_torn_tail_is_still_reported_when_nothing_was_appended(tmp_path: Path) -> None:
+    log = _two_turns(tmp_path)
+    with log.open("ab") as file:
+        file.write(b'{"kind":"warning","seq":99')
+    report = ReadReport()
+    list(stream_replay(log, mode="tolerant", report=report, scanned=log.stat().st_size))
+    assert report.torn_tail is not None
+
+
+@pytest.mark.parametrize("big", [10, 70_000, 300_000])
+def test_the_last_whole_line_is_found_however_long(tmp_path: Path, big: int) -> None:
+    log = tmp_path / "events.jsonl"
+    long = b'{"kind":"warning","seq":2,"m":"' + b"x" * big + b'"}\n'
+    lines = [b'{"kind":"warning","seq":1}\n', long]
+    log.write_bytes(b"".join(lines) + b'{"kind":"warning","seq":3')
+    size = log.stat().st_size
+    assert last_seq_before(log, size) == 2
+    assert last_seq_before(log, len(lines[0])) == 1
+    assert last_seq_before(log, len(lines[0]) - 1) is None
+    assert last_seq_before(log, 0) is None
