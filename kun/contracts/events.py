@@ -377,9 +377,12 @@ class ThreadImported(EventBase, tag="thread_imported", frozen=True, kw_only=True
     at or before this seq was recorded somewhere else (another machine,
     another home, another agent), so the file checkpoints among them name
     files kun did not write here and a rewind never restores them.
-    ``source``: ``bundle``, ``codex`` or ``claude-code``."""
+    ``source``: ``bundle``, ``codex`` or ``claude-code``; ``workspace``:
+    the directory new turns use here (``kun import --workspace``), in place
+    of the one the log named; ``None`` keeps it."""
 
     source: str = "bundle"
+    workspace: str | None = None
 
 
 Event = (

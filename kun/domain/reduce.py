@@ -325,6 +325,8 @@ class Projector(ItemHandlers):
 
     def _thread_imported(self, e: ev.ThreadImported) -> None:
         self._imported_through = e.seq
+        if e.workspace is not None:
+            self._settings = _replace(self._settings, workspace=e.workspace)
 
     def _log_repaired(self, e: ev.LogRepaired) -> None:
         repair = Repair(seq=e.seq, dropped_bytes=e.dropped_bytes, line=e.line, reason=e.reason)
