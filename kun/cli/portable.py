@@ -70,9 +70,20 @@ def export_command(thread: str, output: Path | None, force: bool, home: Path | N
     is_flag=True,
     help="Import a session again that changed since it was imported (replaces its thread).",
 )
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, exists=True, resolve_path=True, path_type=Path),
+    default=None,
+    help="Run the thread's new turns in this directory here, not the one its log names.",
+)
 @home_option
 def import_command(
-    file: Path, source: str, as_id: str | None, replace: bool, home: Path | None
+    file: Path,
+    source: str,
+    as_id: str | None,
+    replace: bool,
+    workspace: Path | None,
+    home: Path | None,
 ) -> None:
     """Add the thread in FILE to the home and print its id.
 
@@ -80,6 +91,8 @@ def import_command(
     written; a thread id already taken is refused unless --as gives another.
     A Codex or Claude Code session gets a thread id derived from its session
     id, so importing it again finds its thread instead of making a copy.
+    What the imported turns changed in files is never restored here (kun
+    rewind --files reports it); --workspace rebinds the thread's workspace.
     """
     from kun.store.paths import resolve_home
 
@@ -91,7 +104,7 @@ def import_command(
     if remote is not None:
         from kun.cli.remote_portable import remote_import
 
-        local_only(home=home, replace=replace)
+        local_only(home=home, replace=replace, workspace=workspace)
         answer = remote_import(remote, file, source, as_id)
         _imported(answer["thread_id"], answer["outcome"], answer["events"])
         return
@@ -99,11 +112,11 @@ def import_command(
     if source == "kun":
         from kun.portable.unbundle import import_bundle
 
-        result = import_bundle(root, file, as_id=as_id)
+        result = import_bundle(root, file, as_id=as_id, workspace=workspace)
     else:
         from kun.portable.sessions import import_session
 
-        result = import_session(root, file, source, replace_changed=replace)
+        result = import_session(root, file, source, replace_changed=replace, workspace=workspace)
     _imported(result.thread_id, result.outcome, result.events)
 
 

@@ -94,9 +94,22 @@ def replace(stage: Path, home: Path, thread_id: str) -> None:
     _fsync_dir(threads_root(home))
 
 
-def mark_imported(log: Path, thread_id: str, last_seq: int, source: str = "bundle") -> None:
-    """Append ``thread_imported`` (seq ``last_seq + 1``) to the staged ``log``."""
-    event = ThreadImported(seq=last_seq + 1, at=now_ms(), thread_id=thread_id, source=source)
+def mark_imported(
+    log: Path,
+    thread_id: str,
+    last_seq: int,
+    source: str = "bundle",
+    workspace: Path | None = None,
+) -> None:
+    """Append ``thread_imported`` (seq ``last_seq + 1``) to the staged ``log``;
+    ``workspace``: the directory the thread's new turns use here."""
+    event = ThreadImported(
+        seq=last_seq + 1,
+        at=now_ms(),
+        thread_id=thread_id,
+        source=source,
+        workspace=None if workspace is None else str(workspace),
+    )
     with open(log, "ab") as out:
         out.write(encode_line(event))
 

@@ -51,8 +51,11 @@ def session_thread_id(source: str, session_id: str) -> str:
     return "thr_" + base64.b32encode(digest).decode().lower()[:26]
 
 
-def import_session(home: Path, path: Path, source: str, *, replace_changed: bool) -> ImportResult:
-    """Import the session file at ``path`` (``source``: ``codex`` or ``claude-code``)."""
+def import_session(
+    home: Path, path: Path, source: str, *, replace_changed: bool, workspace: Path | None = None
+) -> ImportResult:
+    """Import the session file at ``path`` (``source``: ``codex`` or
+    ``claude-code``); ``workspace``: where its new turns run here."""
     events = _importer(source)(path, read_records(path))
     thread_id = events[0].thread_id
     with staging_home(home) as stage:
@@ -60,7 +63,7 @@ def import_session(home: Path, path: Path, source: str, *, replace_changed: bool
         events = [_spill(event, blobs) for event in events]
         anyio.run(_write, stage, thread_id, events)
         staged = thread_dir(stage, thread_id)
-        mark_imported(staged / LOG_NAME, thread_id, events[-1].seq, source)
+        mark_imported(staged / LOG_NAME, thread_id, events[-1].seq, source, workspace)
         check_log(staged / LOG_NAME)
         existing = thread_dir(home, thread_id)
         if same_thread(staged, existing):

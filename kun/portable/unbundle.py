@@ -57,8 +57,12 @@ class ImportResult:
     events: int
 
 
-def import_bundle(home: Path, path: Path, *, as_id: str | None = None) -> ImportResult:
-    """Verify the bundle at ``path`` and install its thread in ``home``."""
+def import_bundle(
+    home: Path, path: Path, *, as_id: str | None = None, workspace: Path | None = None
+) -> ImportResult:
+    """Verify the bundle at ``path`` and install its thread in ``home``;
+    ``workspace``: where its new turns run here (default: the path its log
+    names, which may mean something else on this machine)."""
     wanted = validate_thread_id(as_id) if as_id is not None else None
     try:
         tar = tarfile.open(path, "r:*")
@@ -88,7 +92,7 @@ def import_bundle(home: Path, path: Path, *, as_id: str | None = None) -> Import
             )
         if facts.state is not None and isinstance(facts.state.restoring, FilesRestoreStarted):
             raise BundleRefused(path, _RESTORING)
-        mark_imported(staged / LOG_NAME, target_id, facts.last_seq)
+        mark_imported(staged / LOG_NAME, target_id, facts.last_seq, workspace=workspace)
         if same_thread(staged, thread_dir(home, target_id)):
             return ImportResult(target_id, "already_imported", facts.events)
         hint = "give --as NEW_ID to import it as another thread"

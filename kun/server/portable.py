@@ -91,8 +91,9 @@ async def import_(request: Request) -> Response:
     """Import the body: ``?from=kun`` (a bundle, the default), ``codex`` or
     ``claude-code``; ``?as=ID`` gives a bundle another thread id; ``?name=``
     is the file's name (a Claude Code session without a session id is
-    named after its file). 201 when a thread was added, 200 when it was
-    there already unchanged."""
+    named after its file); ``?workspace=DIR`` (absolute, a directory on the
+    server) is where the thread's new turns run. 201 when a thread was
+    added, 200 when it was there already unchanged."""
     backend = backend_of(request)
     source = request.query_params.get("from", "kun")
     as_id = request.query_params.get("as") or None
@@ -102,6 +103,7 @@ async def import_(request: Request) -> Response:
         raise ApiError(
             400, "invalid_as", "as is for bundles: a session's thread id is derived", "as"
         )
+    workspace = _workspace(request.query_params.get("workspace"))
     _check_length(request)
     name = _UNSAFE.sub("_", request.query_params.get("name", "")).lstrip(".") or "upload"
     scratch = _scratch(backend.home, ".serve-import-")
@@ -109,7 +111,7 @@ async def import_(request: Request) -> Response:
         body = scratch / name
         await _receive(request, body)
         result = await anyio.to_thread.run_sync(
-            partial(_install, backend.home, body, source, as_id)
+            partial(_install, backend.home, body, source, as_id, workspace)
         )
     finally:
         await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
@@ -145,13 +147,27 @@ async def _receive(request: Request, path: Path) -> None:
             await file.write(chunk)
 
 
-def _install(home: Path, body: Path, source: str, as_id: str | None) -> ImportResult:
+def _workspace(given: str | None) -> Path | None:
+    """The ``workspace`` parameter as a directory, or ``None`` when not given."""
+    if not given:
+        return None
+    path = Path(given)
+    if not path.is_absolute() or not path.is_dir():
+        raise ApiError(
+            400, "invalid_workspace", "workspace: an absolute path to a directory", "workspace"
+        )
+    return path.resolve()
+
+
+def _install(
+    home: Path, body: Path, source: str, as_id: str | None, workspace: Path | None
+) -> ImportResult:
     from kun.portable.sessions import import_session
 
     try:
         if source == "kun":
-            return import_bundle(home, body, as_id=as_id)
-        return import_session(home, body, source, replace_changed=False)
+            return import_bundle(home, body, as_id=as_id, workspace=workspace)
+        return import_session(home, body, source, replace_changed=False, workspace=workspace)
     except BundleRefused as exc:
         raise ApiError(400, "bundle_refused", exc.reason) from None
     except SourceRefused as exc:

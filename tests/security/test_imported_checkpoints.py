@@ -22,7 +22,8 @@ from kun.domain.checkpoints import IMPORTED
 from kun.portable.bundle import export_thread
 from kun.store.blobs import FileBlobStore
 from kun.store.jsonl import JsonlEventStore
-from kun.store.paths import blobs_dir
+from kun.store.paths import blobs_dir, log_path
+from kun.store.replay import replay_log
 from kun.testing.logbuilder import LogBuilder
 from tests.server.support import api
 
@@ -89,3 +90,41 @@ async def test_rewind_files_over_http_writes_nothing_an_imported_bundle_names(
     assert files["restored"] == []
     assert files["skipped"] == [{"path": ".ssh/authorized_keys", "reason": IMPORTED}]
     assert not (victim / ".ssh").exists()
+
+
+def test_import_workspace_rebinds_where_new_turns_run(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    bundle = _crafted_bundle(tmp_path, victim)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    home = tmp_path / "home"
+    runner = CliRunner()
+    args = ["import", str(bundle), "--workspace", str(mine), "--home", str(home)]
+    assert runner.invoke(cli, args).exit_code == 0
+    assert replay_log(log_path(home, THREAD)).settings.workspace == str(mine.resolve())
+    missing = runner.invoke(cli, [*args[:3], str(tmp_path / "nope"), *args[4:]])
+    assert missing.exit_code != 0 and "Traceback" not in missing.output
+    assert "does not exist" in missing.output
+
+
+@pytest.mark.anyio
+async def test_import_workspace_over_http(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    bundle = await anyio.to_thread.run_sync(_crafted_bundle, tmp_path, victim)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    async with api(tmp_path) as served:
+        for bad in ("relative/dir", str(tmp_path / "nope")):
+            refused = await served.client.post(
+                "/v1/threads/import", params={"workspace": bad}, content=bundle.read_bytes()
+            )
+            assert refused.status_code == 400
+            assert refused.json()["error"]["code"] == "invalid_workspace"
+        done = await served.client.post(
+            "/v1/threads/import", params={"workspace": str(mine)}, content=bundle.read_bytes()
+        )
+        assert done.status_code == 201, done.text
+        thread = (await served.client.get(f"/v1/threads/{THREAD}")).json()
+    assert thread["settings"]["workspace"] == str(mine.resolve())
