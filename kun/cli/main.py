@@ -107,7 +107,9 @@ def _reader_gone() -> None:
 
 
 def _fail(message: str, code: int = EXIT_FAILURE) -> None:
-    click.echo(f"kun: error: {message}", err=True)
+    from kun.domain.shown import shown
+
+    click.echo(f"kun: error: {shown(message)}", err=True)
     sys.exit(code)
 
 
