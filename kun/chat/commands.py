@@ -22,6 +22,7 @@ from kun.chat.goal_command import goal_command
 from kun.chat.plan_command import USAGE as PLAN_USAGE
 from kun.chat.plan_command import plan_command
 from kun.contracts.threads import ApprovalPolicy
+from kun.domain.shown import shown_cell
 from kun.domain.transcript import format_usage
 from kun.errors import KunError, UserMistake
 from kun.runtime.checkpoints import describe_restore
@@ -162,17 +163,18 @@ async def _threads(session: ChatSession, rest: str) -> None:
         when = format_when(summary.updated_at)
         cost = format_cost(summary.usage)
         turns = f"{summary.turns:>3} turn" + ("" if summary.turns == 1 else "s")
-        session.say(f"{mark} {summary.thread_id}  {when}  {turns:<9}  {cost:>9}  {summary.title}")
+        title = shown_cell(summary.title)
+        session.say(f"{mark} {summary.thread_id}  {when}  {turns:<9}  {cost:>9}  {title}")
     session.say("kun resume ID (a prefix will do) continues one", "dim")
 
 
 async def _title(session: ChatSession, rest: str) -> None:
     thread_id = _thread(session)
     if not rest:
-        session.say(f"title: {session.service.state(thread_id).settings.title}")
+        session.say(f"title: {shown_cell(session.service.state(thread_id).settings.title)}")
         return
     await session.service.retitle(thread_id, rest, "user")
-    session.say(f"title: {session.service.state(thread_id).settings.title}", "good")
+    session.say(f"title: {shown_cell(session.service.state(thread_id).settings.title)}", "good")
 
 
 async def _new(session: ChatSession, rest: str) -> None:

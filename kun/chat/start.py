@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kun.app.lookup import ThreadSummary, latest_thread, recent_threads, resolve_thread_id
 from kun.cli.flags import RuntimeFlags
 from kun.contracts.threads import ApprovalPolicy
+from kun.domain.shown import shown_cell
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ async def choose_thread(home: Path, workspace: Path, given: str | None) -> str:
     if not found:
         raise NoThreadChosen("no threads yet: start one with kun")
     for number, summary in enumerate(found, start=1):
-        print(f"{number:>2}  {_row(summary)}")
+        print(f"{number:>2}  {shown_cell(_row(summary))}")
     from kun.cli.tty import TtyPrompter, open_terminal
 
     terminal = open_terminal()
@@ -135,7 +136,7 @@ def _recap(session: ChatSession, thread_id: str) -> None:
     state = session.service.state(thread_id)
     settings = state.settings
     session.say(
-        f"resumed {thread_id} · {settings.title} · {len(state.visible_turns)} turns · "
+        f"resumed {thread_id} · {shown_cell(settings.title)} · {len(state.visible_turns)} turns · "
         f"{session.model.provider}/{session.model.model}",
         "good",
     )

@@ -21,6 +21,7 @@ from typing import Any
 
 from kun.cli.colors import color_allowed
 from kun.cli.terminal import Tone
+from kun.domain.shown import shown
 
 __all__ = ["ChatSink", "split_blocks"]
 
@@ -84,7 +85,7 @@ class ChatSink:
         return self._console
 
     def text(self, item_id: str, fragment: str) -> None:
-        ready, rest = split_blocks(self._pending.get(item_id, "") + fragment)
+        ready, rest = split_blocks(self._pending.get(item_id, "") + shown(fragment))
         self._pending[item_id] = rest
         if ready:
             self._markdown(ready)
@@ -98,12 +99,13 @@ class ChatSink:
         self._flush_pending()
         from rich.text import Text
 
-        self._rich().print(Text(text, style=_RICH_STYLES[tone]), soft_wrap=True)
+        self._rich().print(Text(shown(text), style=_RICH_STYLES[tone]), soft_wrap=True)
         sys.stdout.flush()
 
     def diff(self, text: str) -> None:
         """A unified diff, highlighted as one (a note in parentheses dim)."""
         self._flush_pending()
+        text = shown(text)
         from rich.padding import Padding
         from rich.syntax import Syntax
         from rich.text import Text

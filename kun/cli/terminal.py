@@ -37,6 +37,7 @@ from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ErrorItem, Plan, ToolCall, ToolResult
 from kun.contracts.threads import AllowRule
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY
+from kun.domain.shown import shown
 from kun.domain.state import ThreadState
 from kun.domain.transcript import format_usage
 from kun.runtime.bus import LiveText
@@ -108,6 +109,7 @@ class PlainSink:
 
     def text(self, item_id: str, fragment: str) -> None:
         self._clear_spinner()
+        fragment = shown(fragment)
         self.out.write(fragment)
         self.out.flush()
         self._mid_line = not fragment.endswith("\n")
@@ -120,6 +122,7 @@ class PlainSink:
         if self._mid_line:
             self.out.write("\n")
             self._mid_line = False
+        text = shown(text)
         if self.color and tone != "plain":
             text = click.style(text, **_CLICK_STYLES[tone])  # type: ignore[arg-type]
         self.out.write(text + "\n")

@@ -13,7 +13,6 @@ shape that only grows:
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +22,8 @@ import click
 
 from kun.cli.options import home_option, log_of, service_call
 from kun.cli.remote import local_only, remote_target
+from kun.domain.shown import shown as safe_text
+from kun.domain.shown import shown_cell
 
 __all__ = ["fork", "reconcile", "rewind", "threads", "usage"]
 
@@ -110,19 +111,10 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _shown(cell: str) -> str:
-    """A title is written by the model too: a control character in it is
-    shown as ``\\xNN``, never sent to the terminal to act on."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", cell)
-
-
 def _table(rows: Iterator[tuple[str, ...]]) -> list[str]:
     """Columns as wide as their widest cell; a short row (an unreadable
     thread's id and reason) runs on without widening the columns."""
-    table = [tuple(map(_shown, row)) for row in rows]
+    table = [tuple(map(shown_cell, row)) for row in rows]
     full = [row for row in table if len(row) == len(table[0])]
     widths = [max(map(len, column)) for column in zip(*full, strict=True)]
     return ["  ".join(map(str.ljust, row, widths)).rstrip() for row in table]
@@ -169,7 +161,7 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
     if as_json:
         _echo_json({"threads": shown})
     else:
-        click.echo("\n".join(render_usage(labels, totals)))
+        click.echo(safe_text("\n".join(render_usage(labels, totals))))
 
 
 def _usage_notes(report: Any) -> Iterator[str]:

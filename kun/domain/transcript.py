@@ -29,6 +29,7 @@ from kun.contracts.items import (
 from kun.contracts.usage import UsageTotals
 from kun.domain.checkpoints import restoring_lines, rewind_lines
 from kun.domain.goals import goal_usage_line
+from kun.domain.shown import shown
 from kun.domain.state import ThreadState, TurnState
 
 RESULT_LINES = 6
@@ -65,7 +66,7 @@ def turn_lines(
     """Turn ``number`` (1-based) as the transcript draws it: after a blank
     line, except the first turn, which opens the transcript."""
     lines = _numbered(number, turn, show_hidden, show_reasoning)
-    return lines[1:] if number == 1 and lines[0] == "" else lines
+    return _shown(lines[1:] if number == 1 and lines[0] == "" else lines)
 
 
 def summary_lines(state: ThreadState) -> list[str]:
@@ -73,7 +74,15 @@ def summary_lines(state: ThreadState) -> list[str]:
     lineage, repairs), the warnings and the total."""
     warnings = [f"warning {warning.code}: {warning.message}" for warning in state.warnings]
     lead = [""] if state.turns else []
-    return [*lead, *_header(state), *warnings, "", f"total: {format_usage(state.usage)}"]
+    return _shown([*lead, *_header(state), *warnings, "", f"total: {format_usage(state.usage)}"])
+
+
+def _shown(lines: list[str]) -> list[str]:
+    """The lines with the model's and tools' control characters made
+    visible (:mod:`kun.domain.shown`): one scan of the chunk when it holds
+    none, as nearly every chunk does."""
+    whole = "\n".join(lines)
+    return lines if shown(whole) is whole else [shown(line) for line in lines]
 
 
 def render_since(
@@ -98,7 +107,7 @@ def render_since(
             lines.append(f"warning {warning.code}: {warning.message}")
     lines.append("")
     lines.append(f"total: {format_usage(state.usage)}")
-    return lines
+    return _shown(lines)
 
 
 def _numbered(number: int, turn: TurnState, show_hidden: bool, show_reasoning: bool) -> list[str]:
