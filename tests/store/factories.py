@@ -163,6 +163,7 @@ def every_kind(thread_id: str = TID) -> list[ev.Event]:
         (ev.TurnAborted, {"reason": "user", "discard": True}),
         (ev.TurnCompleted, {"stop_reason": "stop"}),
         (ev.LogRepaired, {"dropped_bytes": 3, "line": 9, "reason": "torn", "preview": '{"k'}),
+        (ev.ThreadImported, {"source": "codex", "workspace": "/srv/" + tricky}),
         (
             ev.ItemCompleted,
             {
