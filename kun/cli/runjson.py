@@ -21,6 +21,7 @@ from typing import BinaryIO, TextIO
 
 from kun.cli.terminal import LiveView, Prompter, Tone
 from kun.contracts import events as ev
+from kun.domain.shown import shown
 from kun.errors import UserMistake
 from kun.runtime.service import TurnService
 from kun.store.codec import encode_line
@@ -45,7 +46,7 @@ class QuietSink:
 
     def line(self, text: str, tone: Tone = "plain") -> None:
         if tone in _SHOWN:
-            self.err.write(text + "\n")
+            self.err.write(shown(text) + "\n")
             self.err.flush()
 
     def waiting(self, on: bool) -> None:
