@@ -127,3 +127,24 @@ def test_the_session_shows_escapes(tmp_path: Path) -> None:
     assert "\\x1b]0;pwned\\x07" in printed
     for raw in ("\x1b]0;pwned", "\x1b]52", "\x9b", "\x1b[2J"):
         assert raw not in printed, raw
+
+
+def test_kun_run_json_is_the_log_byte_for_byte_and_its_errors_escaped(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    responses = [
+        FakeResponse(chunks=tuple(tool_reply("read_file", {"path": f"gone {EVIL}"}))),
+        answer(f"reply {EVIL}"),
+    ]
+    home = tmp_path / "home"
+    with serve(responses) as provider:
+        config = write_config(tmp_path, provider.base_url)
+        code, out, err = kun(
+            "run", "go", "--json", "--config", str(config), "--home", str(home),
+            "--workspace", str(workspace),
+        )  # fmt: skip
+    assert code == 0, err
+    _clean(err)
+    assert f"gone {ESCAPED}" in err
+    log = (home / "threads" / only_thread(home) / "events.jsonl").read_text()
+    assert out.splitlines() == log.splitlines()
