@@ -37,7 +37,7 @@ from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ErrorItem, Plan, ToolCall, ToolResult
 from kun.contracts.threads import AllowRule
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY
-from kun.domain.shown import shown
+from kun.domain.shown import shown, shown_cell
 from kun.domain.state import ThreadState
 from kun.domain.transcript import format_usage
 from kun.runtime.bus import LiveText
@@ -283,7 +283,7 @@ class LiveView:
             self.sink.line(f"   {row}", _diff_tone(row))
 
     async def _approve(self, event: ev.ApprovalRequested) -> None:
-        self.sink.line(f"approval needed: {event.summary}", "warn")
+        self.sink.line(f"approval needed: {shown_cell(event.summary)}", "warn")
         diff = event.diff if isinstance(event.diff, str) else ""
         if diff:
             self._diff(diff)
