@@ -40,6 +40,8 @@ def test_shown_leaves_only_newlines_and_tabs(text: str) -> None:
 
 def test_shown_keeps_text_and_line_ends() -> None:
     assert shown("a\r\nb\tc\n") == "a\nb\tc\n"
+    assert shown("a line of a CRLF file\r") == "a line of a CRLF file"
+    assert shown("50%\r100%") == "50%\\x0d100%"
     assert shown(EVIL) == ESCAPED
     assert shown_cell("a\nb") == "a\\x0ab"
     plain = "no controls here · ünïcode"

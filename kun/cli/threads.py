@@ -254,8 +254,9 @@ def undone_line(thread_id: str, restored: int, rewind_seq: int) -> str:
 
 
 def _echo_lines(lines: list[str]) -> None:
+    """A restored file's path came from the log (an imported one too)."""
     for line in lines:
-        click.echo(line)
+        click.echo(shown_cell(line))
 
 
 @click.command()

@@ -7,7 +7,8 @@ screen or draws a fake kun prompt. Every place that writes such text to a
 person's terminal passes it through :func:`shown` first (a whole view) or
 :func:`shown_cell` (one cell of a listing, which must stay on one line):
 each C0 control except newline and tab, DEL and each C1 control becomes a
-visible ``\\xNN``; a ``\\r\\n`` line end becomes ``\\n``. kun's own styling
+visible ``\\xNN``; a ``\\r\\n`` line end becomes ``\\n`` (and a ``\\r``
+ending a line split from one, or a streamed piece, is dropped). kun's own styling
 is added after, so it keeps working. Machine output (``--json``) is never
 passed through here: it stays byte-exact.
 """
@@ -30,7 +31,8 @@ def shown(text: str) -> str:
     returned as it is after one scan."""
     if _CONTROL.search(text) is None:
         return text
-    return _CONTROL.sub(_escape, text.replace("\r\n", "\n"))
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(_escape, text[:-1] if text.endswith("\r") else text)
 
 
 def shown_cell(text: str) -> str:
