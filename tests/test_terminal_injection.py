@@ -152,3 +152,35 @@ def test_kun_run_json_is_the_log_byte_for_byte_and_its_errors_escaped(tmp_path: 
     assert f"gone {ESCAPED}" in err
     log = (home / "threads" / only_thread(home) / "events.jsonl").read_text()
     assert out.splitlines() == log.splitlines()
+
+
+def test_a_resumed_session_shows_the_title_and_last_reply_escaped(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    b = LogBuilder("t_evil")
+    b.create(workspace=str(workspace), title=f"title\n{EVIL}", provider="fake", model="m")
+    b.start_turn("hi")
+    b.assistant_text([f"reply {EVIL}"])
+    b.complete()
+    path = home / "threads" / "t_evil" / "events.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in b.events))
+    with serve([]) as provider:
+        config = write_config(tmp_path, provider.base_url)
+        child = spawn(
+            ["resume", "t_evil", "--config", str(config), "--home", str(home)], cwd=workspace
+        )
+        child.expect("Ctrl-D leaves")
+        child.send("/title\r")
+        child.expect("title: title")
+        child.send("\x04")
+        code, _ = finish(child)
+    log = child.logfile_read
+    assert isinstance(log, io.StringIO)
+    printed = log.getvalue()
+    assert code == 0, printed
+    assert f"resumed t_evil · title\\x0a{ESCAPED}" in printed
+    assert f"reply {ESCAPED}" in printed and f"title: title\\x0a{ESCAPED}" in printed
+    for raw in ("\x1b]0;pwned", "\x1b]52", "\x9b", "\x1b[2J"):
+        assert raw not in printed, raw
