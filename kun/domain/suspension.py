@@ -16,7 +16,10 @@ unanswered, and the tool calls tell the same story:
   that tool's own state died with the process).
 
 Every other open turn is settled as orphaned, as before
-(:mod:`kun.runtime.orphans`).
+(:mod:`kun.runtime.orphans`). So is a turn that came with an import (it
+started before the thread's latest ``thread_imported``): it waited on
+another machine, for a person there, in a workspace that may not exist
+here, and re-arming it would ask here to run a call nobody here requested.
 """
 
 from __future__ import annotations
@@ -67,6 +70,9 @@ def suspended_turns(state: ThreadState) -> dict[str, Suspension]:
 
 def find_suspension(state: ThreadState, turn: TurnState) -> Suspension | None:
     if turn.settled:
+        return None
+    imported = state.imported_through
+    if isinstance(imported, int) and turn.started_seq < imported:
         return None
     ids = {item.id for item in turn.items}
     approvals = [a for a in state.pending_approvals if a in ids]

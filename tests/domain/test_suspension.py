@@ -3,6 +3,7 @@ orphans: the table of cases a stop can leave a turn in."""
 
 from __future__ import annotations
 
+from kun.contracts import events as ev
 from kun.domain.reduce import replay
 from kun.domain.suspension import find_suspension, suspended_turns
 from kun.testing.logbuilder import LogBuilder
@@ -93,3 +94,20 @@ def test_an_approval_of_a_call_from_an_earlier_step_is_not_resumable() -> None:
     b.assistant_text(["next"])
     b.request_approval(old, "write a again")
     assert _suspension(b) is None
+
+
+def test_a_turn_that_came_with_an_import_is_an_orphan_not_suspended() -> None:
+    """Its approval was asked on another machine: re-arming it here would
+    run a call nobody here asked for. A turn started after the import
+    waits as usual."""
+    b = _builder()
+    call = b.tool_call("bash", {"command": "deploy"})
+    b.request_approval(call, "run deploy")
+    assert _suspension(b) is not None
+    b.emit(ev.ThreadImported)
+    assert suspended_turns(replay(b.events)) == {}
+    b.abort()
+    b.start_turn("again")
+    later = b.tool_call("bash", {"command": "ls"})
+    b.request_approval(later, "run ls")
+    assert _suspension(b) is not None
