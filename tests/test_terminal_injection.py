@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import msgspec
+import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
@@ -184,3 +185,18 @@ def test_a_resumed_session_shows_the_title_and_last_reply_escaped(tmp_path: Path
     assert f"reply {ESCAPED}" in printed and f"title: title\\x0a{ESCAPED}" in printed
     for raw in ("\x1b]0;pwned", "\x1b]52", "\x9b", "\x1b[2J"):
         assert raw not in printed, raw
+
+
+def test_a_servers_transcript_and_usage_are_escaped_again_on_the_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An older or hostile ``kun serve`` may send raw control characters."""
+    from kun.client import KunClient
+
+    hostile = "reply \x1b]0;pwned\x07 \x9b31m\n"
+    monkeypatch.setattr(KunClient, "transcript", lambda self, *a, **k: hostile)
+    monkeypatch.setattr(KunClient, "usage", lambda self, *a, **k: {"text": hostile})
+    for args in (["replay", "thr_x"], ["usage", "thr_x"]):
+        result = CliRunner().invoke(cli, ["--server", "http://127.0.0.1:9", *args])
+        assert result.exit_code == 0, result.output
+        assert result.output.rstrip("\n") == "reply \\x1b]0;pwned\\x07 \\x9b31m"

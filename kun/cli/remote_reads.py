@@ -5,7 +5,9 @@ The server draws the transcript and the usage table with the same code as
 the local commands, and the projection it serves is the same
 ``ThreadState``, so each prints the bytes the local command would print
 for the same thread (the JSON projection is re-drawn by
-:func:`kun.cli.replay.json_chunks`, which indents it).
+:func:`kun.cli.replay.json_chunks`, which indents it). The server's text is
+escaped for the terminal again here (:func:`kun.domain.shown.shown`): a
+current server has done it already, an older or hostile one may not have.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import click
 
 from kun.cli.remote import Remote, explained
+from kun.domain.shown import shown
 
 __all__ = ["remote_replay", "remote_threads", "remote_usage"]
 
@@ -35,7 +38,7 @@ def remote_replay(
     with explained(remote), remote.client() as client:
         if not as_json:
             text = client.transcript(thread, until_seq=until_seq, **flags)
-            click.echo(text, nl=False)
+            click.echo(shown(text), nl=False)
             return
         if until_seq is not None:
             raise click.UsageError("with --server, --until-seq prints a transcript, not --json")
@@ -81,5 +84,5 @@ def remote_usage(remote: Remote, threads: tuple[str, ...], *, as_json: bool) -> 
 
     with explained(remote), remote.client() as client:
         report: dict[str, Any] = client.usage(*threads)
-        shown = report["text"] if not as_json else {"threads": report["threads"]}
-    click.echo(shown if isinstance(shown, str) else msgspec.json.encode(shown).decode())
+        answer = report["text"] if not as_json else {"threads": report["threads"]}
+    click.echo(shown(answer) if isinstance(answer, str) else msgspec.json.encode(answer).decode())
