@@ -87,8 +87,11 @@ def test_every_golden_log_replays_to_a_transcript(golden: Path) -> None:
     ],
 )
 def test_user_mistakes_are_one_line_and_exit_non_zero(
-    tmp_path: Path, thread: str, message: str
+    tmp_path: Path, thread: str, message: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # where ../x names nothing (a checkout named x would be a folder)
     code, out, err = _run("replay", thread, "--home", str(tmp_path))
     assert code == 1
     assert out == ""
