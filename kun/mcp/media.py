@@ -27,10 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kun.contracts.images import sniff_image_type
 from kun.contracts.items import Attachment
 from kun.tools.builtin.read_file import MAX_IMAGE_BYTES
 
-__all__ = ["image_type", "save_images"]
+__all__ = ["save_images"]
 
 _EXTENSIONS = {
     "image/png": ".png",
@@ -38,19 +39,6 @@ _EXTENSIONS = {
     "image/gif": ".gif",
     "image/webp": ".webp",
 }
-
-
-def image_type(data: bytes) -> str | None:
-    """The image type the bytes themselves say, among those providers take."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def save_images(content: Sequence[Any], folder: Path) -> dict[int, Attachment]:
@@ -65,7 +53,7 @@ def save_images(content: Sequence[Any], folder: Path) -> dict[int, Attachment]:
             data = base64.b64decode(block.data, validate=True)
         except (binascii.Error, ValueError):
             continue
-        mime = image_type(data)
+        mime = sniff_image_type(data)
         if mime is None or len(data) > MAX_IMAGE_BYTES:
             continue
         name = f"mcp-{hashlib.sha256(data).hexdigest()}{_EXTENSIONS[mime]}"

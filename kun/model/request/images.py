@@ -39,6 +39,7 @@ from pathlib import Path
 
 import msgspec
 
+from kun.contracts.images import sniff_image_type
 from kun.contracts.items import Attachment
 from kun.model.errors import AttachmentTooLarge
 
@@ -75,19 +76,6 @@ class Image(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     @property
     def data_url(self) -> str:
         return f"data:{self.media_type};base64,{self.data}"
-
-
-def sniff_image_type(data: bytes) -> str | None:
-    """The MIME type of an image read from its signature, or ``None``."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if len(data) >= 12 and data.startswith(b"RIFF") and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def image_dimensions(data: bytes, media_type: str) -> tuple[int, int] | None:

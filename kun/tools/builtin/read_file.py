@@ -26,6 +26,7 @@ import codecs
 import os
 from typing import Any
 
+from kun.contracts.images import sniff_image_type
 from kun.contracts.items import Attachment
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.builtin._common import (
@@ -50,13 +51,6 @@ MAX_READ_BYTES = 8 * 1024 * 1024
 and what measuring a cut line may cost. Lines before ``start_line`` are
 counted, not kept, so reaching them costs time but no memory."""
 NAME = "read_file"
-
-_IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
 
 SPEC = make_spec(
     NAME,
@@ -91,7 +85,7 @@ class ReadFile:
 def _read(workspace: Workspace, path: str, start: int, end: int | None) -> ToolOutput:
     with workspace.open_file(path, NAME) as file:
         head = os.pread(file.fd, BINARY_SNIFF_BYTES, 0)
-        if looks_binary(head) or _image_type(head):
+        if looks_binary(head) or sniff_image_type(head):
             return _binary(file, head)
         return _lines(_Chunks(file.fd), file.shown, start, end)
 
@@ -213,7 +207,7 @@ def _budget_note(number: int) -> str:
 def _binary(file: OpenFile, head: bytes) -> ToolOutput:
     shown, real = file.shown, file.real
     size = os.fstat(file.fd).st_size
-    mime = _image_type(head)
+    mime = sniff_image_type(head)
     if mime is None:
         raise ToolError(
             "binary_file", f"{shown} is a binary file ({size} bytes); read_file shows text only."
@@ -228,12 +222,3 @@ def _binary(file: OpenFile, head: bytes) -> ToolOutput:
         output=f"{shown} is an image ({mime}, {size} bytes); it is attached.",
         attachments=(attachment,),
     )
-
-
-def _image_type(head: bytes) -> str | None:
-    for signature, mime in _IMAGE_SIGNATURES:
-        if head.startswith(signature):
-            return mime
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
