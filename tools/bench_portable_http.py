@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import bench_portable
 
 from kun.client import KunClient
 from kun.model.scripted import ScriptedModelClient
@@ -37,30 +38,16 @@ from kun.portable.unbundle import import_bundle
 from kun.server.app import create_app
 from kun.server.backend import backend_over
 from kun.server.runner import server_for
-from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import blobs_dir
-from kun.testing.logbuilder import LogBuilder
 
-THREAD = "thr_bench"
+THREAD = bench_portable.THREAD
 READY_SECONDS = 20.0
 
 
 def _thread(home: Path, turns: int, blob_mb: int) -> int:
+    """``bench_portable``'s thread, with a side file of ``blob_mb`` MB."""
     _side_file(blobs_dir(home, THREAD), blob_mb)
-    b = LogBuilder(THREAD)
-    b.create(workspace="/w")
-    for turn in range(turns):
-        b.start_turn(f"question {turn}")
-        b.assistant_text(["piece "] * 40)
-        b.run_tool("shell", {"cmd": "ls"}, "a\n" * 50)
-        b.complete()
-
-    async def write() -> None:
-        async with JsonlEventStore(home) as store:
-            await store.append(THREAD, b.events, expected_seq=0)
-
-    anyio.run(write)
-    return len(b.events)
+    return bench_portable._thread(home, turns)
 
 
 def _side_file(folder: Path, megabytes: int) -> None:
