@@ -136,7 +136,7 @@ class Redactor:
     shred ordinary words without protecting anything.
     """
 
-    __slots__ = ("_pattern",)
+    __slots__ = ("_pattern", "longest")
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         forms: set[str] = set()
@@ -144,6 +144,9 @@ class Redactor:
             if secret:
                 forms |= secret_forms(secret)
         ordered = sorted(forms, key=lambda form: (-len(form), form))
+        self.longest = len(ordered[0]) if ordered else 0
+        """The length of the longest form: a stream scrubbed in pieces holds
+        back this much less one, so no secret is cut in two."""
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     @classmethod
@@ -174,6 +177,19 @@ class Redactor:
         if self._pattern is None:
             return text
         return self._pattern.sub(REDACTED, text)
+
+    def scrub_stream(self, text: str) -> tuple[str, str]:
+        """``text`` read so far from a stream, split where no secret can
+        straddle: the scrubbed head, final, and the raw tail (shorter than
+        the longest form) to hold back until more comes or the stream ends."""
+        if self._pattern is None:
+            return text, ""
+        cut = max(0, len(text) - self.longest + 1)
+        for match in self._pattern.finditer(text):
+            if match.start() >= cut:
+                break
+            cut = max(cut, match.end())
+        return self._pattern.sub(REDACTED, text[:cut]), text[cut:]
 
     def text(self, text: str) -> str:
         """``text`` with every known secret and secret-looking URL part redacted."""
