@@ -245,7 +245,11 @@ class HttpModelClient:
         """Stream one model call (see the module docstring for the contract)."""
         call = CallRecord(self._clock)
         observer = self._observer
-        tap = None if observer is None else observer.start(self._provider, self._model, self._url)
+        tap = (
+            None
+            if observer is None
+            else observer.start(self._provider, self._model, self._url, self._redactor)
+        )
         payload = self._payload(request)
         if isinstance(payload, ErrorChunk):
             yield payload

@@ -10,7 +10,12 @@ read them).
 
 Privacy: rounds live in memory only, never on disk or in a log: prompts
 are private. Request headers (where the API key travels) are not recorded
-at all, and the URL is redacted.
+at all, and the URL is redacted. Everything kept is scrubbed with the
+client's :class:`~kun.model.redact.Redactor` as it is recorded, not when it
+is read, so no reader (an API, a CLI, a debugger) can see a key a provider
+echoed in a 401 body or a model repeated: request bodies, response bytes
+(the last few bytes of a running call, where a key could still be cut in
+two, are held back until more arrive or the call ends) and chunks.
 
 Cost: a client holds an optional observer (``observer=`` of
 :class:`~kun.model.client.HttpModelClient`). Without one, nothing happens;
@@ -36,9 +41,9 @@ from typing import Protocol
 
 import msgspec
 
-from kun.contracts.model import ModelStreamChunk
+from kun.contracts.model import ErrorChunk, ModelStreamChunk
 from kun.model.reading import CallStats
-from kun.model.redact import redact_url
+from kun.model.redact import Redactor, redact_url
 
 __all__ = ["DEFAULT_CAPACITY", "CallObserver", "CallTap", "DebugRecorder", "DebugRound"]
 
@@ -64,7 +69,9 @@ class CallObserver(Protocol):
     """Watches a client's calls. ``start`` is called once per call and
     returns where to report it, or ``None`` to be told nothing."""
 
-    def start(self, provider: str, model: str, url: str) -> CallTap | None: ...
+    def start(
+        self, provider: str, model: str, url: str, redactor: Redactor | None = None
+    ) -> CallTap | None: ...
 
 
 class DebugRound(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,6 +100,8 @@ class _Round:
         "_chunks",
         "_frames",
         "_lock",
+        "_pending",
+        "_redactor",
         "_requests",
         "_stats",
         "_truncated",
@@ -103,7 +112,9 @@ class _Round:
         "url",
     )
 
-    def __init__(self, seq: int, provider: str, model: str, url: str, budget: int) -> None:
+    def __init__(
+        self, seq: int, provider: str, model: str, url: str, budget: int, redactor: Redactor
+    ) -> None:
         self.seq = seq
         self.provider = provider
         self.model = model
@@ -111,6 +122,8 @@ class _Round:
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._budget = budget
+        self._redactor = redactor
+        self._pending = b""
         self._truncated = False
         self._requests: list[bytes] = []
         self._frames: list[bytes] = []
@@ -118,6 +131,7 @@ class _Round:
         self._stats: CallStats | None = None
 
     def request(self, body: bytes) -> None:
+        body = _scrub_bytes(self._redactor, body)
         with self._lock:
             if not self._requests or self._requests[-1] != body:
                 self._requests.append(body)
@@ -129,14 +143,27 @@ class _Round:
                 self._truncated = True
             if piece:
                 self._budget -= len(piece)
-                self._frames.append(piece)
+                self._keep(piece)
+
+    def _keep(self, piece: bytes, *, last: bool = False) -> None:
+        if not self._redactor:
+            self._frames.append(piece)
+            return
+        text = (self._pending + piece).decode("utf-8", "surrogateescape")
+        head, tail = (self._redactor.scrub(text), "") if last else self._redactor.scrub_stream(text)
+        self._pending = tail.encode("utf-8", "surrogateescape")
+        if head:
+            self._frames.append(head.encode("utf-8", "surrogateescape"))
 
     def chunk(self, chunk: ModelStreamChunk) -> None:
+        chunk = _scrub_chunk(self._redactor, chunk)
         with self._lock:
             self._chunks.append(chunk)
 
     def finish(self, stats: CallStats) -> None:
         with self._lock:
+            if self._pending:
+                self._keep(b"", last=True)
             self._stats = stats
 
     def snapshot(self) -> DebugRound:
@@ -182,12 +209,16 @@ class DebugRecorder:
     def capacity(self) -> int:
         return self._ring.maxlen or DEFAULT_CAPACITY
 
-    def start(self, provider: str, model: str, url: str) -> CallTap | None:
-        """A new round for one call, or ``None`` when the recorder is off."""
+    def start(
+        self, provider: str, model: str, url: str, redactor: Redactor | None = None
+    ) -> CallTap | None:
+        """A new round for one call, or ``None`` when the recorder is off.
+        ``redactor`` (the client's) scrubs all the round keeps."""
         if not self.enabled:
             return None
+        scrub = redactor if redactor is not None else Redactor()
         with self._lock:
-            round_ = _Round(next(self._seq), provider, model, url, self._max_round_bytes)
+            round_ = _Round(next(self._seq), provider, model, url, self._max_round_bytes, scrub)
             self._ring.append(round_)
         return round_
 
@@ -201,3 +232,27 @@ class DebugRecorder:
         """Forget every round kept."""
         with self._lock:
             self._ring.clear()
+
+
+def _scrub_bytes(redactor: Redactor, raw: bytes) -> bytes:
+    """``raw`` scrubbed, every other byte (invalid UTF-8 too) kept as it was."""
+    if not redactor:
+        return raw
+    return redactor.scrub(raw.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
+def _scrub_chunk(redactor: Redactor, chunk: ModelStreamChunk) -> ModelStreamChunk:
+    """``chunk`` with every secret in its text redacted: scrubbed as JSON
+    (the redactor knows a secret's JSON-escaped forms) and decoded back.
+    A chunk that no longer decodes (a secret holding a quote) keeps only
+    what the redactor makes of its JSON, as an error chunk's message."""
+    if not redactor:
+        return chunk
+    encoded = msgspec.json.encode(chunk).decode()
+    scrubbed = redactor.scrub(encoded)
+    if scrubbed == encoded:
+        return chunk
+    try:
+        return msgspec.json.decode(scrubbed, type=type(chunk))
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return ErrorChunk(message=scrubbed, code="redacted")

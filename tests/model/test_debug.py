@@ -25,7 +25,7 @@ class CountingObserver:
     def __init__(self) -> None:
         self.starts = 0
 
-    def start(self, provider: str, model: str, url: str) -> None:
+    def start(self, provider: str, model: str, url: str, redactor: object = None) -> None:
         self.starts += 1
 
 
@@ -188,3 +188,45 @@ def tree(root: Path) -> list[str]:
 def test_capacity_must_be_positive() -> None:
     with pytest.raises(ValueError, match="capacity"):
         DebugRecorder(capacity=0)
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+async def test_a_401_body_echoing_the_key_is_scrubbed_even_cut_in_pieces(size: int) -> None:
+    body = msgspec.json.encode({"error": {"message": f"Incorrect API key provided: {KEY}"}})
+    script = Script(sse(Stream(split(body, size)), status=401))
+    recorder = DebugRecorder(enabled=True)
+    await collect(client(script, observer=recorder))
+    (round_,) = recorder.rounds()
+    frames = b"".join(round_.frames)
+    assert KEY.encode() not in frames
+    assert frames == body.replace(KEY.encode(), b"[redacted]")
+
+
+async def test_a_key_echoed_by_the_model_or_sent_in_the_prompt_is_scrubbed() -> None:
+    answer = fixture("cc_plain_text.sse").replace(b"Hello", KEY.encode())
+    script = Script(sse(Stream(split(answer, 5))))
+    recorder = DebugRecorder(enabled=True)
+    request = msgspec.structs.replace(
+        REQUEST, history=(msgspec.structs.replace(REQUEST.history[0], text=f"my key {KEY}"),)
+    )
+    chunks = await collect(client(script, observer=recorder), request)
+    assert any(KEY in msgspec.json.encode(chunk).decode() for chunk in chunks)
+    (round_,) = recorder.rounds()
+    recorded = msgspec.json.encode(round_)
+    assert KEY.encode() not in recorded
+    assert KEY.encode() not in b"".join(round_.requests + round_.frames)
+    assert b"[redacted]" in b"".join(round_.requests)
+    assert any("[redacted]" in msgspec.json.encode(chunk).decode() for chunk in round_.chunks)
+
+
+async def test_a_running_round_never_shows_a_key_cut_in_two() -> None:
+    body = fixture("cc_plain_text.sse").replace(b"Hello", KEY.encode())
+    recorder = DebugRecorder(enabled=True)
+    stream = client(Script(sse(Stream(split(body, 3)))), observer=recorder).stream(REQUEST)
+    seen = 0
+    async for _ in stream:
+        (running,) = recorder.rounds()
+        joined = b"".join(running.frames)
+        assert KEY[:8].encode() not in joined
+        seen += 1
+    assert seen > 2
