@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
+from anyio.abc import SocketStream
 
 from kun.contracts.items import UserMessage
 from kun.model.scripted import text_reply, tool_reply
@@ -140,3 +141,85 @@ async def test_only_the_threads_writer_listens(tmp_path: Path) -> None:
         async with serve_control(h.service, h.thread_id) as door:
             await door.ready.wait()
             assert door.listening and control_path(h.home, h.thread_id).exists()
+
+
+class _Attempts:
+    """Counts the client's connection attempts (made in the CLI's own event
+    loop, in a worker thread) and says when one found nobody listening."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import threading
+
+        from kun.runtime import control_channel
+
+        self.count = 0
+        self.missed = threading.Event()
+        once = control_channel._connect_once
+
+        async def counted(path: Path) -> SocketStream | None:
+            self.count += 1
+            stream = await once(path)
+            if stream is None:
+                self.missed.set()
+            return stream
+
+        monkeypatch.setattr(control_channel, "_connect_once", counted)
+        monkeypatch.setattr(control_channel, "SOCKET_WAIT_SECONDS", 60.0)  # a failsafe only
+
+
+async def test_a_steer_sent_before_the_socket_binds_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn logged as running by its live writer (this process holds the
+    lock), socket not bound yet: ``kun steer`` retries until it binds
+    instead of answering "runs in process N". The listener opens only once
+    the client has missed it, so no timing decides the outcome."""
+    from kun.cli.steering import _local, steered_line
+
+    release, started = anyio.Event(), anyio.Event()
+    script = [tool_reply("slow"), text_reply("noted")]
+    attempts = _Attempts(monkeypatch)
+    async with harness(
+        tmp_path, script, tools=host_with(SlowTool(release=release, started=started))
+    ) as h:
+        turn_id = await _held_turn(h, started)
+        there = "steer it by typing"
+        async with anyio.create_task_group() as tg:
+            result: list[str] = []
+            answered = anyio.Event()
+
+            async def client() -> None:
+                line = await anyio.to_thread.run_sync(
+                    _local, h.home, h.thread_id, Steer(text="also b.py"), there
+                )
+                result.append(line)
+                answered.set()
+
+            tg.start_soon(client)
+            with anyio.fail_after(30):
+                await anyio.to_thread.run_sync(attempts.missed.wait)
+            async with serve_control(h.service, h.thread_id) as door:
+                await door.ready.wait()
+                assert door.listening
+                with anyio.fail_after(30):
+                    await answered.wait()
+        assert result == [steered_line(h.thread_id, turn_id)]
+        assert attempts.count >= 2
+        release.set()
+        await h.service.wait_turn(h.thread_id, turn_id)
+
+
+async def test_no_running_turn_answers_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No turn in the log: one connection attempt, then the refusal (the
+    writer, this process, is alive, but there is nothing to wait for)."""
+    from kun.cli.steering import NoRunningTurn, _local
+
+    attempts = _Attempts(monkeypatch)
+    async with harness(tmp_path, []) as h:
+        with pytest.raises(NoRunningTurn):
+            await anyio.to_thread.run_sync(
+                _local, h.home, h.thread_id, Interrupt(), "interrupt it there"
+            )
+    assert attempts.count == 1

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
@@ -109,18 +109,25 @@ def interrupt(thread: str, turn_id: str | None, discard: bool, home: Path | None
 
 def _local(home: Path | None, thread: str, request: Steer | Interrupt, there: str) -> str:
     """Ask the process running the thread's turn, on its control socket;
-    the line to print, or its refusal (or, nobody answering, why) raised."""
+    the line to print, or its refusal (or, nobody answering, why) raised.
+    Nobody answering while the log shows a turn that a live process runs
+    is a socket not bound yet (it binds beside the shown turn): the ask is
+    retried for a moment before the refusal; any other case answers at once."""
+    from functools import partial
+
     import anyio
 
     from kun.app.lookup import resolve_thread_id
-    from kun.runtime.control_channel import NO_RUNNING_TURN, Steer, ask
+    from kun.runtime.control_channel import NO_RUNNING_TURN, SOCKET_WAIT_SECONDS, Steer, ask
     from kun.store.paths import resolve_home
 
     root = resolve_home(home)
     thread_id = resolve_thread_id(root, thread)
     answer = anyio.run(ask, root, thread_id, request)
+    if answer is None and _unreached(root, thread_id, there)[1]:
+        answer = anyio.run(partial(ask, root, thread_id, request, wait=SOCKET_WAIT_SECONDS))
     if answer is None:
-        _local_refusal(root, thread_id, there)
+        raise _unreached(root, thread_id, there)[0]
     if answer.error is not None:
         if answer.error.code == NO_RUNNING_TURN:
             raise NoRunningTurn(thread_id)
@@ -131,8 +138,9 @@ def _local(home: Path | None, thread: str, request: Steer | Interrupt, there: st
     return interrupted_line(thread_id, turn_id, answer.status or "aborted")
 
 
-def _local_refusal(root: Path, thread_id: str, there: str) -> NoReturn:
-    """Why a turn in this home cannot be reached from here, in one line."""
+def _unreached(root: Path, thread_id: str, there: str) -> tuple[UserMistake, bool]:
+    """Why a turn in this home cannot be reached from here, in one line,
+    and whether a live process runs it (its socket may be moments away)."""
     from kun.store.errors import ThreadLocked
     from kun.store.lock import lock_thread
     from kun.store.paths import lock_path, log_path
@@ -141,17 +149,17 @@ def _local_refusal(root: Path, thread_id: str, there: str) -> NoReturn:
     state = replay_log(log_path(root, thread_id), mode="tolerant")
     open_turn = next((t for t in reversed(state.turns) if not t.settled), None)
     if open_turn is None:
-        raise NoRunningTurn(thread_id)
+        return NoRunningTurn(thread_id), False
     try:
         fd = lock_thread(thread_id, lock_path(root, thread_id))
     except ThreadLocked as exc:
         holder = "another process" if exc.holder_pid is None else f"process {exc.holder_pid}"
-        raise UserMistake(
+        return UserMistake(
             f"turn {open_turn.turn_id} of thread {thread_id} runs in {holder}, which alone "
             f"can reach it: {there} (a turn run by kun serve: kun --server URL ...)"
-        ) from None
+        ), True
     os.close(fd)
-    raise UserMistake(
+    return UserMistake(
         f"turn {open_turn.turn_id} of thread {thread_id} was left open by a kun that "
         "stopped: nothing runs it; kun reconcile settles it"
-    )
+    ), False

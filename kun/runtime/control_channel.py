@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_RUNNING_TURN",
     "SOCKET_NAME",
+    "SOCKET_WAIT_SECONDS",
     "Answer",
     "Door",
     "Interrupt",
@@ -79,6 +80,10 @@ for the turn to settle, at most 10 s)."""
 ANSWER_SECONDS = 30.0
 """How long :func:`ask` waits for the answer of a process that took the
 connection."""
+SOCKET_WAIT_SECONDS = 2.0
+"""How long a caller waits for the socket of a turn that runs in a live
+process (set up beside the shown turn, a moment after its first event)."""
+RETRY_SECONDS = 0.02
 _MAX_ADDRESS = 100  # sun_path: 108 bytes on Linux, 104 on macOS, with the NUL
 
 
@@ -314,16 +319,18 @@ async def _answer(service: TurnService, thread_id: str, request: Steer | Interru
 # -- another process ----------------------------------------------------------------
 
 
-async def ask(home: Path, thread_id: str, request: Steer | Interrupt) -> Answer | None:
+async def ask(
+    home: Path, thread_id: str, request: Steer | Interrupt, *, wait: float = 0.0
+) -> Answer | None:
     """Send ``request`` to the process that listens for ``thread_id``; its
     answer, or ``None`` when nobody listens (no socket, or a dead process's:
-    the caller then says why the turn cannot be reached)."""
+    the caller then says why the turn cannot be reached). With ``wait``,
+    nobody listening is retried for that many seconds (a turn that just
+    began, whose socket is not bound yet)."""
     if not available():
         return None
-    path = control_path(home, thread_id)
-    try:
-        stream = await anyio.connect_unix(path)
-    except OSError:
+    stream = await _connect(control_path(home, thread_id), wait)
+    if stream is None:
         return None
     try:
         async with stream:
@@ -335,6 +342,22 @@ async def ask(home: Path, thread_id: str, request: Steer | Interrupt) -> Answer 
         return _ANSWER.decode(line)
     except (OSError, TimeoutError, anyio.EndOfStream, anyio.IncompleteRead, msgspec.DecodeError):
         raise Unanswered(thread_id) from None
+
+
+async def _connect(path: Path, wait: float) -> SocketStream | None:
+    deadline = anyio.current_time() + wait
+    while True:
+        stream = await _connect_once(path)
+        if stream is not None or anyio.current_time() >= deadline:
+            return stream
+        await anyio.sleep(RETRY_SECONDS)
+
+
+async def _connect_once(path: Path) -> SocketStream | None:
+    try:
+        return await anyio.connect_unix(path)
+    except OSError:
+        return None
 
 
 class Unanswered(UserMistake):
