@@ -223,3 +223,31 @@ async def test_no_running_turn_answers_at_once(
                 _local, h.home, h.thread_id, Interrupt(), "interrupt it there"
             )
     assert attempts.count == 1
+
+
+async def test_a_turn_its_dead_writer_left_open_answers_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A running turn in the log but nobody holding the writer lock (the
+    log copied into another home, as a crashed kun leaves it): nothing
+    will ever listen, so one attempt and the "left open" line."""
+    import shutil
+
+    from kun.cli.steering import _local
+    from kun.errors import UserMistake
+    from kun.store.paths import log_path
+
+    release, started = anyio.Event(), anyio.Event()
+    attempts = _Attempts(monkeypatch)
+    other = tmp_path / "crashed"
+    async with harness(
+        tmp_path, [tool_reply("slow")], tools=host_with(SlowTool(release=release, started=started))
+    ) as h:
+        await _held_turn(h, started)
+        copy = log_path(other, h.thread_id)
+        copy.parent.mkdir(parents=True)
+        shutil.copyfile(log_path(h.home, h.thread_id), copy)
+        with pytest.raises(UserMistake, match="left open by a kun that stopped"):
+            await anyio.to_thread.run_sync(_local, other, h.thread_id, Steer(text="x"), "there")
+        release.set()
+    assert attempts.count == 1
