@@ -6,6 +6,11 @@ the contract, and :mod:`kun.server.openapi` publishes them. A body is read
 up to :data:`MAX_BODY_BYTES` (32 MiB: a few base64 images) and refused
 with 413 past it, before it is decoded; a decode error names the field
 (msgspec's path, ``$.limits.max_steps``) in the 400.
+
+A name (a title, a model, a file name) is one line of printable text: a
+control character (a newline or a tab too) would corrupt a listing, a log
+line or the terminal that shows it. A count is at most 2^63 - 1, what every
+store and client can hold, so no value is silently wrapped or refused later.
 """
 
 from __future__ import annotations
@@ -40,8 +45,19 @@ __all__ = [
 MAX_BODY_BYTES = 32 * 1024 * 1024
 
 _Text = Annotated[str, msgspec.Meta(max_length=1 << 20)]
-_Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-_Positive = Annotated[int, msgspec.Meta(ge=1)]
+_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*(?![\s\S])"
+_Name = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=200,
+        pattern=_ONE_LINE,
+        description="one line of text, without control characters",
+    ),
+]
+_REGEX_SAID = f"`str` matching regex {_ONE_LINE!r}"
+_ONE_LINE_SAID = "one line of text without control characters (no newline or tab)"
+_Positive = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]
 
 
 class _Body(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -160,7 +176,8 @@ async def read_body(request: Request, kind: type[T], *, limit: int = MAX_BODY_BY
     try:
         return msgspec.json.decode(raw or b"{}", type=kind)
     except msgspec.ValidationError as exc:
-        raise ApiError(400, "invalid_body", str(exc), field_of(str(exc))) from None
+        message = str(exc).replace(_REGEX_SAID, _ONE_LINE_SAID)
+        raise ApiError(400, "invalid_body", message, field_of(message)) from None
     except msgspec.DecodeError as exc:
         raise ApiError(400, "malformed_json", f"the body is not JSON: {exc}") from None
 

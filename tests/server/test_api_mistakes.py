@@ -186,3 +186,62 @@ async def test_a_request_without_fields_refuses_one_sent_anyway(tmp_path: Path, 
         assert response.status_code == 400 and response.json()["error"]["field"] == "discard"
         for body in (b"", b"{}"):
             assert (await _ask(a, "POST", url, body)).status_code != 400
+
+
+ONE_LINE = "one line of text without control characters"
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "two\nlines",
+        "ends with a newline\n",
+        "a\ttab",
+        "nul\x00",
+        "esc\x1b[31m",
+        "c1\x85",
+        "ls\u2028",
+    ],
+)
+async def test_a_title_with_a_control_character_is_refused(tmp_path: Path, title: str) -> None:
+    async with api(tmp_path) as a:
+        body = {"workspace": str(a.workspace), "title": title}
+        created = await a.client.post("/v1/threads", json=body)
+        thread = await a.new_thread(title="Réglage ✓ 日本")
+        patched = await a.client.patch(f"/v1/threads/{thread}", json={"title": title})
+        for response in (created, patched):
+            assert response.status_code == 400, response.text
+            error = response.json()["error"]
+            assert (error["code"], error["field"]) == ("invalid_body", "title")
+            assert ONE_LINE in error["message"]
+        shown = await a.client.get(f"/v1/threads/{thread}")
+        assert title not in shown.text
+
+
+@pytest.mark.parametrize("value", [-1, 0, 1 << 63, (1 << 64) - 1, 1 << 64, 10**30])
+@pytest.mark.parametrize("name", ["max_steps"])
+async def test_a_limit_out_of_range_is_refused(tmp_path: Path, name: str, value: int) -> None:
+    async with api(tmp_path) as a:
+        body = {"workspace": str(a.workspace), "limits": {name: value}}
+        created = await a.client.post("/v1/threads", json=body)
+        thread = await a.new_thread()
+        patched = await a.client.patch(f"/v1/threads/{thread}", json={"limits": {name: value}})
+        for response in (created, patched):
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["field"] == f"limits.{name}"
+
+
+@pytest.mark.parametrize("field", ["at_seq", "at_turn"])
+async def test_a_fork_point_past_2_63_is_refused(tmp_path: Path, field: str) -> None:
+    async with api(tmp_path) as a:
+        thread = await a.new_thread()
+        response = await a.client.post(f"/v1/threads/{thread}/fork", json={field: 1 << 63})
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["field"] == field
+
+
+async def test_the_largest_limit_is_accepted(tmp_path: Path) -> None:
+    async with api(tmp_path) as a:
+        thread = await a.new_thread(limits={"max_steps": (1 << 63) - 1})
+        patched = await a.client.patch(f"/v1/threads/{thread}", json={"title": "Réglage ✓ 日本"})
+        assert patched.status_code == 200, patched.text
