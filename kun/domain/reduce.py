@@ -28,6 +28,7 @@ from kun.domain.goals import charge_turn, goal_active, same_goal
 from kun.domain.item_handlers import ItemHandlers
 from kun.domain.state import (
     ForkOrigin,
+    Imported,
     Repair,
     Rewind,
     ThreadState,
@@ -77,6 +78,7 @@ class Projector(ItemHandlers):
         self._rewinds = list(state.rewinds)
         self._restoring = state.restoring
         self._imported_through = state.imported_through
+        self._imported = state.imported
         self._repairs = list(state.repairs)
         self._late_events = state.late_events
         self._turns: dict[str, TurnFold] = {t.turn_id: TurnFold(t) for t in state.turns}
@@ -213,6 +215,7 @@ class Projector(ItemHandlers):
                 rewinds=tuple(self._rewinds),
                 restoring=self._restoring,
                 imported_through=self._imported_through,
+                imported=self._imported,
                 repairs=tuple(self._repairs),
                 late_events=self._late_events,
             )
@@ -325,6 +328,7 @@ class Projector(ItemHandlers):
 
     def _thread_imported(self, e: ev.ThreadImported) -> None:
         self._imported_through = e.seq
+        self._imported = Imported(source=e.source, workspace=e.workspace)
         if e.workspace is not None:
             self._settings = _replace(self._settings, workspace=e.workspace)
 

@@ -67,6 +67,15 @@ class ForkOrigin(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     seq: int
 
 
+class Imported(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Where the latest ``thread_imported`` says the thread came from
+    (``bundle``, ``codex``, ``claude-code``) and the workspace it gave it
+    (``None``: the log's own)."""
+
+    source: str
+    workspace: str | None = None
+
+
 class Rewind(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """``files``: what the rewind did to the workspace's files (unset: it
     left them alone, and the projection reads as it did before files could
@@ -106,7 +115,8 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     unset otherwise, so projections read as they did before it existed.
     ``imported_through``: the seq of the latest ``thread_imported`` (unset in
     a thread never imported); file checkpoints recorded at or before it are
-    never restored here.
+    never restored here. ``imported``: where it came from, for the
+    transcript.
     """
 
     thread_id: str
@@ -125,6 +135,7 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     late_events: int = 0
     restoring: FilesRestoreStarted | UnsetType = UNSET
     imported_through: int | UnsetType = UNSET
+    imported: Imported | UnsetType = UNSET
 
     @property
     def visible_turns(self) -> tuple[TurnState, ...]:

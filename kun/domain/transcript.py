@@ -30,7 +30,7 @@ from kun.contracts.usage import UsageTotals
 from kun.domain.checkpoints import restoring_lines, rewind_lines
 from kun.domain.goals import goal_usage_line
 from kun.domain.shown import shown
-from kun.domain.state import ThreadState, TurnState
+from kun.domain.state import Imported, ThreadState, TurnState
 
 RESULT_LINES = 6
 DIFF_LINES = 80
@@ -102,12 +102,30 @@ def render_since(
     for number, turn in enumerate(state.turns, start=1):
         if known.get(turn.turn_id) != turn:
             lines.extend(_numbered(number, turn, show_hidden, show_reasoning))
+    through = state.imported_through
+    if isinstance(through, int) and through > before.last_seq:
+        lines.extend(imported_lines(state))
     for warning in state.warnings:
         if warning.seq > before.last_seq:
             lines.append(f"warning {warning.code}: {warning.message}")
     lines.append("")
     lines.append(f"total: {format_usage(state.usage)}")
     return _shown(lines)
+
+
+def imported_lines(state: ThreadState) -> list[str]:
+    """Where the thread came from (its latest ``thread_imported``): the
+    file changes recorded before it name another machine's files, so a
+    reader of the transcript learns why a rewind there leaves them alone.
+    Nothing for a thread never imported."""
+    mark, seq = state.imported, state.imported_through
+    if not isinstance(mark, Imported) or not isinstance(seq, int):
+        return []
+    workspace = f" into workspace {mark.workspace}" if mark.workspace is not None else ""
+    return [
+        f"-- imported from {mark.source} at seq {seq}{workspace}: "
+        "file changes before this are never restored here --"
+    ]
 
 
 def _numbered(number: int, turn: TurnState, show_hidden: bool, show_reasoning: bool) -> list[str]:
@@ -132,6 +150,7 @@ def _header(state: ThreadState) -> list[str]:
     if state.forked_from is not None:
         origin = state.forked_from
         lines.append(f"forked from {origin.thread_id} at seq {origin.seq}")
+    lines.extend(imported_lines(state))
     if s.goal is not None:
         used = goal_usage_line(s.goal)
         lines.append(f"goal ({s.goal.status}): {_one_line(s.goal.objective)} · {used}")

@@ -73,6 +73,7 @@ async def test_a_round_trip_between_two_servers_changes_nothing(tmp_path: Path) 
         }
         got = (await two.client.get("/v1/threads/thr_source")).json()
         assert got.pop("imported_through") == got["last_seq"] == projection["last_seq"] + 1
+        assert got.pop("imported") == {"source": "bundle", "workspace": None}
         moved = ("last_seq", "updated_at")
         assert {k: v for k, v in got.items() if k not in moved} == {
             k: v for k, v in projection.items() if k not in moved
