@@ -22,7 +22,9 @@ Each line is one record. What is read:
 - ``type: "system"``: ``content`` is kept as a ``claude_code_system`` warning.
 
 Any other record type or content block becomes an ``import_unknown_record``
-warning naming it.
+warning naming it. A file with no ``user`` or ``assistant`` record whose
+``message`` is an object with a ``content`` is refused: it is no Claude Code
+session, and importing it would make a thread of nothing but warnings.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from kun.contracts.events import Event
 from kun.model.usage import normalize_usage
 from kun.portable.builder import SessionBuilder
+from kun.portable.errors import SourceRefused
 from kun.portable.reading import epoch_ms, text_of, unknown, unreadable
 from kun.portable.sessions import Record, session_thread_id
 
@@ -42,6 +45,8 @@ _SYNTHETIC = "<synthetic>"
 
 
 def import_claude_code(path: Path, records: list[Record]) -> list[Event]:
+    if not any(_message_record(r) for _, r in records):
+        raise SourceRefused(path, "no user or assistant message record: not a Claude Code session")
     session_id = next(
         (r["sessionId"] for _, r in records if isinstance(r, dict) and _str(r.get("sessionId"))),
         path.stem,
@@ -69,6 +74,15 @@ def import_claude_code(path: Path, records: list[Record]) -> list[Event]:
         else:
             unknown(builder, str(kind))
     return builder.finish()
+
+
+def _message_record(record: object) -> bool:
+    return (
+        isinstance(record, dict)
+        and record.get("type") in ("user", "assistant")
+        and isinstance(message := record.get("message"), dict)
+        and "content" in message
+    )
 
 
 def _str(value: object) -> str:

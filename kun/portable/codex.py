@@ -28,6 +28,7 @@ is read, by ``type`` (and the payload's own ``type``):
 
 Anything else becomes an ``import_unknown_record`` warning naming its kind.
 Rollouts from before Codex wrapped its lines are read too (see :func:`_wrapped`).
+A file with no ``session_meta`` carrying an id is refused: it is no rollout.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def _wrapped(records: list[Record]) -> list[Record]:
     items and ``{"record_type": "state"}`` lines: they read as the wrapped
     form, the state lines (resume bookkeeping) left out."""
     first = next((r for _, r in records if isinstance(r, dict)), None)
-    if not isinstance(first, dict) or "type" in first or "id" not in first:
+    if not isinstance(first, dict) or "type" in first or not _old_meta(first):
         return records
     wrapped: list[Record] = []
     for number, record in records:
@@ -108,6 +109,13 @@ def _wrapped(records: list[Record]) -> list[Record]:
             record = {"type": "response_item", "payload": record}
         wrapped.append((number, record))
     return wrapped
+
+
+def _old_meta(record: dict[str, Any]) -> bool:
+    """Whether a bare first line is an old rollout's session line: a string
+    ``id`` *and* a string ``timestamp``, so any JSON-lines file whose first
+    object has an ``id`` is not taken for a rollout."""
+    return bool(_id_of(record)) and isinstance(record.get("timestamp"), str)
 
 
 def _shell_output(text: str) -> object:

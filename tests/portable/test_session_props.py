@@ -102,6 +102,7 @@ _CODEX = st.one_of(
     st.just((None, 0)),
 )
 _META = {"type": "session_meta", "payload": {"id": "s", "cwd": "/w"}}
+_OPENING = {"type": "user", "sessionId": "s", "message": {"content": "go"}}
 
 
 def _check(events: list[ev.Event], again: list[ev.Event], unknown: int, unreadable: int) -> None:
@@ -118,7 +119,7 @@ def _check(events: list[ev.Event], again: list[ev.Event], unknown: int, unreadab
 def test_any_claude_code_session_imports_to_a_log_that_replays(
     drawn: list[tuple[Any, int]],
 ) -> None:
-    records: list[Record] = [(n, r) for n, (r, _) in enumerate(drawn, 1)]
+    records: list[Record] = [(0, _OPENING)] + [(n, r) for n, (r, _) in enumerate(drawn, 1)]
     events = import_claude_code(Path("s.jsonl"), records)
     again = import_claude_code(Path("s.jsonl"), records)
     unreadable = sum(1 for _, r in records if r is None)
