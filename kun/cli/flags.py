@@ -1,6 +1,6 @@
 """The runtime flags of the commands that run turns (``kun``, ``kun chat``,
 ``kun resume``, ``kun run``): ``--reasoning-effort``, ``--max-steps``,
-``--max-wall-seconds``, ``--max-cost`` and ``--system``, each the flag of a
+``--max-wall-seconds``, ``--max-cost``, ``--max-turn-tokens`` and ``--system``, each the flag of a
 ``[runtime]`` key of ``kun.toml`` (``--approval`` is the commands' own), and
 the ``[observability]`` flags (:mod:`kun.observe.flags`).
 
@@ -76,6 +76,11 @@ def runtime_options(func: F) -> F:
             "--max-cost", "max_cost_usd", type=positive, default=None,
             callback=_keep, expose_value=False, metavar="USD",
             help="Fail a turn once its priced cost reaches this.",
+        ),
+        click.option(
+            "--max-turn-tokens", "max_turn_tokens", type=click.IntRange(min=1), default=None,
+            callback=_keep, expose_value=False, metavar="TOKENS",
+            help="Fail a turn once its prompt and completion tokens reach this.",
         ),
         click.option(
             "--system", "system_prompt", default=None, callback=_system, expose_value=False,
