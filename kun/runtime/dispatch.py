@@ -56,6 +56,7 @@ __all__ = [
     "PARALLEL_READ_CAP",
     "READ_ONLY_BUILTINS",
     "dispatch",
+    "dispatch_own",
     "plan_batches",
     "resume_suspended",
 ]
@@ -183,7 +184,16 @@ def _denied(call: ToolCall, reason: str | None) -> ToolOutput:
     )
 
 
-async def _execute(run: TurnRun, call: ToolCall) -> ToolOutput:
+async def dispatch_own(run: TurnRun, call: ToolCall) -> None:
+    """Run a call kun made itself (the plan materialised from the model's
+    prose, :mod:`kun.runtime.rounds`) with the ledger and result of any
+    call, but never through the approval policy or the storm breaker: they
+    guard what the model asks for, and the user cannot usefully approve
+    kun's own bookkeeping."""
+    await _persist(run, call, await _execute(run, call, own=True))
+
+
+async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOutput:
     await run.write(
         draft(
             ev.ToolCallStarted, run.turn_id, item_id=call.id, call_id=call.call_id, name=call.name
@@ -197,7 +207,7 @@ async def _execute(run: TurnRun, call: ToolCall) -> ToolOutput:
         ask_user=None if run.disable_user_input else _asker(run),
         get_todos=lambda: run.state().settings.todos,
         set_todos=_todo_setter(run),
-        record_plan=plan_recorder(run),
+        record_plan=plan_recorder(run, from_reply=own),
         get_goal=lambda: run.state().settings.goal,
         set_goal=_goal_setter(run),
         save_side_file=None if run.side_files is None else run.side_files.blobs.put,
