@@ -132,6 +132,8 @@ class TurnRun:
     def __post_init__(self) -> None:
         self.steering = SteeringQueue(self.turn_id, self.thread_id)
         self.tool_specs = self.tools.specs(user_input=not self.disable_user_input)
+        if self.disable_user_input:
+            self.storm = StormBreaker(exempt=frozenset())
         # An observing host (kun.observe) traces every run built on it, of any kind.
         bind_turn = getattr(self.tools, "bind_turn", None)
         if bind_turn is not None:

@@ -33,9 +33,12 @@ _canonical = msgspec.json.Encoder(order="sorted").encode
 
 
 class StormBreaker:
-    __slots__ = ("_last", "_refused", "_window")
+    __slots__ = ("_exempt", "_last", "_refused", "_window")
 
-    def __init__(self) -> None:
+    def __init__(self, exempt: frozenset[str] = EXEMPT) -> None:
+        """``exempt``: the tools never counted; an unattended turn, which
+        has no question tool, passes none (a call of it is refused)."""
+        self._exempt = exempt
         self._window: deque[tuple[str, bytes, bool]] = deque(maxlen=WINDOW)
         self._refused = 0
         self._last: tuple[str, int] = ("", 0)
@@ -43,7 +46,7 @@ class StormBreaker:
     def admit(self, name: str, arguments: bytes, *, read_only: bool, changes_files: bool) -> int:
         """Record the call; return 0 to run it, or how many identical calls
         the window holds (this one included) when it must be suppressed."""
-        if name in EXEMPT:
+        if name in self._exempt:
             self._refused = 0
             return 0
         try:

@@ -174,3 +174,15 @@ async def test_the_cost_budget_is_per_turn_and_stops_a_loop(tmp_path: Path) -> N
     assert first.status == "completed"
     assert second.error is not None and second.error.code == "budget_exhausted"
     assert len(h.model.requests) == 1 + 3
+
+
+async def test_an_unattended_model_repeating_a_question_it_has_no_tool_for_is_stopped(
+    tmp_path: Path,
+) -> None:
+    question = ("request_user_input", {"question": "Which file?"})
+    async with harness(tmp_path, forever(question)) as h:
+        turn_id = await h.service.start_turn(h.thread_id, "fix it", disable_user_input=True)
+        with anyio.fail_after(30):
+            turn = await h.service.wait_turn(h.thread_id, turn_id)
+    assert turn.error is not None and turn.error.code == "tool_storm_stopped"
+    assert len(h.model.requests) <= A_FEW_DOZEN
