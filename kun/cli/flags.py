@@ -1,8 +1,9 @@
 """The runtime flags of the commands that run turns (``kun``, ``kun chat``,
 ``kun resume``, ``kun run``): ``--reasoning-effort``, ``--max-steps``,
-``--max-wall-seconds``, ``--max-cost``, ``--max-turn-tokens`` and ``--system``, each the flag of a
-``[runtime]`` key of ``kun.toml`` (``--approval`` is the commands' own), and
-the ``[observability]`` flags (:mod:`kun.observe.flags`).
+``--max-wall-seconds``, ``--max-cost``, ``--max-turn-tokens`` and
+``--system``, each the flag of a ``[runtime]`` key of ``kun.toml``
+(``--approval`` is the commands' own), and the ``[observability]`` flags
+(:mod:`kun.observe.flags`).
 
 The options are not parameters of the commands: each keeps its value in
 the click context's ``meta``, where :func:`runtime_flags` finds them, so a

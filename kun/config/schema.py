@@ -145,7 +145,8 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     threads (a thread keeps its own); the limits fail a turn that reaches
     them (``turn_step_limit``, ``turn_wall_time_limit``,
     ``budget_exhausted``, ``turn_token_limit``; kun's defaults are in
-    :class:`kun.runtime.context.TurnLimits`); ``system_prompt`` replaces kun's persona;
+    :class:`kun.runtime.context.TurnLimits`); ``system_prompt`` replaces
+    kun's persona;
     ``compact_at`` is the share of the model's context window the estimated
     prompt may fill before the history is compacted (kun's default 0.8); the
     ``repetition_*`` keys tune the repeated-reply check of goal turns

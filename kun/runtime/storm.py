@@ -4,7 +4,8 @@ same arguments again and again is stopped, not obeyed.
 Per turn, the last 8 calls are remembered by tool name and canonical
 arguments (keys sorted at every depth). The third identical call in that
 window is not run: the model gets an error result telling it to continue
-from the answer it already has. Questions to the user are exempt. A call
+from the answer it already has. Questions to the user are exempt (not in
+an unattended turn, which has no question tool to call). A call
 that changes files clears the read-only entries, because re-reading a file
 that just changed is not a repeat.
 
