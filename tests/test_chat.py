@@ -337,3 +337,22 @@ def test_the_cli_starts_without_the_session_libraries() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_a_looping_model_ends_the_turn_with_one_readable_line(tmp_path: Path) -> None:
+    loop = [
+        FakeResponse(chunks=tuple(tool_reply("read_file", {"path": "a.py"}, call_id=f"c{n}")))
+        for n in range(40)
+    ]
+    with serve([*loop]) as provider:
+        child = _session(tmp_path, provider)
+        child.send("what does a.py print?" + ENTER)
+        child.expect("turn failed")
+        child.send("\x04")
+        code, text = finish(child)
+        calls = len(_requests(provider))
+    assert code == 0, text
+    assert calls <= 24
+    (line,) = [row for row in text.splitlines() if "tool_storm_stopped" in row]
+    assert "the model kept repeating tool calls kun had refused" in line
+    assert "Traceback" not in text

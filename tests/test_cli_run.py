@@ -155,3 +155,25 @@ async def test_kun_run_against_a_closed_local_port_says_so_at_once(tmp_path: Pat
     listening = f"nothing is listening at http://127.0.0.1:{port} \u2014 is the server running?"
     assert both.count(listening) == 1, both
     assert "retrying in" not in both
+
+
+async def test_a_model_repeating_one_call_is_stopped_with_one_readable_line(
+    tmp_path: Path,
+) -> None:
+    workspace = _workspace(tmp_path)
+    script = [
+        FakeResponse(chunks=tuple(tool_reply("read_file", {"path": "a.py"}, call_id=f"c{n}")))
+        for n in range(40)
+    ]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        code, out, err = await _kun(
+            "run", "what does a.py print?",
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(tmp_path / "home"), "--workspace", str(workspace),
+        )  # fmt: skip
+        calls = len(provider.requests)
+    assert code == 1, err
+    assert calls <= 24
+    (line,) = [row for row in out.splitlines() if "tool_storm_stopped" in row]
+    assert line.startswith("error [tool_storm_stopped]: the model kept repeating tool calls")
+    assert "read_file" in line and "turn failed" in out

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from kun.cli import cli
 from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
-from kun.contracts.model import CompletedChunk, TextDeltaChunk
-from kun.contracts.usage import UsageTotals
+from kun.contracts.model import CompletedChunk, TextDeltaChunk, UsageChunk
+from kun.contracts.usage import UsageSnapshot, UsageTotals
 from kun.domain.reduce import replay
 from kun.domain.usage_report import render_usage
 from kun.model.scripted import tool_reply
@@ -125,6 +125,50 @@ def test_kun_config_shows_each_value_and_its_source_never_a_secret(tmp_path: Pat
     assert SECRET not in out and SECRET[:12] not in out
 
 
+def test_every_turn_is_bounded_by_default_and_a_user_can_raise_the_limits(
+    tmp_path: Path,
+) -> None:
+    home = str(tmp_path / "h")
+    code, out, err = _cli("config", "--home", home, env={"KUN_CONFIG": ""})
+    assert code == 0, err
+    lines = {line.split(" = ")[0]: line for line in out.splitlines() if " = " in line}
+    assert lines["max_steps"].startswith("max_steps = 200 ") and lines["max_steps"].endswith(
+        "# default"
+    )
+    assert lines["max_turn_tokens"].startswith("max_turn_tokens = 10000000 ")
+    config = _config(tmp_path, "http://127.0.0.1:9/v1", "max_turn_tokens = 50000000\n")
+    code, out, err = _cli(
+        "config", "--config", str(config), "--home", home, "--max-steps", "1000",
+        env={"FAKE_KEY": SECRET, "KUN_CONFIG": ""},
+    )  # fmt: skip
+    assert code == 0, err
+    lines = {line.split(" = ")[0]: line for line in out.splitlines() if " = " in line}
+    assert lines["max_steps"].startswith("max_steps = 1000 ")
+    assert lines["max_steps"].endswith("# --max-steps")
+    assert lines["max_turn_tokens"].startswith("max_turn_tokens = 50000000 ")
+    assert lines["max_turn_tokens"].endswith(f"# {config}")
+
+
+@pytest.mark.anyio
+async def test_the_turn_token_flag_fails_a_two_step_turn(tmp_path: Path) -> None:
+    usage = UsageChunk(usage=UsageSnapshot(prompt_tokens=900, completion_tokens=10))
+    call = tool_reply("read_file", {"path": "a.py"})
+    read = FakeResponse(chunks=(*call[:-1], usage, call[-1]))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.py").write_text("print('a')\n")
+    async with FakeProvider([read, ANSWER], format="chat_completions") as provider:
+        code, out, err = await _kun(
+            "run", "what does a.py print?", "--max-turn-tokens", "500",
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(tmp_path / "home"), "--workspace", str(workspace),
+        )  # fmt: skip
+    assert code == 1, err
+    (line,) = [row for row in out.splitlines() if "turn_token_limit" in row]
+    assert line.endswith("the turn used 910 tokens, its limit is 500 (max_turn_tokens)")
+    assert line.startswith("error [turn_token_limit]: ")
+
+
 def test_kun_config_names_the_environment_when_no_file_is_found(tmp_path: Path) -> None:
     code, out, _ = _cli(
         "config", "--home", str(tmp_path),
@@ -143,6 +187,7 @@ def test_kun_config_names_the_environment_when_no_file_is_found(tmp_path: Path) 
         ('reasoning_effort = "VERY HIGH"\n', "runtime.reasoning_effort"),
         ('max_cost_usd = "1$"\n', "runtime.max_cost_usd"),
         ("max_step = 3\n", "runtime.max_step"),
+        ("max_turn_tokens = 0\n", "runtime.max_turn_tokens"),
     ],
 )
 def test_a_bad_runtime_value_is_one_error_line(tmp_path: Path, runtime: str, key: str) -> None:
@@ -155,7 +200,13 @@ def test_a_bad_runtime_value_is_one_error_line(tmp_path: Path, runtime: str, key
 
 @pytest.mark.parametrize(
     "flags",
-    [("--max-steps", "0"), ("--reasoning-effort", "Max!"), ("--system", " "), ("--max-cost", "-1")],
+    [
+        ("--max-steps", "0"),
+        ("--reasoning-effort", "Max!"),
+        ("--system", " "),
+        ("--max-cost", "-1"),
+        ("--max-turn-tokens", "0"),
+    ],
 )
 def test_a_bad_flag_is_one_error_line(flags: tuple[str, str]) -> None:
     code, _, err = _cli("run", "hi", *flags)

@@ -19,6 +19,7 @@ class RuntimeFlags:
     max_steps: int | None = None
     max_wall_seconds: float | None = None
     max_cost_usd: float | None = None
+    max_turn_tokens: int | None = None
     system_prompt: str | None = None
 
     def given(self) -> bool:

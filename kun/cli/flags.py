@@ -1,8 +1,9 @@
 """The runtime flags of the commands that run turns (``kun``, ``kun chat``,
 ``kun resume``, ``kun run``): ``--reasoning-effort``, ``--max-steps``,
-``--max-wall-seconds``, ``--max-cost`` and ``--system``, each the flag of a
-``[runtime]`` key of ``kun.toml`` (``--approval`` is the commands' own), and
-the ``[observability]`` flags (:mod:`kun.observe.flags`).
+``--max-wall-seconds``, ``--max-cost``, ``--max-turn-tokens`` and
+``--system``, each the flag of a ``[runtime]`` key of ``kun.toml``
+(``--approval`` is the commands' own), and the ``[observability]`` flags
+(:mod:`kun.observe.flags`).
 
 The options are not parameters of the commands: each keeps its value in
 the click context's ``meta``, where :func:`runtime_flags` finds them, so a
@@ -76,6 +77,11 @@ def runtime_options(func: F) -> F:
             "--max-cost", "max_cost_usd", type=positive, default=None,
             callback=_keep, expose_value=False, metavar="USD",
             help="Fail a turn once its priced cost reaches this.",
+        ),
+        click.option(
+            "--max-turn-tokens", "max_turn_tokens", type=click.IntRange(min=1), default=None,
+            callback=_keep, expose_value=False, metavar="TOKENS",
+            help="Fail a turn once its prompt and completion tokens reach this.",
         ),
         click.option(
             "--system", "system_prompt", default=None, callback=_system, expose_value=False,

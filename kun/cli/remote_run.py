@@ -362,6 +362,7 @@ def run_over_server(
         "max_steps": flags.max_steps,
         "max_wall_seconds": flags.max_wall_seconds,
         "max_cost_usd": flags.max_cost_usd,
+        "max_turn_tokens": flags.max_turn_tokens,
     }
     given = {
         "provider": provider,

@@ -258,8 +258,9 @@ class LiveView:
 
     def _plan(self, plan: Plan) -> None:
         """A plan the model wrote with create_plan is shown whole (its call
-        line is cut short); one materialised from the reply was just shown."""
-        if plan.summary != MATERIALIZED_SUMMARY:
+        line is cut short); one materialised from the reply was just shown
+        (older logs mark it by its summary alone)."""
+        if not plan.from_reply and plan.summary != MATERIALIZED_SUMMARY:
             for row in plan.markdown.rstrip("\n").split("\n"):
                 self.sink.line(f"   {row}")
         self.sink.line(f"plan recorded: {plan.summary or 'the plan above'}", "good")

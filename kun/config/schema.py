@@ -144,7 +144,9 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     where each value came from). ``approval_policy`` is the policy of new
     threads (a thread keeps its own); the limits fail a turn that reaches
     them (``turn_step_limit``, ``turn_wall_time_limit``,
-    ``budget_exhausted``); ``system_prompt`` replaces kun's persona;
+    ``budget_exhausted``, ``turn_token_limit``; kun's defaults are in
+    :class:`kun.runtime.context.TurnLimits`); ``system_prompt`` replaces
+    kun's persona;
     ``compact_at`` is the share of the model's context window the estimated
     prompt may fill before the history is compacted (kun's default 0.8); the
     ``repetition_*`` keys tune the repeated-reply check of goal turns
@@ -160,6 +162,7 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_steps: PositiveInt | None = None
     max_wall_seconds: PositiveFloat | None = None
     max_cost_usd: PositiveFloat | None = None
+    max_turn_tokens: PositiveInt | None = None
     system_prompt: NonBlank | None = None
     compact_at: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None
     repetition_dice: Annotated[float, msgspec.Meta(gt=0, le=1)] | None = None

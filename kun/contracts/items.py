@@ -158,11 +158,15 @@ class UserInput(ItemBase, tag="user_input", frozen=True, kw_only=True):
 class Plan(ItemBase, tag="plan", frozen=True, kw_only=True):
     """A plan (SPEC §7.5): ``markdown`` the plan itself, ``summary`` one
     line about it, ``workspace`` the workspace it was written for (a plan
-    for another workspace is stale, :mod:`kun.domain.plan_mode`)."""
+    for another workspace is stale, :mod:`kun.domain.plan_mode`).
+    ``from_reply``: the model answered in prose instead of calling
+    ``create_plan``, and kun recorded the prose as the plan through its own
+    call; the summary is then a title taken from the prose."""
 
     markdown: str
     summary: str = ""
     workspace: str = ""
+    from_reply: bool = False
 
 
 class Compaction(ItemBase, tag="compaction", frozen=True, kw_only=True):

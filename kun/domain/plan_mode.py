@@ -45,6 +45,7 @@ __all__ = [
     "is_clarifying_question",
     "plan_context",
     "plan_mode_tools",
+    "plan_title",
     "plan_todos",
     "without_plan_tool",
 ]
@@ -57,6 +58,10 @@ GENERATION_TOOLS = frozenset({"generate_image"})
 PLAN_EFFECTS = frozenset({"read", "interact"})
 """Read-only tools and question tools (asking is how a plan gets clear)."""
 MATERIALIZED_SUMMARY = "Materialized assistant plan text into the required plan."
+"""What older logs wrote as the summary of a plan materialised from the
+model's prose; such a plan now carries ``from_reply`` and a real title
+(:func:`plan_title`)."""
+TITLE_CHARS = 80
 
 PLAN_MODE_INSTRUCTION = (
     "[kun] Plan mode: do not change anything. Investigate with the read-only tools, ask "
@@ -123,6 +128,34 @@ def plan_todos(markdown: str) -> tuple[Todo, ...]:
         Todo(content=content, status="pending" if mark == " " else "completed")
         for mark, content in _CHECKBOX.findall(markdown)
     )
+
+
+_TITLE_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
+_LINE_MARKUP = re.compile(r"^(?:#{1,6}(?:\s+|$)|>\s*|[-*+]\s+|\d+[.)]\s+|\[[ xX]\]\s+)+")
+_EMPHASIS = re.compile(r"(?<!\w)(\*\*|__|\*|_)(\S(?:.*?\S)?)\1(?!\w)")
+
+
+def plan_title(text: str) -> str:
+    """A one-line title for a plan the model wrote as prose: its first
+    markdown heading, else its first line with a letter or digit, without
+    list, quote and emphasis markup or a closing colon, cut at a word to
+    :data:`TITLE_CHARS`. What the user sees where a ``create_plan`` call
+    would have given its ``summary``."""
+    lines = text.splitlines()
+    headings = [m.group(1) for m in map(_TITLE_HEADING.match, lines) if m and m.group(1)]
+    for raw in [*headings, *lines]:
+        line = _EMPHASIS.sub(r"\2", _LINE_MARKUP.sub("", raw.strip()))
+        line = " ".join(line.split()).rstrip(":\uff1a").strip()
+        if any(c.isalnum() for c in line):
+            return _cut_title(line)
+    return "Plan"
+
+
+def _cut_title(line: str) -> str:
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[: TITLE_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "…"
 
 
 class PlanContext(msgspec.Struct, frozen=True, kw_only=True):

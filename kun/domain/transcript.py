@@ -239,7 +239,8 @@ def _item(item: Item, show_reasoning: bool) -> list[str]:
             return [f"  question: {_one_line(item.question)} -> {item.status}{answer}"]
         case Plan():
             summary = f": {_one_line(item.summary)}" if item.summary else ""
-            return [f"  plan{summary}", *_block("    ", item.markdown.rstrip("\n"))]
+            origin = " (from the reply)" if item.from_reply else ""
+            return [f"  plan{origin}{summary}", *_block("    ", item.markdown.rstrip("\n"))]
         case Compaction():
             return [f"  compacted {item.replaced_items} items: {_one_line(item.summary)}"]
         case WarningItem():

@@ -58,7 +58,7 @@ __all__ = ["OtelSpans", "provider_from_env"]
 
 _TURN_KEYS = (
     "status", "model_calls", "tool_calls", "waits", "wait_ms",
-    "input_tokens", "output_tokens", "cost_usd",
+    "input_tokens", "output_tokens", "cost_usd", "unpriced_calls",
 )  # fmt: skip
 _MODEL_KEYS = ("step", "call", "ttfb_ms", "duration_ms", "cost_usd", "tool_calls")
 _TOOL_KEYS = ("step", "effect", "duration_ms", "output_bytes")

@@ -17,6 +17,12 @@ while it waited; ``suspended`` when the process stopped while it waited
 there says ``resumed``), and then the turn's own status is ``suspended``
 too, not ``failed``: its log has no end, and it is not over.
 
+The turn's ``cost_usd`` sums the costs its model calls know, as ``kun
+usage`` does: ``null`` when none of them had a price (an unpriced model's
+turn is not free, its cost is unknown), and ``unpriced_calls`` says how many
+calls are missing from a sum (a call that reported no usage at all is one
+of them). A turn that made no model call cost ``0.0``.
+
 ``step`` is the loop's step, read off the ``pre_send`` stage the loop
 records just before it sends (so a step sent again after an idle stream or
 a compaction keeps its number); ``call`` counts the turn's model calls.
@@ -101,7 +107,9 @@ class TurnTrace:
         self.tools = 0
         self.sent = 0
         self.started = time.perf_counter()
-        self.totals = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        self.totals = {"input_tokens": 0, "output_tokens": 0}
+        self.cost = 0.0
+        self.priced = 0
         self.waits: dict[str, WaitTrace] = {}
         self.waited = {"waits": 0, "wait_ms": 0.0}
         self.suspended = False
@@ -136,7 +144,10 @@ class TurnTrace:
         record = call.finish()
         for key in ("input_tokens", "output_tokens"):
             self.totals[key] += record.get(key) or 0
-        self.totals["cost_usd"] += record.get("cost_usd") or 0.0
+        cost = record.get("cost_usd")
+        if cost is not None:
+            self.cost += cost
+            self.priced += 1
         self.emit(record)
         if self.spans is not None:
             self.spans.end(call.span, record)
@@ -192,6 +203,8 @@ class TurnTrace:
             "tool_calls": self.tools,
             **self.waited,
             **self.totals,
+            "cost_usd": round(self.cost, 8) if self.priced or not self.calls else None,
+            "unpriced_calls": self.calls - self.priced,
         }
         self.emit(record)
         if self.spans is not None:

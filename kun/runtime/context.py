@@ -27,16 +27,30 @@ from kun.runtime.steering import SteeringQueue
 from kun.runtime.storm import StormBreaker
 from kun.tools.host import ToolHost
 
+DEFAULT_MAX_STEPS = 200
+DEFAULT_MAX_TURN_TOKENS = 10_000_000
+
 
 @dataclass(frozen=True)
 class TurnLimits:
     """``runtime.turn_limits``: exceeding one fails the turn with its code.
-    ``cost_budget_usd`` holds the turn's own priced cost, not the thread's."""
+    ``cost_budget_usd`` holds the turn's own priced cost, not the thread's;
+    ``max_turn_tokens`` the turn's own prompt and completion tokens, summed
+    over its model calls (the summariser's included); ``None``: no limit.
 
-    max_steps: int | None = None
+    Every turn is bounded by default, so a looping model cannot spend without
+    end: 200 steps is well past what a long real coding turn takes (100 and
+    more tool steps happen) and stops a loop of cheap steps; 10 million
+    tokens is about 100 steps at a 100,000-token prompt and stops a loop of
+    big ones first. The wall limit stays a day: it counts the time a turn
+    waits for your approval or answer. Cost has no default: an unpriced
+    model has none to count."""
+
+    max_steps: int | None = DEFAULT_MAX_STEPS
     max_wall_seconds: float = 24 * 3600.0
     max_tool_calls_per_step: int = 10_000
     cost_budget_usd: float | None = None
+    max_turn_tokens: int | None = DEFAULT_MAX_TURN_TOKENS
 
 
 class TurnHooks(Protocol):
@@ -118,6 +132,8 @@ class TurnRun:
     def __post_init__(self) -> None:
         self.steering = SteeringQueue(self.turn_id, self.thread_id)
         self.tool_specs = self.tools.specs(user_input=not self.disable_user_input)
+        if self.disable_user_input:
+            self.storm = StormBreaker(exempt=frozenset())
         # An observing host (kun.observe) traces every run built on it, of any kind.
         bind_turn = getattr(self.tools, "bind_turn", None)
         if bind_turn is not None:

@@ -47,8 +47,8 @@ from kun.runtime.context import TurnRun, draft
 from kun.runtime.plan import plan_recorder, refuse_outside_plan
 from kun.runtime.sidefiles import keep_attachments
 from kun.tools.allow import allows
-from kun.tools.approval import decide
-from kun.tools.base import ToolContext, ToolOutput
+from kun.tools.approval import Decision, decide
+from kun.tools.base import ToolContext, ToolEffect, ToolOutput
 from kun.tools.builtin.user_input import answer_output
 from kun.tools.preview import proposed_diff, summary
 
@@ -56,6 +56,7 @@ __all__ = [
     "PARALLEL_READ_CAP",
     "READ_ONLY_BUILTINS",
     "dispatch",
+    "dispatch_own",
     "plan_batches",
     "resume_suspended",
 ]
@@ -112,40 +113,24 @@ async def _run_batch(run: TurnRun, batch: list[ToolCall]) -> None:
 
 
 async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
-    refused = refuse_outside_plan(run, call.name)
-    if refused is not None:
-        return refused
+    """Run ``call`` unless something refuses it first. A refused call is
+    still shown to the storm breaker (:mod:`kun.runtime.storm`): a model
+    repeating a call plan mode or the policy refuses is looping too. Only a
+    call that may run can change files, clearing the breaker's reads."""
     effect = run.tools.effect(call.name)
     call_args = bytes(call.arguments)
+    refused = refuse_outside_plan(run, call.name)
+    verdict = _verdict(run, call.name, effect, call_args)
     repeats = run.storm.admit(
         call.name,
         call_args,
         read_only=effect == "read",
-        changes_files=effect in ("write", "exec"),
+        changes_files=refused is None and verdict != "deny" and effect in ("write", "exec"),
     )
     if repeats:
-        await run.write(
-            draft(
-                ev.ToolStormSuppressed,
-                run.turn_id,
-                call_id=call.call_id,
-                name=call.name,
-                repeats=repeats,
-            )
-        )
-        return ToolOutput(
-            output=f"Not run: this is call number {repeats} of {call.name} with the same "
-            "arguments in a row. You already have its answer above; continue from it.",
-            is_error=True,
-            code="tool_storm_suppressed",
-        )
-    verdict = decide(run.policy, effect) if effect is not None else "allow"
-    settings = run.state().settings
-    if verdict == "ask" and (
-        allows(settings.allow_rules, call.name, call_args)
-        or exempt_with_goal(settings.goal, call.name)
-    ):
-        verdict = "allow"
+        return await _suppressed(run, call, repeats)
+    if refused is not None:
+        return refused
     if verdict == "deny":
         return ToolOutput(
             output=f"The approval policy {run.policy!r} does not allow {call.name} "
@@ -160,6 +145,36 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
     return await _execute(run, call)
 
 
+def _verdict(run: TurnRun, name: str, effect: ToolEffect | None, arguments: bytes) -> Decision:
+    """The policy's ``allow``, ``ask`` or ``deny`` for the call; the
+    thread's allow rules and an active goal's own tools make ``ask`` allow."""
+    verdict = decide(run.policy, effect) if effect is not None else "allow"
+    settings = run.state().settings
+    if verdict == "ask" and (
+        allows(settings.allow_rules, name, arguments) or exempt_with_goal(settings.goal, name)
+    ):
+        verdict = "allow"
+    return verdict
+
+
+async def _suppressed(run: TurnRun, call: ToolCall, repeats: int) -> ToolOutput:
+    await run.write(
+        draft(
+            ev.ToolStormSuppressed,
+            run.turn_id,
+            call_id=call.call_id,
+            name=call.name,
+            repeats=repeats,
+        )
+    )
+    return ToolOutput(
+        output=f"Not run: this is call number {repeats} of {call.name} with the same "
+        "arguments in a row. You already have its answer above; continue from it.",
+        is_error=True,
+        code="tool_storm_suppressed",
+    )
+
+
 def _denied(call: ToolCall, reason: str | None) -> ToolOutput:
     why = f" Their reason: {reason}." if reason else ""
     return ToolOutput(
@@ -169,7 +184,16 @@ def _denied(call: ToolCall, reason: str | None) -> ToolOutput:
     )
 
 
-async def _execute(run: TurnRun, call: ToolCall) -> ToolOutput:
+async def dispatch_own(run: TurnRun, call: ToolCall) -> None:
+    """Run a call kun made itself (the plan materialised from the model's
+    prose, :mod:`kun.runtime.rounds`) with the ledger and result of any
+    call, but never through the approval policy or the storm breaker: they
+    guard what the model asks for, and the user cannot usefully approve
+    kun's own bookkeeping."""
+    await _persist(run, call, await _execute(run, call, own=True))
+
+
+async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOutput:
     await run.write(
         draft(
             ev.ToolCallStarted, run.turn_id, item_id=call.id, call_id=call.call_id, name=call.name
@@ -183,7 +207,7 @@ async def _execute(run: TurnRun, call: ToolCall) -> ToolOutput:
         ask_user=None if run.disable_user_input else _asker(run),
         get_todos=lambda: run.state().settings.todos,
         set_todos=_todo_setter(run),
-        record_plan=plan_recorder(run),
+        record_plan=plan_recorder(run, from_reply=own),
         get_goal=lambda: run.state().settings.goal,
         set_goal=_goal_setter(run),
         save_side_file=None if run.side_files is None else run.side_files.blobs.put,

@@ -44,6 +44,7 @@ import anyio
 from kun.contracts import events as ev
 from kun.contracts.items import ErrorItem, UserMessage
 from kun.contracts.model import ModelRequest
+from kun.contracts.usage import UsageTotals
 from kun.ids import new_thread_local_id
 from kun.runtime.answer import Answer, on_chunk
 from kun.runtime.compact import (
@@ -77,6 +78,7 @@ CONTINUE = Outcome("continue")
 ABORTED = Outcome("aborted")
 IDLE_TIMEOUT = "stream_idle_timeout"
 IDLE_RETRY = "stream_idle_retry"
+STORM_STOPPED = "tool_storm_stopped"
 
 
 async def run_turn(
@@ -126,7 +128,9 @@ def check_limits(run: TurnRun, step: int) -> Outcome | None:
     limits = run.limits
     if limits.max_steps is not None and step >= limits.max_steps:
         return Outcome(
-            "failed", code="turn_step_limit", message=f"the turn reached {limits.max_steps} steps"
+            "failed",
+            code="turn_step_limit",
+            message=f"the turn reached {limits.max_steps} steps (max_steps)",
         )
     if anyio.current_time() - run.started_at > limits.max_wall_seconds:
         return Outcome(
@@ -134,21 +138,30 @@ def check_limits(run: TurnRun, step: int) -> Outcome | None:
             code="turn_wall_time_limit",
             message=f"the turn ran longer than {limits.max_wall_seconds:.0f} s",
         )
+    usage = _turn_usage(run)
     budget = limits.cost_budget_usd
-    if budget is not None and _turn_cost(run) >= budget:
+    if budget is not None and usage.cost_usd >= budget:
         return Outcome(
             "failed",
             code="budget_exhausted",
             message=f"the turn's cost budget of ${budget:g} is spent",
         )
+    tokens = limits.max_turn_tokens
+    used = usage.prompt_tokens + usage.completion_tokens
+    if tokens is not None and used >= tokens:
+        return Outcome(
+            "failed",
+            code="turn_token_limit",
+            message=f"the turn used {used:,} tokens, its limit is {tokens:,} (max_turn_tokens)",
+        )
     return None
 
 
-def _turn_cost(run: TurnRun) -> float:
-    """What this turn has cost so far (its priced calls: a call whose price
-    is unknown adds nothing it could be held to)."""
+def _turn_usage(run: TurnRun) -> UsageTotals:
+    """What this turn has used so far. Its cost counts its priced calls
+    only: a call whose price is unknown adds nothing it could be held to."""
     turn = next((t for t in run.state().turns if t.turn_id == run.turn_id), None)
-    return turn.usage.cost_usd if turn is not None else 0.0
+    return turn.usage if turn is not None else UsageTotals()
 
 
 async def drain_steering(run: TurnRun) -> None:
@@ -244,7 +257,12 @@ async def model_step(run: TurnRun, step: int, request: ModelRequest | None = Non
                 f"(limit {run.limits.max_tool_calls_per_step})",
             )
         await dispatch(run, calls)
-        return ABORTED if run.aborted else CONTINUE
+        if run.aborted:
+            return ABORTED
+        storm = run.storm.stop_reason()
+        if storm is not None:
+            return Outcome("failed", code=STORM_STOPPED, message=storm)
+        return CONTINUE
     verdict = await settle_round(run, "".join(answer.text), answer.stop_reason or "stop")
     if verdict.status == "continue":
         return ABORTED if run.aborted else CONTINUE

@@ -90,15 +90,22 @@ def refuse_outside_plan(run: TurnRun, name: str) -> ToolOutput | None:
     return None
 
 
-def plan_recorder(run: TurnRun) -> Callable[[str, str], Awaitable[str]]:
+def plan_recorder(
+    run: TurnRun, *, from_reply: bool = False
+) -> Callable[[str, str], Awaitable[str]]:
     """``ToolContext.record_plan`` for ``run``: the ``plan`` item, then the
     plan's checklist as the thread's todos. A checklist that could not be
-    recorded is a warning only: the plan stands."""
+    recorded is a warning only: the plan stands. ``from_reply``: the call
+    is kun's own, recording the model's prose (:mod:`kun.runtime.rounds`)."""
 
     async def record(summary: str, markdown: str) -> str:
         workspace = run.state().settings.workspace
         plan = Plan(
-            id=new_thread_local_id("plan"), markdown=markdown, summary=summary, workspace=workspace
+            id=new_thread_local_id("plan"),
+            markdown=markdown,
+            summary=summary,
+            workspace=workspace,
+            from_reply=from_reply,
         )
         await run.write(draft(ev.ItemCompleted, run.turn_id, item=plan))
         todos = plan_todos(markdown)

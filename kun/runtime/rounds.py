@@ -21,7 +21,7 @@ import msgspec
 
 from kun.contracts import events as ev
 from kun.contracts.items import ToolCall, ToolResult
-from kun.domain.plan_mode import MATERIALIZED_SUMMARY, has_plan
+from kun.domain.plan_mode import has_plan, plan_title
 from kun.domain.recovery import (
     Continue,
     Fail,
@@ -34,7 +34,7 @@ from kun.domain.recovery import (
 from kun.domain.state import ThreadState
 from kun.ids import new_thread_local_id
 from kun.runtime.context import TurnRun, draft
-from kun.runtime.dispatch import dispatch
+from kun.runtime.dispatch import dispatch_own
 
 __all__ = ["RoundVerdict", "round_facts", "settle_round"]
 
@@ -96,11 +96,13 @@ async def settle_round(run: TurnRun, text: str, stop_reason: str) -> RoundVerdic
 
 async def materialize_plan(run: TurnRun, text: str) -> RoundVerdict:
     """Record the reply ``text`` as the turn's plan through a synthetic
-    ``create_plan`` call. The reply was the model's answer, so the turn
-    completes once the plan is recorded; a plan that could not be (the
-    user denied the call, say) leaves the required tool missing."""
+    ``create_plan`` call, titled from the prose (:func:`plan_title`); the
+    ``plan`` item says it came from the reply. The call is kun's own, so it
+    is never put to the approval policy. The reply was the model's answer,
+    so the turn completes once the plan is recorded; a plan that could not
+    be leaves the required tool missing."""
     item_id = new_thread_local_id("call")
-    arguments = msgspec.json.encode({"summary": MATERIALIZED_SUMMARY, "markdown": text})
+    arguments = msgspec.json.encode({"summary": plan_title(text), "markdown": text})
     call = ToolCall(
         id=item_id,
         status="in_progress",
@@ -109,7 +111,7 @@ async def materialize_plan(run: TurnRun, text: str) -> RoundVerdict:
         arguments=msgspec.Raw(arguments),
     )
     await run.write(draft(ev.ItemCreated, run.turn_id, item=call), durable=False)
-    await dispatch(run, [call])
+    await dispatch_own(run, call)
     if run.aborted:
         return RoundVerdict("completed")
     result = _result_of(run, item_id)

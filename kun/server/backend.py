@@ -64,6 +64,7 @@ class TurnOptions:
                 "max_steps": self.limits.max_steps,
                 "max_wall_seconds": self.limits.max_wall_seconds,
                 "max_cost_usd": self.limits.cost_budget_usd,
+                "max_turn_tokens": self.limits.max_turn_tokens,
             },
         }
 
@@ -172,6 +173,11 @@ class Backend:
                     limits.max_cost_usd
                     if limits.max_cost_usd is not None
                     else limit.cost_budget_usd
+                ),
+                max_turn_tokens=(
+                    limits.max_turn_tokens
+                    if limits.max_turn_tokens is not None
+                    else limit.max_turn_tokens
                 ),
             )
         self._options[thread_id] = TurnOptions(

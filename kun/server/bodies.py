@@ -71,6 +71,7 @@ class Limits(_Body):
     max_steps: _Positive | None = None
     max_wall_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
     max_cost_usd: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    max_turn_tokens: _Positive | None = None
 
 
 class CreateThread(_Body):

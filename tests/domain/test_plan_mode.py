@@ -10,9 +10,11 @@ from kun.contracts.items import Plan
 from kun.contracts.model import ToolSpec
 from kun.contracts.threads import ThreadSettings, Todo
 from kun.domain.plan_mode import (
+    TITLE_CHARS,
     is_clarifying_question,
     plan_context,
     plan_mode_tools,
+    plan_title,
     plan_todos,
     without_plan_tool,
 )
@@ -157,3 +159,24 @@ def test_the_decision_tree_stops_on_a_question_and_materialises_prose() -> None:
     assert decision("1. Add it\n2. Test it\nDoes this look right?") == ResolveSoftRequired(
         tool="create_plan"
     )
+
+
+@pytest.mark.parametrize(
+    ("prose", "title"),
+    [
+        ("1. Add the flag\n2. Write tests\n\nDoes this look right?", "Add the flag"),
+        ("Some context first.\n\n## Plan: **add** a `--flag` ##\n- [ ] x", "Plan: add a `--flag`"),
+        ("Here is my plan:\n- a\n- b", "Here is my plan"),
+        ("\n  \n- [ ] **Refactor** run_turn_x in loop.py", "Refactor run_turn_x in loop.py"),
+        ("> _Quoted_ idea", "Quoted idea"),
+        ("#\n\n计划\uff1a添加标志", "计划\uff1a添加标志"),
+        ("方案\uff1a", "方案"),
+        ("## \n**\n---\nThe steps", "The steps"),
+        (" ".join(["word"] * 40), " ".join(["word"] * 15) + "…"),
+        ("x" * 200, "x" * 79 + "…"),
+        ("**\n---", "Plan"),
+    ],
+)
+def test_a_prose_plan_is_titled_from_its_first_heading_or_line(prose: str, title: str) -> None:
+    assert plan_title(prose) == title
+    assert len(plan_title(prose)) <= TITLE_CHARS

@@ -11,9 +11,20 @@ import anyio
 import msgspec
 import pytest
 
-from kun.contracts.model import TextDeltaChunk
+from kun.contracts.model import TextDeltaChunk, UsageChunk
+from kun.model.scripted import ScriptedModelClient, text_reply
 from kun.observe.observer import Observer
-from tests.observe.support import PROMPT, REPLY, SECRET, Lines, observed, run_turn, until
+from tests.observe.support import (
+    PROMPT,
+    REPLY,
+    SECRET,
+    Lines,
+    observed,
+    run_turn,
+    script,
+    until,
+    usage,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -133,3 +144,44 @@ async def test_an_interrupted_turn_logs_its_cut_call_and_ends(tmp_path: Path) ->
     assert call["ttfb_ms"] is not None and call["duration_ms"] >= call["ttfb_ms"]
     (turn,) = lines.of("turn")
     assert turn["status"] == "aborted" and turn["model_calls"] == 1
+
+
+def _priced(*costs: float | None) -> ScriptedModelClient:
+    """A turn of a tool call and an answer whose calls cost ``costs``."""
+    first, second = script()
+    first = [usage(120, 15, costs[0]) if isinstance(c, UsageChunk) else c for c in first]
+    second = [usage(180, 9, costs[1]) if isinstance(c, UsageChunk) else c for c in second]
+    return ScriptedModelClient([first, second])
+
+
+@pytest.mark.parametrize(
+    ("costs", "turn_cost", "unpriced"),
+    [
+        ((None, None), None, 2),
+        ((0.0012, None), 0.0012, 1),
+        ((0.0012, 0.0021), 0.0033, 0),
+        ((0.0, 0.0), 0.0, 0),
+    ],
+)
+async def test_the_turn_cost_is_null_when_no_call_had_a_price(
+    tmp_path: Path, costs: tuple[float | None, ...], turn_cost: float | None, unpriced: int
+) -> None:
+    lines = Lines()
+    async with observed(tmp_path, Observer(sink=lines), model=_priced(*costs)) as (s, thread):
+        await run_turn(s, thread)
+    calls = lines.of("model_call")
+    (turn,) = lines.of("turn")
+    assert [c["cost_usd"] for c in calls] == list(costs)
+    assert turn["cost_usd"] == (None if turn_cost is None else pytest.approx(turn_cost))
+    assert turn["unpriced_calls"] == unpriced
+
+
+async def test_a_call_without_usage_leaves_the_turn_cost_unknown(tmp_path: Path) -> None:
+    lines = Lines()
+    model = ScriptedModelClient([text_reply("no usage reported")])
+    async with observed(tmp_path, Observer(sink=lines), model=model) as (service, thread_id):
+        await run_turn(service, thread_id)
+    (call,) = lines.of("model_call")
+    (turn,) = lines.of("turn")
+    assert "cost_usd" not in call
+    assert turn["cost_usd"] is None and turn["unpriced_calls"] == 1

@@ -19,7 +19,7 @@ from kun.contracts.model import (
 )
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import ThreadState, TurnState
-from kun.model.scripted import ScriptedModelClient
+from kun.model.scripted import Responder, ScriptedModelClient
 from kun.runtime.context import TurnLimits
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
@@ -119,18 +119,20 @@ class Harness:
 @asynccontextmanager
 async def harness(
     tmp_path: Path,
-    script: Iterable[Any],
+    script: Iterable[Any] | Responder,
     *,
     policy: ApprovalPolicy = "on-request",
     tools: ToolHost | None = None,
     limits: TurnLimits | None = None,
     delay: float = 0.0,
 ) -> AsyncIterator[Harness]:
+    """``script``: the model's responses in order, or one function
+    answering every request (a model that never stops by itself)."""
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
     (workspace / "a.py").write_text("print('a')\n")
     (workspace / "b.py").write_text("print('b')\n")
-    model = ScriptedModelClient(list(script), delay=delay)
+    model = ScriptedModelClient(script if callable(script) else list(script), delay=delay)
     store = JsonlEventStore(tmp_path / "home")
     async with store, EventRecorder(store) as recorder, anyio.create_task_group() as tg:
         service = TurnService(

@@ -59,3 +59,36 @@ async def test_kun_run_plan_records_a_plan_mode_turn(tmp_path: Path) -> None:
     turn = state.turns[0]
     assert turn.plan_mode and turn.status == "completed"
     assert [i.markdown for i in turn.items if isinstance(i, Plan)] == [PROSE]
+
+
+async def test_a_prose_plan_under_untrusted_is_titled_from_the_prose_and_never_asked(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    prose = "## Add a --verbose flag\n\n- [ ] parse it\n- [ ] test it\n"
+    answer = FakeResponse(chunks=(TextDeltaChunk(text=prose), CompletedChunk(stop_reason="stop")))
+    home = tmp_path / "home"
+    async with FakeProvider([answer], format="chat_completions") as provider:
+        config = tmp_path / "kun.toml"
+        config.write_text(
+            'default_provider = "fake"\n\n[providers.fake]\n'
+            f'base_url = "{provider.base_url}"\nendpoint_format = "chat_completions"\n'
+            'default_model = "fake-model"\n'
+        )
+        code, out, err = await _kun(
+            "run", "plan a flag", "--plan", "--approval", "untrusted",
+            "--config", str(config), "--home", str(home), "--workspace", str(workspace),
+        )  # fmt: skip
+    assert code == 0, err
+    assert "approval" not in out and "Materialized" not in out
+    assert "plan recorded: Add a --verbose flag" in out
+    thread_id = err.split()[1]
+    turn = replay(JsonlEventStore(home).read(thread_id)).turns[0]
+    assert turn.status == "completed"
+    (plan,) = [i for i in turn.items if isinstance(i, Plan)]
+    assert (plan.summary, plan.from_reply, plan.markdown) == ("Add a --verbose flag", True, prose)
+    code, shown, err = await _kun("replay", thread_id, "--home", str(home))
+    assert code == 0, err
+    assert "plan (from the reply): Add a --verbose flag" in shown
+    assert "Materialized" not in shown

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import msgspec
 import pytest
 from click.testing import CliRunner
 
 from kun.cli import cli
-from kun.contracts.items import Plan, ToolCall, ToolResult
+from kun.contracts.items import Approval, Plan, ToolCall, ToolResult
 from kun.contracts.model import CompletedChunk, ModelRequest
-from kun.contracts.threads import Goal, Todo
+from kun.contracts.threads import ApprovalPolicy, Goal, Todo
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY, PLAN_MODE_INSTRUCTION, plan_context
 from kun.model.scripted import text_reply, tool_reply
 from tests.runtime.support import Harness, harness
@@ -86,15 +87,39 @@ async def test_plan_prose_is_materialised_into_the_plan(tmp_path: Path) -> None:
         calls = [i for i in turn.items if isinstance(i, ToolCall)]
         assert [c.name for c in calls] == ["create_plan"] and calls[0].status == "completed"
         assert msgspec.json.decode(calls[0].arguments) == {
-            "summary": MATERIALIZED_SUMMARY,
+            "summary": "Add the flag",
             "markdown": prose,
         }
         plans = [i for i in turn.items if isinstance(i, Plan)]
-        assert [p.markdown for p in plans] == [prose]
+        assert [(p.markdown, p.summary, p.from_reply) for p in plans] == [
+            (prose, "Add the flag", True)
+        ]
         results = [i for i in turn.items if isinstance(i, ToolResult)]
         assert [r.call_id for r in results] == [calls[0].call_id] and not results[0].is_error
     events = (h.home / "threads" / h.thread_id / "events.jsonl").read_text()
     assert '"kind":"tool_call_started"' in events
+
+
+@pytest.mark.parametrize("policy", ["untrusted", "always", "on-request"])
+async def test_kuns_own_plan_call_never_asks_for_approval(
+    tmp_path: Path, policy: ApprovalPolicy
+) -> None:
+    prose = "# Add the flag\n\n- [ ] parse it\n"
+    async with harness(tmp_path, [text_reply(prose)], policy=policy) as h:
+        with anyio.fail_after(10):
+            turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        assert turn.status == "completed"
+        assert not [i for i in turn.items if isinstance(i, Approval)]
+        (plan,) = [i for i in turn.items if isinstance(i, Plan)]
+        assert (plan.summary, plan.from_reply) == ("Add the flag", True)
+        assert MATERIALIZED_SUMMARY not in plan.summary
+
+
+async def test_the_models_own_create_plan_is_not_from_the_reply(tmp_path: Path) -> None:
+    async with harness(tmp_path, [CREATE, text_reply("Plan ready.")]) as h:
+        turn = await h.service.wait_turn(h.thread_id, await plan_turn(h))
+        (plan,) = [i for i in turn.items if isinstance(i, Plan)]
+        assert (plan.summary, plan.from_reply) == ("Add a flag", False)
 
 
 async def test_a_clarifying_question_stops_for_the_answer(tmp_path: Path) -> None:

@@ -219,7 +219,7 @@ async def test_a_title_with_a_control_character_is_refused(tmp_path: Path, title
 
 
 @pytest.mark.parametrize("value", [-1, 0, 1 << 63, (1 << 64) - 1, 1 << 64, 10**30])
-@pytest.mark.parametrize("name", ["max_steps"])
+@pytest.mark.parametrize("name", ["max_steps", "max_turn_tokens"])
 async def test_a_limit_out_of_range_is_refused(tmp_path: Path, name: str, value: int) -> None:
     async with api(tmp_path) as a:
         body = {"workspace": str(a.workspace), "limits": {name: value}}

@@ -11,7 +11,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kun.model.scripted import text_reply
+from kun.contracts.model import UsageChunk
+from kun.contracts.usage import UsageSnapshot
+from kun.model.scripted import text_reply, tool_reply
 from kun.store.jsonl import JsonlEventStore
 from tests.server.support import api
 
@@ -158,3 +160,20 @@ async def test_a_thread_another_process_writes_is_read_but_not_written(tmp_path:
 
 def _plain(value: object) -> object:
     return msgspec.json.decode(msgspec.json.encode(value))
+
+
+async def test_a_threads_turn_token_limit_is_set_over_http_and_ends_its_turns(
+    tmp_path: Path,
+) -> None:
+    usage = UsageChunk(usage=UsageSnapshot(prompt_tokens=900, completion_tokens=10))
+    *call, done = tool_reply("read_file", {"path": "a.py"})
+    async with api(tmp_path, [[*call, usage, done], text_reply("done")]) as a:
+        thread = await a.new_thread()
+        response = await a.client.patch(
+            f"/v1/threads/{thread}", json={"limits": {"max_turn_tokens": 500}}
+        )
+        assert response.status_code == 200, response.text
+        limits = response.json()["limits"]
+        assert limits["max_turn_tokens"] == 500 and limits["max_steps"] == 200
+        turn = await a.wait(thread, await a.start(thread, "read a.py"))
+        assert turn["status"] == "failed" and turn["error"]["code"] == "turn_token_limit"
