@@ -181,7 +181,7 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 
 
 @cli.command()
-@click.argument("prompt")
+@click.argument("prompt", required=False)
 @click.option("--thread", "thread_id", default=None, help="Continue this thread.")
 @click.option(
     "--json",
@@ -232,7 +232,7 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 @runtime_options
 @home_option
 def run(
-    prompt: str,
+    prompt: str | None,
     thread_id: str | None,
     as_json: bool,
     provider: str | None,
@@ -247,7 +247,8 @@ def run(
 ) -> None:
     """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
 
-    PROMPT - reads the prompt from stdin. With --json, stdout gets only the
+    With --goal, PROMPT may be left out: the objective is the first turn's
+    prompt. PROMPT - reads the prompt from stdin. With --json, stdout gets only the
     turn's events, one JSON line each, as the log writes them. Ctrl-C
     interrupts the turn cleanly: the log records it as aborted.
     """
@@ -263,6 +264,10 @@ def run(
         raise click.UsageError("--goal-budget needs --goal")
     if goal is not None and not goal.strip():
         raise click.UsageError("--goal needs an objective")
+    if prompt is None:
+        if goal is None:
+            raise click.UsageError("Missing argument 'PROMPT' (or give --goal OBJECTIVE)")
+        prompt = goal.strip()
     if remote is not None and goal is not None:
         raise click.ClickException("--goal is not available over a server yet; run it locally.")
     if remote is not None:
