@@ -108,12 +108,23 @@ def test_threads_json_is_a_stable_array(tmp_path: Path) -> None:
     assert priced["updated_at"] > priced["created_at"] and priced["error"] is None
 
 
+def test_rewinding_a_turn_already_hidden_is_refused_and_hides_nothing(tmp_path: Path) -> None:
+    _write(tmp_path, _thread("t_hid", turns=3))
+    home = ("--home", str(tmp_path))
+    assert _run("rewind", "t_hid", "3", *home)[0] == 0
+    code, out, err = _run("rewind", "t_hid", "3", *home)
+    assert code == 1 and out == ""
+    assert err.startswith("kun: error: turn 3 of thread 't_hid' is already hidden (by the rewind")
+    code, out, err = _run("rewind", "t_hid", "--undo", *home)
+    assert "brought back 1 turn(s)" in out
+
+
 def test_rewind_by_turn_number_then_undo(tmp_path: Path) -> None:
     _write(tmp_path, _thread("t_cli", turns=3))
     home = ("--home", str(tmp_path))
     code, out, err = _run("rewind", "t_cli", "--before-turn", "2", *home)
     assert code == 0, err
-    assert "before turn 2" in out and "hiding 2 turn(s)" in out
+    assert "hid turn 2 and the 1 later turn (turn 2 is" in out
     code, shown, _ = _run("replay", "t_cli", *home)
     assert "== turn 1 ·" in shown and "-- turn 2 · hidden by the rewind" in shown
     code, shown, _ = _run("replay", "t_cli", "--hidden", *home)

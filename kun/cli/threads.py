@@ -240,10 +240,13 @@ def rewind(
 
 
 def rewound_line(thread_id: str, number: int, turn_id: str, hidden: int, seq: int) -> str:
-    """What ``kun rewind`` says it did, locally or over a server."""
+    """What ``kun rewind`` says it did, locally or over a server: exactly
+    which turns are hidden now."""
+    from kun.domain.turnref import hidden_span
+
     return (
-        f"rewound {thread_id} before turn {number} ({turn_id}), "
-        f"hiding {hidden} turn(s) (seq {seq}); "
+        f"rewound {thread_id}: hid {hidden_span(number, hidden)} "
+        f"(turn {number} is {turn_id}; the rewind is seq {seq}); "
         f"kun rewind {thread_id} --undo brings them back"
     )
 
