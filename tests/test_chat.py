@@ -73,7 +73,7 @@ def test_a_conversation_of_several_turns_with_a_model_switch(tmp_path: Path) -> 
     assert code == 0, text
     home = tmp_path / "home"
     thread = only_thread(home)
-    assert f"kun resume {thread[:12]}" in text
+    assert f"back to it: kun -c --home {home}, or kun resume {thread[:12]} --home {home}" in text
     assert [r["model"] for r in _requests(provider)] == ["fake-model", "other-model"]
     assert _user_texts(home, thread) == ["line one\nline two", "again\nand more"]
     second = msgspec.json.encode(_requests(provider)[1]).decode()

@@ -21,6 +21,7 @@ from kun.chat.goal_command import USAGE as GOAL_USAGE
 from kun.chat.goal_command import goal_command
 from kun.chat.plan_command import USAGE as PLAN_USAGE
 from kun.chat.plan_command import plan_command
+from kun.cli.options import pasteable
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.shown import shown_cell
 from kun.domain.transcript import format_usage
@@ -168,7 +169,7 @@ async def _threads(session: ChatSession, rest: str) -> None:
         turns = f"{summary.turns:>3} turn" + ("" if summary.turns == 1 else "s")
         title = shown_cell(summary.title)
         session.say(f"{mark} {summary.thread_id}  {when}  {turns:<9}  {cost:>9}  {title}")
-    session.say("kun resume ID (a prefix will do) continues one", "dim")
+    session.say(f"{pasteable('resume', 'ID')} (a prefix will do) continues one", "dim")
 
 
 async def _title(session: ChatSession, rest: str) -> None:

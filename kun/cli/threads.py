@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kun.cli.options import home_option, log_of, service_call
+from kun.cli.options import home_option, log_of, pasteable, service_call
 from kun.cli.remote import local_only, remote_target
 from kun.domain.shown import shown as safe_text
 from kun.domain.shown import shown_cell
@@ -247,7 +247,7 @@ def rewound_line(thread_id: str, number: int, turn_id: str, hidden: int, seq: in
     return (
         f"rewound {thread_id}: hid {hidden_span(number, hidden)} "
         f"(turn {number} is {turn_id}; the rewind is seq {seq}); "
-        f"kun rewind {thread_id} --undo brings them back"
+        f"{pasteable('rewind', thread_id, '--undo')} brings them back"
     )
 
 
