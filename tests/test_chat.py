@@ -220,6 +220,32 @@ def test_rewind_n_hides_turn_n_and_later_as_kun_rewind_does(tmp_path: Path) -> N
     assert [t.hidden_by is not None for t in state.turns] == [True, True]
 
 
+def test_a_question_numbers_its_options_and_a_number_answers_with_one(tmp_path: Path) -> None:
+    ask = tool_reply(
+        "request_user_input", {"question": "Which colour?", "options": ["red", "green", "blue"]}
+    )
+    with serve([FakeResponse(chunks=tuple(ask)), answer("green it is")]) as provider:
+        child = _session(tmp_path, provider)
+        child.send("paint it" + ENTER)
+        child.expect_exact("question: Which colour?")
+        for line in ("1. red", "2. green", "3. blue"):
+            child.expect_exact(line)
+        child.expect_exact("answer (1-3 or your own):")
+        child.send("7" + ENTER)
+        child.expect_exact("there is no option 7: type 1 to 3, or your own answer")
+        child.send("2" + ENTER)
+        child.expect_exact("answered: green")
+        child.expect("turn completed")
+        child.send("/quit" + ENTER)
+        code, text = finish(child)
+    assert code == 0, text
+    home = tmp_path / "home"
+    (answered,) = [
+        e for e in events_of(home, only_thread(home)) if isinstance(e, ev.UserInputResolved)
+    ]
+    assert answered.answer == "green"
+
+
 def test_slash_commands(tmp_path: Path) -> None:
     with serve([answer("one"), answer("two")]) as provider:
         child = _session(tmp_path, provider)
