@@ -16,6 +16,7 @@ from kun.config.schema import (
     URL_PATTERN,
     Config,
     ConfigFile,
+    KnownProvider,
     McpServerTable,
     ProviderConfig,
     ProviderTable,
@@ -190,6 +191,7 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
                     "expected none: the provider's base_url is a custom endpoint, "
                     "a full URL whose path fixes the format",
                 )
+    implied_by = _key_implied_by(table, known, here)
     default_model = table.default_model or (known.default_model if known else None)
     default_model = default_model or next(iter(table.models), None)
     if default_model is None:
@@ -202,7 +204,8 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         endpoint_format=endpoint_format or "chat_completions",
         default_model=default_model,
         catalog=catalog,
-        api_key_env=table.api_key_env or (known.api_key_env if known else None),
+        api_key_env=table.api_key_env or (known.api_key_env if known and implied_by else None),
+        api_key_implied_by=implied_by,
         headers=dict(table.headers),
         proxy=table.proxy,
         retry=table.retry,
@@ -210,6 +213,23 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         connect_timeout=table.connect_timeout,
         models=dict(table.models),
     )
+
+
+def _key_implied_by(
+    table: ProviderTable, known: KnownProvider | None, here: tuple[str, ...]
+) -> str | None:
+    """Where a known provider's key variable comes from when the table
+    names none: the provider's own name (``[providers.openai]``), or its
+    ``catalog`` while it also talks to that provider's server. A table that
+    borrows a catalogue only for its prices and capabilities and names its
+    own ``base_url`` (a local OpenAI-compatible server) needs no key."""
+    if table.api_key_env is not None or known is None:
+        return None
+    if table.catalog is None:
+        return key_path(here)
+    if table.base_url is None or table.base_url.rstrip("/") == known.base_url.rstrip("/"):
+        return key_path((*here, "catalog"))
+    return None
 
 
 def _refuse_credentials(table: ProviderTable, here: tuple[str, ...], source: str) -> None:
