@@ -220,3 +220,64 @@ def test_a_cost_nobody_reported_reads_unknown(
 
     usage = UsageTotals(calls=calls, unpriced_calls=unpriced, cost_usd=cost)
     assert format_cost(usage) == shown
+
+
+def _threads_on_a_terminal(home: Path, columns: int) -> list[str]:
+    """``kun threads`` as printed on a terminal ``columns`` wide."""
+    import sys
+
+    import pexpect
+
+    from tests.terminal_support import environ, plain
+
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "kun", "threads", "--home", str(home)],
+        env=environ(COLUMNS=str(columns)),
+        encoding="utf-8",
+        dimensions=(40, columns),
+        timeout=60,
+    )
+    out = child.read()
+    child.close()
+    assert child.exitstatus == 0, out
+    return plain(out).replace("\r\n", "\n").rstrip("\n").split("\n")
+
+
+LONG = "/home/someone/projects/a-rather-long-client-name/services/billing-api"
+
+
+def _long_threads(home: Path) -> list[str]:
+    ids = [  # the first two started in the same millisecond
+        "thr_01kbr2z0x1abcdefghjkmnpqrs",
+        "thr_01kbr2z0x1bbcdefghjkmnpqrs",
+        "thr_01kbr3a4b5abcdefghjkmnpqrs",
+    ]
+    for n, thread_id in enumerate(ids):
+        b = LogBuilder(thread_id, start_at=START + n * HOUR)
+        b.create(workspace=LONG, title="Migrate the billing service to the new queue " * 2,
+                 provider="openrouter", model="anthropic/claude-sonnet-4.5")  # fmt: skip
+        b.start_turn("go")
+        b.usage(prompt_tokens=123_456, completion_tokens=7_890, cost_usd=1.5)
+        b.complete()
+        _write(home, b.events)
+    return ids
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_threads_fit_the_terminal_width(tmp_path: Path, columns: int) -> None:
+    ids = _long_threads(tmp_path)
+    code, piped, _ = _run("threads", "--home", str(tmp_path))
+    assert code == 0 and max(map(len, piped.splitlines())) > 120  # piped: in full, as before
+    lines = _threads_on_a_terminal(tmp_path, columns)
+    assert len(lines) == 4, lines
+    assert all(len(line) <= columns for line in lines), lines
+    header = lines[0].split()
+    assert header[:2] == ["THREAD", "TITLE"] and header[-1] == "COST"
+    assert ("WORKSPACE" in header) == (columns == 120)
+    shown = [line.split()[0] for line in lines[1:]]
+    for thread_id in ids:  # each printed prefix names its thread, and only it
+        (prefix,) = [p for p in shown if thread_id.startswith(p)]
+        code, out, err = _run("replay", prefix, "--home", str(tmp_path))
+        assert code == 0 and thread_id in out, err
+    assert all("Migrate the" in line and "$1.5000" in line for line in lines[1:])
