@@ -155,3 +155,32 @@ async def test_kun_run_against_a_closed_local_port_says_so_at_once(tmp_path: Pat
     listening = f"nothing is listening at http://127.0.0.1:{port} \u2014 is the server running?"
     assert both.count(listening) == 1, both
     assert "retrying in" not in both
+
+
+async def test_a_thread_continued_from_another_folder_reads_its_workspaces_kun_toml(
+    tmp_path: Path,
+) -> None:
+    workspace = _workspace(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home = str(tmp_path / "home")
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.pop("KUN_CONFIG", None)
+
+    async def kun(*args: str) -> tuple[int, str, str]:
+        done = await anyio.run_process(
+            [sys.executable, "-m", "kun", *args, "--home", home],
+            check=False, env=environ, cwd=elsewhere, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+    async with FakeProvider([ANSWER, ANSWER], format="chat_completions") as provider:
+        config = _config(tmp_path, provider.base_url).rename(workspace / "kun.toml")
+        code, _, err = await kun("run", "first", "--workspace", str(workspace))
+        assert code == 0, err  # the workspace named here has the kun.toml
+        assert f"kun: note: configuration from {config} (the thread's workspace)" in err
+        thread_id = err.splitlines()[-1].split()[1]
+        code, out, err = await kun("run", "again", "--thread", thread_id)
+    assert code == 0, err
+    assert f"kun: note: configuration from {config} (the thread's workspace)" in err
+    assert "a.py prints a." in out

@@ -57,10 +57,13 @@ def find_config(
     home: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> Path | None:
     """The configuration file to read, or ``None``: ``path`` (``--config``),
-    else ``$KUN_CONFIG``, else ``./kun.toml``, else ``<home>/kun.toml`` where
-    home is ``home`` (``--home``), else ``$KUN_HOME``, else ``~/.kun``.
+    else ``$KUN_CONFIG``, else ``<workspace>/kun.toml`` (the workspace of
+    the thread being continued: its project's configuration, wherever the
+    command runs), else ``./kun.toml``, else ``<home>/kun.toml`` where home
+    is ``home`` (``--home``), else ``$KUN_HOME``, else ``~/.kun``.
 
     Raises :class:`ConfigError` when the file named by ``path`` or
     ``$KUN_CONFIG`` is not there: a name given on purpose that leads nowhere
@@ -77,6 +80,8 @@ def find_config(
             what = "is not a file" if explicit.exists() else "does not exist"
             raise ConfigError(str(explicit), "", f"the file named by {via} {what}")
         return explicit
+    if workspace is not None and (base / workspace / CONFIG_NAME).is_file():
+        return base / workspace / CONFIG_NAME
     local = base / CONFIG_NAME
     if local.is_file():
         return local
@@ -91,11 +96,12 @@ def load_config(
     home: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> Config:
     """The configuration in use: the file :func:`find_config` finds, else the
     providers :func:`infer_config` finds in the environment."""
     env = os.environ if environ is None else environ
-    found = find_config(path, home=home, cwd=cwd, environ=env)
+    found = find_config(path, home=home, cwd=cwd, environ=env, workspace=workspace)
     if found is None:
         return infer_config(env)
     try:
