@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TextIO
@@ -32,6 +31,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from kun.config.schema import McpServerTable
+from kun.mcp.stderr_tail import StderrTail
 from kun.model.redact import redact_url
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ class McpConnection:
         self.table = table
         self._environ = environ
         self.session: ClientSession | None = None
+        self.stderr: StderrTail | None = None
+        """A stdio server's stderr, for what its failures say."""
         self.tools: list[Tool] = []
         self.failure: str | None = None
         self.ready = anyio.Event()
@@ -134,6 +136,8 @@ class McpConnection:
             self.failure = self.failure or _describe(exc)
         finally:
             self.session = None
+        if self.failure is not None and self.stderr is not None:
+            self.failure = self.stderr.explain(self.failure)
         if connected and not self._closing:
             self.mark_down(self.failure or "its connection closed")
             _log.warning("MCP server %r stopped: %s", self.name, self.failure)
@@ -225,8 +229,9 @@ class McpConnection:
         from mcp import ClientSession
 
         if self.table.command is not None:
-            errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: ASYNC230
+            errlog = await self._stderr_pipe(stack)
             streams = await stack.enter_async_context(self._stdio(self.table.command, errlog))
+            errlog.close()
         else:
             streams = await stack.enter_async_context(await self._http(stack, self.table.url or ""))
         read, write = streams
@@ -238,6 +243,19 @@ class McpConnection:
         relays.start_soon(self._relay, read, relay_in, lost)
         session = ClientSession(relay_out, write, message_handler=self._on_message)
         return await stack.enter_async_context(session)
+
+    async def _stderr_pipe(self, stack: AsyncExitStack) -> TextIO:
+        """The file a stdio server's stderr goes to: a pipe read until the
+        server closes it, whose last lines explain a failure
+        (:mod:`kun.mcp.stderr_tail`)."""
+        secrets = (v for n in self.table.env if (v := self._environ.get(n)))
+        tail = self.stderr = StderrTail(secrets)
+        read, errlog = tail.pipe()
+        stack.callback(errlog.close)
+        readers = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(readers.cancel_scope.cancel)
+        readers.start_soon(tail.drain, read)
+        return errlog
 
     async def _relay(
         self, source: ObjectReceiveStream[Any], sink: ObjectSendStream[Any], lost: anyio.Event
@@ -255,8 +273,8 @@ class McpConnection:
     def _stdio(self, command: str, errlog: TextIO) -> Any:
         """The server gets the safe basics ``mcp`` passes (``PATH``,
         ``HOME``, ...) and the variables ``env`` names, nothing else of
-        kun's environment. Its stderr is discarded: it is not kun's to log,
-        and it may print the secrets it was given."""
+        kun's environment. Its stderr goes to ``errlog``: it is not kun's
+        to log, only the last lines of a failure, redacted."""
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         env = {n: v for n in self.table.env if (v := self._variable(n)) is not None}
