@@ -57,14 +57,23 @@ class McpConnection:
     """A supervised connection to the server ``name`` of ``table``; values
     of its variables are read from ``environ``."""
 
-    def __init__(self, name: str, table: McpServerTable, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        table: McpServerTable,
+        environ: Mapping[str, str],
+        cached: list[Tool] | None = None,
+    ) -> None:
         self.name = name
         self.table = table
         self._environ = environ
+        self.cached = cached is not None
+        """Offered from the list it gave last time while it starts
+        (:mod:`kun.mcp.listcache`)."""
         self.session: ClientSession | None = None
         self.stderr: StderrTail | None = None
         """A stdio server's stderr, for what its failures say."""
-        self.tools: list[Tool] = []
+        self.tools: list[Tool] = cached or []
         self.failure: str | None = None
         self.ready = anyio.Event()
         self.connects = 0
@@ -80,6 +89,7 @@ class McpConnection:
         self._failed_reconnects = 0
         self._forgotten = False
         self._lock = anyio.Lock()
+        self._starting = anyio.CancelScope()
         self._asks, self._requests = anyio.create_memory_object_stream[anyio.Event](math.inf)
 
     @property
@@ -97,10 +107,13 @@ class McpConnection:
         kept in :attr:`failure`."""
         answer = self.ready
         try:
+            with self._starting:
+                await self._serve(answer)
+            answer.set()
             while not self._closing:
+                answer = await self._requests.receive()
                 await self._serve(answer)
                 answer.set()
-                answer = await self._requests.receive()
         except anyio.EndOfStream:
             pass
         finally:
@@ -170,9 +183,13 @@ class McpConnection:
             self.stale = True
 
     def close(self) -> None:
+        """Stop serving; a server still starting (offered from the cache,
+        and never called) is abandoned at once rather than waited for."""
         self._closing = True
         self._lost.set()
         self._asks.close()
+        if not self.ready.is_set():
+            self._starting.cancel()
 
     def mark_down(self, why: str, session: ClientSession | None = None) -> None:
         """The connection is lost (its stream ended, or a call found it
@@ -193,9 +210,15 @@ class McpConnection:
     async def live_session(self) -> ClientSession:
         """The connected session; a lost server is connected again first
         (one attempt, after the backoff). Raises :class:`McpDown` when it
-        cannot be."""
+        cannot be. A call made while the server is still starting (its
+        tools were offered from the cache) waits for the start; a server
+        that never started is down."""
+        if not self.ready.is_set():
+            await self.ready.wait()
         if self.session is not None:
             return self.session
+        if self.connects == 0:
+            raise McpDown(f"it did not start: {self.failure or 'no reason given'}")
         async with self._lock:
             if (session := self._connected()) is not None:
                 return session
