@@ -281,3 +281,10 @@ def test_threads_fit_the_terminal_width(tmp_path: Path, columns: int) -> None:
         code, out, err = _run("replay", prefix, "--home", str(tmp_path))
         assert code == 0 and thread_id in out, err
     assert all("Migrate the" in line and "$1.5000" in line for line in lines[1:])
+
+
+def test_an_error_that_suggests_a_command_gives_it_with_the_home(tmp_path: Path) -> None:
+    _write(tmp_path, _thread("t_err", turns=1))
+    code, _, err = _run("rewind", "t_err", "zz", "--home", str(tmp_path))
+    assert code == 1
+    assert f"as kun replay t_err --home {tmp_path} shows them)" in err

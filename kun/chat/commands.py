@@ -21,7 +21,7 @@ from kun.chat.goal_command import USAGE as GOAL_USAGE
 from kun.chat.goal_command import goal_command
 from kun.chat.plan_command import USAGE as PLAN_USAGE
 from kun.chat.plan_command import plan_command
-from kun.cli.options import pasteable
+from kun.cli.options import explained, pasteable
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.shown import shown_cell
 from kun.domain.transcript import format_usage
@@ -65,7 +65,7 @@ async def run_command(session: ChatSession, line: str) -> None:
     try:
         await command.handler(session, rest.strip())
     except KunError as exc:
-        session.say(str(exc), "error")
+        session.say(explained(exc), "error")
 
 
 def _thread(session: ChatSession) -> str:

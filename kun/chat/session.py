@@ -28,7 +28,7 @@ from kun.app.selection import SwitchableModel, changed_model, choose_model, pars
 from kun.chat.commands import run_command
 from kun.chat.input import ChatInput
 from kun.chat.view import ChatSink
-from kun.cli.options import pasteable
+from kun.cli.options import explained, pasteable
 from kun.cli.terminal import LiveView, Tone
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.errors import KunError
@@ -151,7 +151,7 @@ class ChatSession:
             else:
                 await self._start(text)
         except KunError as exc:
-            self.say(str(exc), "error")
+            self.say(explained(exc), "error")
 
     async def _start(self, text: str) -> None:
         if self.thread_id is None:

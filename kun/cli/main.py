@@ -22,7 +22,7 @@ from kun.cli.colors import no_color_option
 from kun.cli.compact import compact
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
-from kun.cli.options import home_option
+from kun.cli.options import explained, home_option
 from kun.cli.portable import export_command, import_command
 from kun.cli.remote import keep_server, remote_target, server_options
 from kun.cli.replay import replay
@@ -81,7 +81,7 @@ def _explain(exc: BaseException, raised: BaseException) -> None:
     if isinstance(exc, BrokenPipeError):
         _reader_gone()
     if isinstance(exc, KunError):
-        _fail(str(exc))
+        _fail(explained(exc))
     if isinstance(exc, OSError):
         _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
     if isinstance(exc, KeyboardInterrupt):

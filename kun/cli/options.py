@@ -10,9 +10,12 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["home_option", "log_of", "pasteable", "service_call"]
+__all__ = ["explained", "home_option", "log_of", "pasteable", "service_call"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+_HOME = "kun.home"
 
 
 def home_option(func: F) -> F:
@@ -20,8 +23,18 @@ def home_option(func: F) -> F:
         "--home",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
+        callback=_remember_home,
         help="kun home directory (default: $KUN_HOME, else ~/.kun).",
     )(func)
+
+
+def _remember_home(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Kept in the context's ``meta`` (shared by the whole command line),
+    so a hint composed after the command's context closed (an error on its
+    way out) still knows the home (:func:`pasteable`)."""
+    if value is not None:
+        ctx.meta[_HOME] = value
+    return value
 
 
 def pasteable(*args: str) -> str:
@@ -48,10 +61,24 @@ def pasteable(*args: str) -> str:
     return shlex.join(words)
 
 
+def explained(exc: BaseException) -> str:
+    """The message of ``exc``, the command it suggests (``suggests`` of a
+    :class:`~kun.errors.KunError`) written as :func:`pasteable` writes it."""
+    import shlex
+
+    message = str(exc)
+    suggests: tuple[str, ...] = getattr(exc, "suggests", ())
+    if not suggests:
+        return message
+    return message.replace(shlex.join(["kun", *suggests]), pasteable(*suggests))
+
+
 def _given_home() -> Path | None:
     """The ``--home`` of the running command (or of the group, for the
     session), if any."""
     ctx = click.get_current_context(silent=True)
+    if ctx is not None and _HOME in ctx.meta:
+        return Path(ctx.meta[_HOME])
     while ctx is not None:
         home = ctx.params.get("home")
         if home is not None:

@@ -76,10 +76,12 @@ def find_turn(state: ThreadState, ref: str) -> tuple[int, TurnState]:
         return matches[0]
     if len(matches) > 1:
         raise NoSuchTurn(f"turn id {ref!r} is ambiguous in thread {state.thread_id!r}")
-    raise NoSuchTurn(
+    missing = NoSuchTurn(
         f"thread {state.thread_id!r} has no turn {ref!r} "
         f"(give a turn number or id as kun replay {state.thread_id} shows them)"
     )
+    missing.suggests = ("replay", state.thread_id)
+    raise missing
 
 
 def fork_seq(state: ThreadState, at_turn: int) -> int:
