@@ -42,8 +42,7 @@ def render(rows: Sequence[Sequence[str]]) -> list[str]:
     thread's id and reason) runs on without widening the columns."""
     full = [row for row in rows if len(row) == len(rows[0])]
     widths = [max(map(cell_len, column)) for column in zip(*full, strict=True)]
-    return [GAP.join(_pad(cell, w) for cell, w in zip(row, widths, strict=False)).rstrip()
-            for row in rows]  # fmt: skip
+    return [_line(row, widths) for row in rows]
 
 
 def fit_rows(
@@ -59,8 +58,8 @@ def fit_rows(
         table = [(row[0][: max(id_least, len(columns[0].name))], *row[1:]) for row in table]
     keep = list(range(len(columns)))
     for drop in sorted({c.drop for c in columns if c.drop}):
-        fitted, fits = _shrink([_pick(row, keep, len(columns)) for row in table],
-                               [columns[i] for i in keep], width)  # fmt: skip
+        picked = [_pick(row, keep, len(columns)) for row in table]
+        fitted, fits = _shrink(picked, [columns[i] for i in keep], width)
         if fits:
             return fitted
         keep = [i for i in keep if columns[i].drop != drop]
@@ -112,5 +111,6 @@ def _cut(text: str, width: int, *, left: bool = False) -> str:
     return set_cell_size(text, width - 1).rstrip() + ELLIPSIS
 
 
-def _pad(cell: str, width: int) -> str:
-    return cell + " " * (width - cell_len(cell))
+def _line(row: Sequence[str], widths: list[int]) -> str:
+    padded = (cell + " " * (w - cell_len(cell)) for cell, w in zip(row, widths, strict=False))
+    return GAP.join(padded).rstrip()
