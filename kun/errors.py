@@ -20,7 +20,14 @@ from __future__ import annotations
 
 
 class KunError(Exception):
-    """Base of every error kun raises on purpose."""
+    """Base of every error kun raises on purpose.
+
+    ``suggests``: the arguments of the ``kun`` command the message tells
+    the user to run, written in it as ``kun ARGS``; a surface that knows
+    more (the CLI knows its ``--home`` and ``--server``) writes that
+    command out in full (:func:`kun.cli.options.explained`)."""
+
+    suggests: tuple[str, ...] = ()
 
 
 class UserMistake(KunError):

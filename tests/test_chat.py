@@ -73,7 +73,7 @@ def test_a_conversation_of_several_turns_with_a_model_switch(tmp_path: Path) -> 
     assert code == 0, text
     home = tmp_path / "home"
     thread = only_thread(home)
-    assert f"kun resume {thread[:12]}" in text
+    assert f"back to it: kun -c --home {home}, or kun resume {thread[:12]} --home {home}" in text
     assert [r["model"] for r in _requests(provider)] == ["fake-model", "other-model"]
     assert _user_texts(home, thread) == ["line one\nline two", "again\nand more"]
     second = msgspec.json.encode(_requests(provider)[1]).decode()
@@ -200,6 +200,52 @@ def test_sigterm_and_sighup_mid_turn_record_the_abort(tmp_path: Path, signum: in
     assert assert_settled(home, thread).turns[0].status == "aborted"
 
 
+def test_rewind_n_hides_turn_n_and_later_as_kun_rewind_does(tmp_path: Path) -> None:
+    """``/rewind 1`` is ``kun rewind T 1``: turn 1 and every later turn."""
+    with serve([answer("one"), answer("two")]) as provider:
+        child = _session(tmp_path, provider)
+        for message in ("first", "second"):
+            child.send(message + ENTER)
+            child.expect("turn completed")
+        child.send("/rewind 1" + ENTER)
+        child.expect_exact("hid turn 1 and the 1 later turn (nothing is deleted")
+        child.send("/rewind 1" + ENTER)
+        child.expect_exact("turn 1 of thread")
+        child.expect_exact("is already hidden")
+        child.send("/quit" + ENTER)
+        code, text = finish(child)
+    assert code == 0, text
+    home = tmp_path / "home"
+    state = state_of(home, only_thread(home))
+    assert [t.hidden_by is not None for t in state.turns] == [True, True]
+
+
+def test_a_question_numbers_its_options_and_a_number_answers_with_one(tmp_path: Path) -> None:
+    ask = tool_reply(
+        "request_user_input", {"question": "Which colour?", "options": ["red", "green", "blue"]}
+    )
+    with serve([FakeResponse(chunks=tuple(ask)), answer("green it is")]) as provider:
+        child = _session(tmp_path, provider)
+        child.send("paint it" + ENTER)
+        child.expect_exact("question: Which colour?")
+        for line in ("1. red", "2. green", "3. blue"):
+            child.expect_exact(line)
+        child.expect_exact("answer (1-3 or your own):")
+        child.send("7" + ENTER)
+        child.expect_exact("there is no option 7: type 1 to 3, or your own answer")
+        child.send("2" + ENTER)
+        child.expect_exact("answered: green")
+        child.expect("turn completed")
+        child.send("/quit" + ENTER)
+        code, text = finish(child)
+    assert code == 0, text
+    home = tmp_path / "home"
+    (answered,) = [
+        e for e in events_of(home, only_thread(home)) if isinstance(e, ev.UserInputResolved)
+    ]
+    assert answered.answer == "green"
+
+
 def test_slash_commands(tmp_path: Path) -> None:
     with serve([answer("one"), answer("two")]) as provider:
         child = _session(tmp_path, provider)
@@ -214,10 +260,10 @@ def test_slash_commands(tmp_path: Path) -> None:
             ("/approval sometimes", "no approval policy"),
             ("/usage", "no usage reported"),
             ("/threads", "Fix the bug"),
-            ("/rewind 5", "cannot hide 5"),
-            ("/rewind \u00b2", "/rewind takes a number"),
+            ("/rewind 5", "there is no turn 5"),
+            ("/rewind \u00b2", "/rewind takes the number of the first turn"),
             ("/fork \u00b2", "/fork takes the number"),
-            ("/rewind", "hid the last turn"),
+            ("/rewind", "hid turn 1 (nothing"),
             ("/undo-rewind", "brought back 1"),
             ("/bogus", "unknown command /bogus"),
             ("/fork 2", "cannot fork at turn 2"),

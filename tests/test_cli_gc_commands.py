@@ -7,6 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kun.app.trash import remove_thread, trashed
@@ -29,7 +30,7 @@ def test_gc_then_confirm(tmp_path: Path) -> None:
     assert code == 0
     saved = before - path.stat().st_size
     assert "dropped 2 hidden turn(s)" in out and f"{saved} bytes saved" in out
-    assert f"kun gc {TID} --confirm" in out
+    assert f"kun gc {TID} --confirm --home {tmp_path}" in out
     assert (thread_dir(tmp_path, TID) / "generations" / "1" / "events.jsonl").exists()
     code, out, _ = run("gc", TID, "--confirm", "--home", str(tmp_path))
     assert code == 0 and f"{before} bytes freed" in out
@@ -60,7 +61,8 @@ def test_rm_moves_to_the_trash_and_restore_brings_it_back(tmp_path: Path) -> Non
     path = write_log(tmp_path, rewound_log().events)
     state = replay_log(path)
     code, out, _ = run("rm", TID, "--home", str(tmp_path))
-    assert code == 0 and "kun restore" in out and not thread_dir(tmp_path, TID).exists()
+    assert code == 0 and not thread_dir(tmp_path, TID).exists()
+    assert out.endswith(f"kun restore {TID} --home {tmp_path} brings it back\n")
     code, out, _ = run("threads", "--home", str(tmp_path))
     assert TID not in out
     code, out, _ = run("trash", "--home", str(tmp_path))
@@ -82,3 +84,12 @@ def test_restore_refuses_over_a_live_thread_and_picks_the_latest(tmp_path: Path)
     code, _, _ = run("restore", first.name, "--home", str(tmp_path))
     assert code == 0 and len(replay_log(log_path(tmp_path, TID)).turns) == 4
     assert len(trashed(tmp_path)) == 2  # nothing in the trash is deleted
+
+
+def test_a_printed_command_names_the_home_only_when_it_is_not_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUN_HOME", str(tmp_path))
+    write_log(tmp_path, rewound_log().events)
+    code, out, _ = run("rm", TID, "--home", str(tmp_path))
+    assert code == 0 and out.endswith(f"; kun restore {TID} brings it back\n")

@@ -62,8 +62,14 @@ async def test_rewind_with_files_and_its_undo(tmp_path: Path) -> None:
         state = replay(s.events(thread))
         seq = next(e.seq for e in reversed(s.events(thread)) if isinstance(e, ev.ThreadRewound))
         first = state.turns[0].turn_id
+        pasted = f"kun --server {s.url} rewind {thread} --undo brings them back"
+        assert rewound_line(thread, 1, first, 2, seq).endswith(
+            f"kun rewind {thread} --undo brings them back"
+        )
         assert rewound.splitlines() == [
-            rewound_line(thread, 1, first, 2, seq),
+            rewound_line(thread, 1, first, 2, seq).replace(
+                f"kun rewind {thread} --undo brings them back", pasted
+            ),
             f"files: restored 1, left alone 0 ({UNTRACKED_NOTE})",
             "  b.py: removed (kun had created it)",
         ]

@@ -177,3 +177,32 @@ async def test_a_model_repeating_one_call_is_stopped_with_one_readable_line(
     (line,) = [row for row in out.splitlines() if "tool_storm_stopped" in row]
     assert line.startswith("error [tool_storm_stopped]: the model kept repeating tool calls")
     assert "read_file" in line and "turn failed" in out
+
+
+async def test_a_thread_continued_from_another_folder_reads_its_workspaces_kun_toml(
+    tmp_path: Path,
+) -> None:
+    workspace = _workspace(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home = str(tmp_path / "home")
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.pop("KUN_CONFIG", None)
+
+    async def kun(*args: str) -> tuple[int, str, str]:
+        done = await anyio.run_process(
+            [sys.executable, "-m", "kun", *args, "--home", home],
+            check=False, env=environ, cwd=elsewhere, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+    async with FakeProvider([ANSWER, ANSWER], format="chat_completions") as provider:
+        config = _config(tmp_path, provider.base_url).rename(workspace / "kun.toml")
+        code, _, err = await kun("run", "first", "--workspace", str(workspace))
+        assert code == 0, err  # the workspace named here has the kun.toml
+        assert f"kun: note: configuration from {config} (the thread's workspace)" in err
+        thread_id = err.splitlines()[-1].split()[1]
+        code, out, err = await kun("run", "again", "--thread", thread_id)
+    assert code == 0, err
+    assert f"kun: note: configuration from {config} (the thread's workspace)" in err
+    assert "a.py prints a." in out

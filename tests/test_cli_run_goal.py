@@ -23,7 +23,7 @@ from kun.runtime import resume
 from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider
-from tests.test_cli_run import _config, _workspace
+from tests.test_cli_run import _config, _kun, _workspace
 
 pytestmark = pytest.mark.anyio
 
@@ -109,6 +109,32 @@ def test_goal_flags_are_checked_in_one_line(tmp_path: Path) -> None:
         assert result.exit_code == 1, result.output
         assert result.output.startswith("kun: error: ") and result.output.count("\n") == 1
         assert said in result.output
+
+
+async def test_run_goal_without_a_prompt_takes_the_objective_as_the_first_prompt(
+    tmp_path: Path,
+) -> None:
+    """``kun run --goal OBJECTIVE``, as the README writes it."""
+    workspace = _workspace(tmp_path)
+    script = [tool_reply("update_goal", {"status": "complete"}), text_reply("Done.")]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        code, out, err = await _kun(
+            "run", "--goal", "make a.py print A",
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(tmp_path / "home"), "--workspace", str(workspace),
+        )  # fmt: skip
+    assert code == 0, err
+    assert "Done." in out and "goal complete" in out + err
+    (log,) = (tmp_path / "home").rglob("events.jsonl")
+    state = replay(JsonlEventStore(tmp_path / "home").read(log.parent.name))
+    (turn,) = state.turns
+    assert next(i for i in turn.items if isinstance(i, UserMessage)).text == "make a.py print A"
+
+
+def test_run_without_a_prompt_or_a_goal_says_what_is_missing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["run", "--home", str(tmp_path)])
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "Missing argument 'PROMPT' (or give --goal OBJECTIVE)" in result.output
 
 
 async def test_ctrl_c_while_waiting_for_a_resume_exits_and_leaves_the_goal_active(

@@ -108,12 +108,23 @@ def test_threads_json_is_a_stable_array(tmp_path: Path) -> None:
     assert priced["updated_at"] > priced["created_at"] and priced["error"] is None
 
 
+def test_rewinding_a_turn_already_hidden_is_refused_and_hides_nothing(tmp_path: Path) -> None:
+    _write(tmp_path, _thread("t_hid", turns=3))
+    home = ("--home", str(tmp_path))
+    assert _run("rewind", "t_hid", "3", *home)[0] == 0
+    code, out, err = _run("rewind", "t_hid", "3", *home)
+    assert code == 1 and out == ""
+    assert err.startswith("kun: error: turn 3 of thread 't_hid' is already hidden (by the rewind")
+    code, out, err = _run("rewind", "t_hid", "--undo", *home)
+    assert "brought back 1 turn(s)" in out
+
+
 def test_rewind_by_turn_number_then_undo(tmp_path: Path) -> None:
     _write(tmp_path, _thread("t_cli", turns=3))
     home = ("--home", str(tmp_path))
     code, out, err = _run("rewind", "t_cli", "--before-turn", "2", *home)
     assert code == 0, err
-    assert "before turn 2" in out and "hiding 2 turn(s)" in out
+    assert "hid turn 2 and the 1 later turn (turn 2 is" in out
     code, shown, _ = _run("replay", "t_cli", *home)
     assert "== turn 1 ·" in shown and "-- turn 2 · hidden by the rewind" in shown
     code, shown, _ = _run("replay", "t_cli", "--hidden", *home)
@@ -209,3 +220,71 @@ def test_a_cost_nobody_reported_reads_unknown(
 
     usage = UsageTotals(calls=calls, unpriced_calls=unpriced, cost_usd=cost)
     assert format_cost(usage) == shown
+
+
+def _threads_on_a_terminal(home: Path, columns: int) -> list[str]:
+    """``kun threads`` as printed on a terminal ``columns`` wide."""
+    import sys
+
+    import pexpect
+
+    from tests.terminal_support import environ, plain
+
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "kun", "threads", "--home", str(home)],
+        env=environ(COLUMNS=str(columns)),
+        encoding="utf-8",
+        dimensions=(40, columns),
+        timeout=60,
+    )
+    out = child.read()
+    child.close()
+    assert child.exitstatus == 0, out
+    return plain(out).replace("\r\n", "\n").rstrip("\n").split("\n")
+
+
+LONG = "/home/someone/projects/a-rather-long-client-name/services/billing-api"
+
+
+def _long_threads(home: Path) -> list[str]:
+    ids = [  # the first two started in the same millisecond
+        "thr_01kbr2z0x1abcdefghjkmnpqrs",
+        "thr_01kbr2z0x1bbcdefghjkmnpqrs",
+        "thr_01kbr3a4b5abcdefghjkmnpqrs",
+    ]
+    for n, thread_id in enumerate(ids):
+        b = LogBuilder(thread_id, start_at=START + n * HOUR)
+        b.create(workspace=LONG, title="Migrate the billing service to the new queue " * 2,
+                 provider="openrouter", model="anthropic/claude-sonnet-4.5")  # fmt: skip
+        b.start_turn("go")
+        b.usage(prompt_tokens=123_456, completion_tokens=7_890, cost_usd=1.5)
+        b.complete()
+        _write(home, b.events)
+    return ids
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_threads_fit_the_terminal_width(tmp_path: Path, columns: int) -> None:
+    ids = _long_threads(tmp_path)
+    code, piped, _ = _run("threads", "--home", str(tmp_path))
+    assert code == 0 and max(map(len, piped.splitlines())) > 120  # piped: in full, as before
+    lines = _threads_on_a_terminal(tmp_path, columns)
+    assert len(lines) == 4, lines
+    assert all(len(line) <= columns for line in lines), lines
+    header = lines[0].split()
+    assert header[:2] == ["THREAD", "TITLE"] and header[-1] == "COST"
+    assert ("WORKSPACE" in header) == (columns == 120)
+    shown = [line.split()[0] for line in lines[1:]]
+    for thread_id in ids:  # each printed prefix names its thread, and only it
+        (prefix,) = [p for p in shown if thread_id.startswith(p)]
+        code, out, err = _run("replay", prefix, "--home", str(tmp_path))
+        assert code == 0 and thread_id in out, err
+    assert all("Migrate the" in line and "$1.5000" in line for line in lines[1:])
+
+
+def test_an_error_that_suggests_a_command_gives_it_with_the_home(tmp_path: Path) -> None:
+    _write(tmp_path, _thread("t_err", turns=1))
+    code, _, err = _run("rewind", "t_err", "zz", "--home", str(tmp_path))
+    assert code == 1
+    assert f"as kun replay t_err --home {tmp_path} shows them)" in err

@@ -67,6 +67,12 @@ def test_the_demo_runs_real_turns_priced_and_tours_its_own_log(tmp_path: Path) -
     # Pasted again, the printed command prints what the demo showed under it.
     code, again, _ = _run(*replay_args[1:])
     assert code == 0 and again.rstrip("\n") == replayed
+    # So does the undo the rewind's line offers: it carries the demo's --home.
+    rewound = commands[-1][1]
+    undo = shlex.split(rewound.rpartition("; ")[2].removesuffix(" brings them back"))
+    assert undo == ["kun", "rewind", thread_id, "--undo", "--home", str(tmp_path)]
+    code, undone, err = _run(*undo[1:])
+    assert code == 0 and "brought back 1 turn(s)" in undone, err
     workspace = Path(out.rpartition("\nworkspace: ")[2].strip())
     assert "return a + b" in (workspace / "calc.py").read_text()
 

@@ -29,10 +29,15 @@ __all__ = [
     "recent_threads",
     "resolve_thread_id",
     "thread_ids",
+    "unique_prefix_length",
 ]
 
 ID_PREFIX = "thr_"
 SHOWN_CANDIDATES = 6
+SHORT_ID = 12
+"""The length of a thread id kun prints for people (``thr_`` and the
+first 8 characters of its time): unique unless threads started within
+about a second of each other."""
 
 
 class AmbiguousThreadId(UserMistake):
@@ -80,3 +85,27 @@ def latest_thread(home: Path, workspace: Path) -> str | None:
     """The thread of ``workspace`` with the most recent activity."""
     recent = recent_threads(home, workspace=workspace, limit=1)
     return recent[0].thread_id if recent else None
+
+
+def unique_prefix_length(known: list[str], shown: list[str]) -> int:
+    """The shortest length, at least :data:`SHORT_ID`, at which each of
+    ``shown`` names one thread among ``known`` (:func:`resolve_thread_id`;
+    locally, :func:`thread_ids` of the home)."""
+    ids = sorted(set(known) | set(shown))
+    where = {thread_id: n for n, thread_id in enumerate(ids)}
+    needed = SHORT_ID
+    for thread_id in shown:
+        n = where[thread_id]
+        for other in ids[max(n - 1, 0) : n + 2]:
+            if other != thread_id:
+                needed = max(needed, _common(thread_id, other) + 1)
+    return needed
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

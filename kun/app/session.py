@@ -124,7 +124,7 @@ async def open_service(
     async with (
         store,
         EventRecorder(store) as recorder,
-        open_mcp_tools(servers, os.environ, home / "uploads") as mcp,
+        open_mcp_tools(servers, os.environ, home / "uploads", cache_home=home) as mcp,
         observing(
             home,
             config,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from kun.contracts.events import FilesRestore
 from kun.domain.fork import cut_note
 from kun.domain.state import Rewind, ThreadState, TurnState
-from kun.domain.turnref import find_turn, fork_seq, latest_rewind
+from kun.domain.turnref import fork_seq, latest_rewind, visible_turn
 from kun.runtime.orphans import orphan_events
 from kun.runtime.rearm import refuse_if_waiting
 from kun.runtime.restore_recovery import settle_restore
@@ -69,9 +69,10 @@ async def settled_thread_state(service: TurnService, thread_id: str) -> ThreadSt
 async def rewind_before(
     service: TurnService, thread_id: str, ref: str, *, files: bool = False
 ) -> Rewound:
-    """Hide the turn ``ref`` names (number, id or id prefix) and every later
-    one; with ``files``, put the workspace's files back as before it too."""
-    number, turn = find_turn(await settled_thread_state(service, thread_id), ref)
+    """Hide the turn ``ref`` names (number as ``kun replay`` shows it, id or
+    id prefix) and every later one; with ``files``, put the workspace's
+    files back as before it too. A turn already hidden is refused."""
+    number, turn = visible_turn(await settled_thread_state(service, thread_id), ref)
     seq = await service.rewind_thread(thread_id, turn.turn_id, files=files)
     rewind = next(r for r in service.state(thread_id).rewinds if r.seq == seq)
     restored = rewind.files if isinstance(rewind.files, FilesRestore) else None

@@ -14,6 +14,7 @@ import click
 
 from kun.cli.colors import no_color_option
 from kun.cli.flags import runtime_flags, runtime_options
+from kun.cli.options import pasteable
 
 __all__ = ["POLICIES", "chat", "resume", "session_options", "start_session"]
 
@@ -91,7 +92,8 @@ def start_session(
 
     thread_id = anyio.run(go)
     if thread_id is not None:
-        click.echo(f"thread {thread_id} · back to it: kun -c, or kun resume {thread_id[:12]}")
+        again = pasteable("resume", thread_id[:12])
+        click.echo(f"thread {thread_id} · back to it: {pasteable('-c')}, or {again}")
 
 
 @click.command()

@@ -21,9 +21,11 @@ from kun.chat.goal_command import USAGE as GOAL_USAGE
 from kun.chat.goal_command import goal_command
 from kun.chat.plan_command import USAGE as PLAN_USAGE
 from kun.chat.plan_command import plan_command
+from kun.cli.options import explained, pasteable
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.shown import shown_cell
 from kun.domain.transcript import format_usage
+from kun.domain.turnref import hidden_span
 from kun.errors import KunError, UserMistake
 from kun.runtime.checkpoints import describe_restore
 
@@ -63,7 +65,7 @@ async def run_command(session: ChatSession, line: str) -> None:
     try:
         await command.handler(session, rest.strip())
     except KunError as exc:
-        session.say(str(exc), "error")
+        session.say(explained(exc), "error")
 
 
 def _thread(session: ChatSession) -> str:
@@ -105,22 +107,24 @@ async def _approval(session: ChatSession, rest: str) -> None:
 
 
 async def _rewind(session: ChatSession, rest: str) -> None:
+    """``/rewind N`` hides turn N (as ``kun replay`` numbers it) and every
+    later turn, as ``kun rewind THREAD N`` does; ``/rewind`` alone, the
+    last turn."""
     thread_id = _thread(session)
     words = rest.split()
     files = "--files" in words
     rest = " ".join(w for w in words if w != "--files")
-    count = 1
-    if rest:
-        if not rest.isdecimal() or int(rest) < 1:
-            raise CommandError("/rewind takes a number of turns, e.g. /rewind 2 [--files]")
-        count = int(rest)
+    if rest and (not rest.isdecimal() or int(rest) < 1):
+        raise CommandError(
+            "/rewind takes the number of the first turn to hide, e.g. /rewind 2 [--files]"
+        )
     visible = session.service.state(thread_id).visible_turns
-    if count > len(visible):
-        raise CommandError(f"this thread shows {len(visible)} turns; cannot hide {count}")
-    done = await rewind_before(session.service, thread_id, visible[-count].turn_id, files=files)
-    turns = "turn" if count == 1 else f"{count} turns"
+    if not rest and not visible:
+        raise CommandError("this thread shows no turn to hide")
+    ref = rest or visible[-1].turn_id
+    done = await rewind_before(session.service, thread_id, ref, files=files)
     session.say(
-        f"hid the last {turns}, from turn {done.number} "
+        f"hid {hidden_span(done.number, done.hidden)} "
         "(nothing is deleted; /undo-rewind brings them back)"
     )
     for line in describe_restore(done.files):
@@ -165,7 +169,7 @@ async def _threads(session: ChatSession, rest: str) -> None:
         turns = f"{summary.turns:>3} turn" + ("" if summary.turns == 1 else "s")
         title = shown_cell(summary.title)
         session.say(f"{mark} {summary.thread_id}  {when}  {turns:<9}  {cost:>9}  {title}")
-    session.say("kun resume ID (a prefix will do) continues one", "dim")
+    session.say(f"{pasteable('resume', 'ID')} (a prefix will do) continues one", "dim")
 
 
 async def _title(session: ChatSession, rest: str) -> None:
@@ -195,7 +199,8 @@ COMMANDS: dict[str, Command] = {
         Command(
             "rewind",
             "/rewind [N] [--files]",
-            "hide the last N turns (default 1); --files puts kun's file changes back too",
+            "hide turn N (as kun replay numbers it) and every later one (default: the "
+            "last turn); --files puts kun's file changes back too",
             _rewind,
         ),
         Command("undo-rewind", "/undo-rewind", "bring back what the last rewind hid", _undo_rewind),

@@ -28,6 +28,7 @@ from kun.app.selection import SwitchableModel, changed_model, choose_model, pars
 from kun.chat.commands import run_command
 from kun.chat.input import ChatInput
 from kun.chat.view import ChatSink
+from kun.cli.options import explained, pasteable
 from kun.cli.terminal import LiveView, Tone
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.errors import KunError
@@ -150,7 +151,7 @@ class ChatSession:
             else:
                 await self._start(text)
         except KunError as exc:
-            self.say(str(exc), "error")
+            self.say(explained(exc), "error")
 
     async def _start(self, text: str) -> None:
         if self.thread_id is None:
@@ -259,7 +260,8 @@ class ChatSession:
         if signum == signal.SIGINT or thread_id is None:
             await self._interrupt()
         elif self.turn_id is not None and waits_for_answer(self.service, thread_id):
-            self.say(f"the turn still waits for your answer: kun resume {thread_id[:12]}", "warn")
+            again = pasteable("resume", thread_id[:12])
+            self.say(f"the turn still waits for your answer: {again}", "warn")
         else:
             await self._interrupt()
         if signum != signal.SIGINT:

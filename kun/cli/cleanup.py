@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from kun.cli.options import home_option
+from kun.cli.options import home_option, pasteable
 
 __all__ = ["gc", "restore", "rm", "trash"]
 
@@ -57,7 +57,7 @@ def gc(thread: str, confirm: bool, home: Path | None) -> None:
         f"{thread_id}: dropped {report.turns} hidden turn(s) ({report.events} event(s)) "
         f"and {report.side_files} side file(s); {_bytes(report.bytes_saved)} saved "
         f"once the old generation ({report.generation}) is removed: "
-        f"kun gc {thread_id} --confirm"
+        f"{pasteable('gc', thread_id, '--confirm')}"
     )
 
 
@@ -71,7 +71,7 @@ def rm(thread: str, home: Path | None) -> None:
 
     root, thread_id = _thread(home, thread)
     where = remove_thread(root, thread_id)
-    click.echo(f"moved {thread_id} to {where}; kun restore {thread_id} brings it back")
+    click.echo(f"moved {thread_id} to {where}; {pasteable('restore', thread_id)} brings it back")
 
 
 @click.command()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import click
+
 from kun.app.selection import SwitchableModel, choose_model, continue_thread
 from kun.app.session import open_service
 from kun.app.settings import RuntimeSettings, runtime_settings
@@ -53,6 +55,32 @@ class ForegroundOptions(Protocol):
     def model(self) -> str | None: ...
     @property
     def approval(self) -> ApprovalPolicy | None: ...
+    @property
+    def workspace(self) -> Path: ...
+
+
+def thread_config(options: ForegroundOptions, thread_id: str | None) -> Config:
+    """The configuration of the thread's workspace: the one ``thread_id``
+    was created in, else (a new thread) ``--workspace``. Its ``kun.toml``
+    comes before the one here (:func:`kun.config.find_config`), so a
+    thread continued from another folder runs as it did at home; a note on
+    stderr names that file when it is not the one here."""
+    workspace = options.workspace.resolve()
+    if thread_id is not None:
+        workspace = _workspace_of(options.home, thread_id) or workspace
+    config = load_config(options.config, home=options.home, workspace=workspace)
+    if Path(config.source).parent == workspace and workspace != Path.cwd().resolve():
+        click.echo(
+            f"kun: note: configuration from {config.source} (the thread's workspace)", err=True
+        )
+    return config
+
+
+def _workspace_of(home: Path, thread_id: str) -> Path | None:
+    from kun.app.listing import summarize
+
+    workspace = summarize(home, thread_id).workspace
+    return Path(workspace) if workspace else None
 
 
 @asynccontextmanager
@@ -62,7 +90,7 @@ async def open_foreground(
     """Everything open until the block ends; ``thread_id`` (when given) is
     opened to continue with the model and approval policy asked for."""
     home, provider, model = options.home, options.provider, options.model
-    config = load_config(options.config, home=home)
+    config = thread_config(options, thread_id)
     runtime = runtime_settings(config, options.runtime)
     router = build_router(config)
     chosen = SwitchableModel(choose_model(router, provider=provider, model=model))

@@ -22,7 +22,7 @@ from kun.cli.colors import no_color_option
 from kun.cli.compact import compact
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
-from kun.cli.options import home_option
+from kun.cli.options import explained, home_option
 from kun.cli.portable import export_command, import_command
 from kun.cli.remote import keep_server, remote_target, server_options
 from kun.cli.replay import replay
@@ -81,7 +81,7 @@ def _explain(exc: BaseException, raised: BaseException) -> None:
     if isinstance(exc, BrokenPipeError):
         _reader_gone()
     if isinstance(exc, KunError):
-        _fail(str(exc))
+        _fail(explained(exc))
     if isinstance(exc, OSError):
         _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
     if isinstance(exc, KeyboardInterrupt):
@@ -181,7 +181,7 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 
 
 @cli.command()
-@click.argument("prompt")
+@click.argument("prompt", required=False)
 @click.option("--thread", "thread_id", default=None, help="Continue this thread.")
 @click.option(
     "--json",
@@ -232,7 +232,7 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 @runtime_options
 @home_option
 def run(
-    prompt: str,
+    prompt: str | None,
     thread_id: str | None,
     as_json: bool,
     provider: str | None,
@@ -247,7 +247,8 @@ def run(
 ) -> None:
     """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
 
-    PROMPT - reads the prompt from stdin. With --json, stdout gets only the
+    With --goal, PROMPT may be left out: the objective is the first turn's
+    prompt. PROMPT - reads the prompt from stdin. With --json, stdout gets only the
     turn's events, one JSON line each, as the log writes them. Ctrl-C
     interrupts the turn cleanly: the log records it as aborted.
     """
@@ -263,6 +264,10 @@ def run(
         raise click.UsageError("--goal-budget needs --goal")
     if goal is not None and not goal.strip():
         raise click.UsageError("--goal needs an objective")
+    if prompt is None:
+        if goal is None:
+            raise click.UsageError("Missing argument 'PROMPT' (or give --goal OBJECTIVE)")
+        prompt = goal.strip()
     if remote is not None and goal is not None:
         raise click.ClickException("--goal is not available over a server yet; run it locally.")
     if remote is not None:

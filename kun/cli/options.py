@@ -1,5 +1,6 @@
 """What the CLI's command modules share: ``--home``, finding a thread's log,
-and running a body against a service. Only click is imported here."""
+running a body against a service, and the commands kun prints for the user
+to paste. Only click is imported here."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["home_option", "log_of", "service_call"]
+__all__ = ["explained", "home_option", "log_of", "pasteable", "service_call"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+_HOME = "kun.home"
 
 
 def home_option(func: F) -> F:
@@ -19,8 +23,68 @@ def home_option(func: F) -> F:
         "--home",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
+        callback=_remember_home,
         help="kun home directory (default: $KUN_HOME, else ~/.kun).",
     )(func)
+
+
+def _remember_home(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Kept in the context's ``meta`` (shared by the whole command line),
+    so a hint composed after the command's context closed (an error on its
+    way out) still knows the home (:func:`pasteable`)."""
+    if value is not None:
+        ctx.meta[_HOME] = value
+    return value
+
+
+def pasteable(*args: str) -> str:
+    """``kun ARGS`` as the user should paste it here: with the ``--server``
+    (and a ``--token-env`` other than the default) the running command
+    works on, and the ``--home`` it was given when that is not the home
+    ``kun`` would find by itself. A hint without them would name a thread
+    the pasted command cannot find."""
+    import shlex
+
+    from kun.cli.remote import TOKEN_ENV, remote_target
+    from kun.store.paths import resolve_home
+
+    words = ["kun"]
+    remote = remote_target()
+    if remote is not None:
+        words += ["--server", remote.url]
+        if remote.token_env != TOKEN_ENV:
+            words += ["--token-env", remote.token_env]
+    words += args
+    home = _given_home()
+    if home is not None and resolve_home(home) != resolve_home(None):
+        words += ["--home", str(resolve_home(home))]
+    return shlex.join(words)
+
+
+def explained(exc: BaseException) -> str:
+    """The message of ``exc``, the command it suggests (``suggests`` of a
+    :class:`~kun.errors.KunError`) written as :func:`pasteable` writes it."""
+    import shlex
+
+    message = str(exc)
+    suggests: tuple[str, ...] = getattr(exc, "suggests", ())
+    if not suggests:
+        return message
+    return message.replace(shlex.join(["kun", *suggests]), pasteable(*suggests))
+
+
+def _given_home() -> Path | None:
+    """The ``--home`` of the running command (or of the group, for the
+    session), if any."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and _HOME in ctx.meta:
+        return Path(ctx.meta[_HOME])
+    while ctx is not None:
+        home = ctx.params.get("home")
+        if home is not None:
+            return Path(home)
+        ctx = ctx.parent
+    return None
 
 
 def log_of(home: Path | None, thread: str) -> tuple[str, Path]:

@@ -55,7 +55,7 @@ def remote_threads(
     import msgspec
 
     from kun.app.listing import ThreadSummary, to_json
-    from kun.cli.threads import _rows, _table
+    from kun.cli.threads import _table
 
     found: list[ThreadSummary] = []
     cursor: str | None = None
@@ -75,7 +75,7 @@ def remote_threads(
     elif not found:
         click.echo(f"no threads at {remote.url}" + (f" for {where}" if where else ""))
     else:
-        click.echo("\n".join(_table(_rows(found))))
+        click.echo("\n".join(_table(found, [s.thread_id for s in found])))
 
 
 def remote_usage(remote: Remote, threads: tuple[str, ...], *, as_json: bool) -> None:

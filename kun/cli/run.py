@@ -26,6 +26,7 @@ from kun.cli.colors import use_color
 from kun.cli.flags import RuntimeFlags
 from kun.cli.foreground import open_foreground
 from kun.cli.lognotes import notes_from_log
+from kun.cli.options import pasteable
 from kun.cli.run_goal import drive_goal, set_goal
 from kun.cli.runjson import JsonView
 from kun.cli.show_turn import show_turn
@@ -179,5 +180,5 @@ class TurnLeftWaiting(UserMistake):
     def __init__(self, thread_id: str, turn_id: str) -> None:
         super().__init__(
             f"stopped while turn {turn_id} waited for your answer; it still waits: "
-            f"kun resume {thread_id[:12]} asks it again"
+            f"{pasteable('resume', thread_id[:12])} asks it again"
         )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kun.cli.options import home_option
+from kun.cli.options import home_option, pasteable
 from kun.cli.remote import local_only, remote_target
 from kun.errors import UserMistake
 
@@ -161,5 +161,5 @@ def _unreached(root: Path, thread_id: str, there: str) -> tuple[UserMistake, boo
     os.close(fd)
     return UserMistake(
         f"turn {open_turn.turn_id} of thread {thread_id} was left open by a kun that "
-        "stopped: nothing runs it; kun reconcile settles it"
+        f"stopped: nothing runs it; {pasteable('reconcile')} settles it"
     ), False

@@ -36,6 +36,7 @@ import click
 from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ErrorItem, Plan, ToolCall, ToolResult
 from kun.contracts.threads import AllowRule
+from kun.domain.choices import NotAnOption, chosen_answer, numbered
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY
 from kun.domain.shown import shown, shown_cell
 from kun.domain.state import ThreadState
@@ -346,15 +347,27 @@ class LiveView:
             await self._answer_approval(event.approval_id, "denied", text)
 
     async def _ask(self, event: ev.UserInputRequested) -> None:
+        """Options are numbered; a number answers with its option
+        (:mod:`kun.domain.choices`)."""
         self.sink.line(f"question: {event.question}", "warn")
-        for option in event.options:
-            self.sink.line(f"   - {option}")
+        for line in numbered(event.options):
+            self.sink.line(f"   {line}")
         if self.prompter is None:
             await self._answer_question(event.request_id, None)
             return
-        reply = await self.prompter.prompt("   answer: ")
-        if reply.kind == "text":
-            await self._answer_question(event.request_id, reply.text or None)
+        hint = f"   answer (1-{len(event.options)} or your own): " if event.options else None
+        while True:
+            reply = await self.prompter.prompt(hint or "   answer: ")
+            if reply.kind != "text":
+                break
+            try:
+                answer = chosen_answer(reply.text, event.options)
+            except NotAnOption as exc:
+                self.sink.line(f"   {exc}", "warn")
+                continue
+            if answer != reply.text:
+                self.sink.line(f"   answered: {answer}", "dim")
+            await self._answer_question(event.request_id, answer or None)
             return
         if reply.kind == "eof":
             await self._answer_question(event.request_id, None)

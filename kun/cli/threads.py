@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kun.cli.options import home_option, log_of, service_call
+from kun.cli.options import home_option, log_of, pasteable, service_call
 from kun.cli.remote import local_only, remote_target
 from kun.domain.shown import shown as safe_text
 from kun.domain.shown import shown_cell
@@ -81,7 +81,9 @@ def threads(
         where = f" for {Path.cwd().resolve()}" if here else ""
         click.echo(f"no threads under {root}{where}")
     else:
-        click.echo("\n".join(_table(_rows(found))))
+        from kun.app.lookup import thread_ids
+
+        click.echo("\n".join(_table(found, thread_ids(root))))
 
 
 def _rows(found: list[Any]) -> Iterator[tuple[str, ...]]:
@@ -107,17 +109,45 @@ def _rows(found: list[Any]) -> Iterator[tuple[str, ...]]:
         )
 
 
+def _columns() -> tuple[Any, ...]:
+    from kun.cli.fit import Column
+
+    return (
+        Column("THREAD"),
+        Column("TITLE", flex=True, least=12),
+        Column("WORKSPACE", flex=True, least=12, left=True, drop=3),
+        Column("MODEL", flex=True, least=10, drop=2),
+        Column("STATUS"),
+        Column("TURNS"),
+        Column("LAST ACTIVITY"),
+        Column("TOKENS", drop=1),
+        Column("COST"),
+    )
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _table(rows: Iterator[tuple[str, ...]]) -> list[str]:
-    """Columns as wide as their widest cell; a short row (an unreadable
-    thread's id and reason) runs on without widening the columns."""
-    table = [tuple(map(shown_cell, row)) for row in rows]
-    full = [row for row in table if len(row) == len(table[0])]
-    widths = [max(map(len, column)) for column in zip(*full, strict=True)]
-    return ["  ".join(map(str.ljust, row, widths)).rstrip() for row in table]
+def _table(found: list[Any], known: list[str]) -> list[str]:
+    """The rows, fitted to the terminal's width when stdout is one
+    (:mod:`kun.cli.fit`; ids cut to a prefix unique among ``known``);
+    piped, every column in full, as before."""
+    from kun.app.lookup import unique_prefix_length
+    from kun.cli.fit import fit_rows, render
+
+    rows = [tuple(map(shown_cell, row)) for row in _rows(found)]
+    width = _terminal_width()
+    if width is not None:
+        shortest = unique_prefix_length(known, [s.thread_id for s in found])
+        rows = fit_rows(rows, _columns(), width, id_least=shortest)
+    return render(rows)
+
+
+def _terminal_width() -> int | None:
+    import shutil
+
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 @click.command()
@@ -240,11 +270,14 @@ def rewind(
 
 
 def rewound_line(thread_id: str, number: int, turn_id: str, hidden: int, seq: int) -> str:
-    """What ``kun rewind`` says it did, locally or over a server."""
+    """What ``kun rewind`` says it did, locally or over a server: exactly
+    which turns are hidden now."""
+    from kun.domain.turnref import hidden_span
+
     return (
-        f"rewound {thread_id} before turn {number} ({turn_id}), "
-        f"hiding {hidden} turn(s) (seq {seq}); "
-        f"kun rewind {thread_id} --undo brings them back"
+        f"rewound {thread_id}: hid {hidden_span(number, hidden)} "
+        f"(turn {number} is {turn_id}; the rewind is seq {seq}); "
+        f"{pasteable('rewind', thread_id, '--undo')} brings them back"
     )
 
 

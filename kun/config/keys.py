@@ -46,18 +46,22 @@ def value_problem(value: str, *, spaces: bool = False) -> str | None:
     return None
 
 
-def read_api_key(environ: Mapping[str, str], variable: str, *, source: str, key: str) -> str:
+def read_api_key(
+    environ: Mapping[str, str], variable: str, *, source: str, key: str, hint: str = ""
+) -> str:
     """The key in ``variable``, one trailing newline stripped (with a note).
 
     Raises :class:`ConfigError` at ``source``/``key`` (the file and TOML key
-    that name the variable) when the variable is not set, or when its value
-    cannot be sent (:func:`value_problem`)."""
+    that name the variable, or imply it: ``hint`` says how) when the
+    variable is not set, or when its value cannot be sent
+    (:func:`value_problem`)."""
     value = environ.get(variable)
     if not value:
         raise ConfigError(
             source,
             key,
-            f"expected the environment variable {variable} to hold the API key, but it is not set",
+            f"expected the environment variable {variable} to hold the API key, but it is not "
+            "set" + (f" {hint}" if hint else ""),
         )
     stripped = False
     for ending in ("\r\n", "\n"):

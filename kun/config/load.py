@@ -16,6 +16,7 @@ from kun.config.schema import (
     URL_PATTERN,
     Config,
     ConfigFile,
+    KnownProvider,
     McpServerTable,
     ProviderConfig,
     ProviderTable,
@@ -56,10 +57,13 @@ def find_config(
     home: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> Path | None:
     """The configuration file to read, or ``None``: ``path`` (``--config``),
-    else ``$KUN_CONFIG``, else ``./kun.toml``, else ``<home>/kun.toml`` where
-    home is ``home`` (``--home``), else ``$KUN_HOME``, else ``~/.kun``.
+    else ``$KUN_CONFIG``, else ``<workspace>/kun.toml`` (the workspace of
+    the thread being continued: its project's configuration, wherever the
+    command runs), else ``./kun.toml``, else ``<home>/kun.toml`` where home
+    is ``home`` (``--home``), else ``$KUN_HOME``, else ``~/.kun``.
 
     Raises :class:`ConfigError` when the file named by ``path`` or
     ``$KUN_CONFIG`` is not there: a name given on purpose that leads nowhere
@@ -76,6 +80,8 @@ def find_config(
             what = "is not a file" if explicit.exists() else "does not exist"
             raise ConfigError(str(explicit), "", f"the file named by {via} {what}")
         return explicit
+    if workspace is not None and (base / workspace / CONFIG_NAME).is_file():
+        return base / workspace / CONFIG_NAME
     local = base / CONFIG_NAME
     if local.is_file():
         return local
@@ -90,11 +96,12 @@ def load_config(
     home: str | os.PathLike[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> Config:
     """The configuration in use: the file :func:`find_config` finds, else the
     providers :func:`infer_config` finds in the environment."""
     env = os.environ if environ is None else environ
-    found = find_config(path, home=home, cwd=cwd, environ=env)
+    found = find_config(path, home=home, cwd=cwd, environ=env, workspace=workspace)
     if found is None:
         return infer_config(env)
     try:
@@ -190,6 +197,7 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
                     "expected none: the provider's base_url is a custom endpoint, "
                     "a full URL whose path fixes the format",
                 )
+    implied_by = _key_implied_by(table, known, here)
     default_model = table.default_model or (known.default_model if known else None)
     default_model = default_model or next(iter(table.models), None)
     if default_model is None:
@@ -202,7 +210,8 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         endpoint_format=endpoint_format or "chat_completions",
         default_model=default_model,
         catalog=catalog,
-        api_key_env=table.api_key_env or (known.api_key_env if known else None),
+        api_key_env=table.api_key_env or (known.api_key_env if known and implied_by else None),
+        api_key_implied_by=implied_by,
         headers=dict(table.headers),
         proxy=table.proxy,
         retry=table.retry,
@@ -210,6 +219,23 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         connect_timeout=table.connect_timeout,
         models=dict(table.models),
     )
+
+
+def _key_implied_by(
+    table: ProviderTable, known: KnownProvider | None, here: tuple[str, ...]
+) -> str | None:
+    """Where a known provider's key variable comes from when the table
+    names none: the provider's own name (``[providers.openai]``), or its
+    ``catalog`` while it also talks to that provider's server. A table that
+    borrows a catalogue only for its prices and capabilities and names its
+    own ``base_url`` (a local OpenAI-compatible server) needs no key."""
+    if table.api_key_env is not None or known is None:
+        return None
+    if table.catalog is None:
+        return key_path(here)
+    if table.base_url is None or table.base_url.rstrip("/") == known.base_url.rstrip("/"):
+        return key_path((*here, "catalog"))
+    return None
 
 
 def _refuse_credentials(table: ProviderTable, here: tuple[str, ...], source: str) -> None:

@@ -220,8 +220,12 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     ``catalog`` is the models.dev provider id whose entries describe this
     provider's models (default: the provider's name). ``api_key_env`` is
-    ``None`` for a server that needs no key (a local one). The repr masks a
-    proxy password, the one credential the file may hold.
+    ``None`` for a server that needs no key (a local one);
+    ``api_key_implied_by`` is the key path that made it the known
+    provider's variable when the file did not name one (the provider's
+    table, by its name, or its ``catalog``), so an error can say why that
+    variable is wanted. The repr masks a proxy password, the one credential
+    the file may hold.
     """
 
     name: str
@@ -230,6 +234,7 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     default_model: str
     catalog: str
     api_key_env: str | None = None
+    api_key_implied_by: str | None = None
     headers: dict[str, str] = {}
     proxy: str | None = None
     retry: RetrySettings = RetrySettings()

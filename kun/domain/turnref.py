@@ -11,7 +11,16 @@ from __future__ import annotations
 from kun.domain.state import Rewind, ThreadState, TurnState
 from kun.errors import UserMistake
 
-__all__ = ["NoSuchTurn", "NothingToUndo", "find_turn", "fork_seq", "latest_rewind"]
+__all__ = [
+    "NoSuchTurn",
+    "NothingToUndo",
+    "TurnAlreadyHidden",
+    "find_turn",
+    "fork_seq",
+    "hidden_span",
+    "latest_rewind",
+    "visible_turn",
+]
 
 
 class NoSuchTurn(UserMistake):
@@ -20,6 +29,34 @@ class NoSuchTurn(UserMistake):
 
 class NothingToUndo(UserMistake):
     pass
+
+
+class TurnAlreadyHidden(UserMistake):
+    """A rewind named a turn an earlier rewind hides: it would hide
+    nothing new, or only later turns the user did not name."""
+
+
+def visible_turn(state: ThreadState, ref: str) -> tuple[int, TurnState]:
+    """:func:`find_turn`, refusing a turn a rewind already hides. A rewind
+    everywhere (``kun rewind T N``, ``/rewind N``, the API's
+    ``before_turn``) hides turn N, as ``kun replay`` numbers it, and every
+    later turn."""
+    number, turn = find_turn(state, ref)
+    if turn.hidden_by is not None:
+        raise TurnAlreadyHidden(
+            f"turn {number} of thread {state.thread_id!r} is already hidden (by the rewind "
+            f"at seq {turn.hidden_by}); undo that rewind to bring it back"
+        )
+    return number, turn
+
+
+def hidden_span(number: int, hidden: int) -> str:
+    """What a rewind from turn ``number`` that hid ``hidden`` turns hid,
+    in words: ``turn 3``, or ``turn 3 and the 2 later turns``."""
+    later = hidden - 1
+    if later <= 0:
+        return f"turn {number}"
+    return f"turn {number} and the {later} later turn" + ("" if later == 1 else "s")
 
 
 def find_turn(state: ThreadState, ref: str) -> tuple[int, TurnState]:
@@ -39,10 +76,12 @@ def find_turn(state: ThreadState, ref: str) -> tuple[int, TurnState]:
         return matches[0]
     if len(matches) > 1:
         raise NoSuchTurn(f"turn id {ref!r} is ambiguous in thread {state.thread_id!r}")
-    raise NoSuchTurn(
+    missing = NoSuchTurn(
         f"thread {state.thread_id!r} has no turn {ref!r} "
         f"(give a turn number or id as kun replay {state.thread_id} shows them)"
     )
+    missing.suggests = ("replay", state.thread_id)
+    raise missing
 
 
 def fork_seq(state: ThreadState, at_turn: int) -> int:

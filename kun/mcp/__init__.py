@@ -7,8 +7,11 @@ HTTP) when a service that runs turns opens (:func:`kun.app.session.open_service`
 so ``kun run``, ``kun chat`` and ``kun serve`` alike), all at once, each
 within its ``timeout_seconds``; its tools are listed once and the
 connection is reused by every turn of the process, then closed when kun
-exits. A server that fails to start is a warning and its tools are absent;
-the thread runs without them. A server that drops later (its process dies,
+exits. A server whose last tool list is cached for the same table
+(:mod:`kun.mcp.listcache`) is not waited for: it is offered with that list
+and starts beside the first model request. A server that fails to start is
+a warning and its tools are absent (from the next step, for one offered
+from the cache); the thread runs without them. A server that drops later (its process dies,
 its HTTP server restarts) is connected again by the next call of one of its
 tools (:mod:`kun.mcp.connection`). A server that announces
 ``notifications/tools/list_changed`` is listed again before the next step
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from kun.config.schema import McpServerTable
+from kun.mcp.listcache import ToolListCache
 from kun.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -66,21 +70,41 @@ class McpServers:
     """The servers that started: only their tools are offered."""
     media: Path | None = None
     """Where the images their tools return are kept (:mod:`kun.mcp.media`)."""
-    _seen: tuple[int, ...] = ()
+    cache: ToolListCache = field(default_factory=lambda: ToolListCache(None))
+    _seen: tuple[tuple[str, int], ...] = ()
 
     async def refresh(self) -> tuple[Tool, ...] | None:
         """The servers' tools, when a list changed since the last call
-        (a server announced ``notifications/tools/list_changed``, or was
-        listed again when it reconnected); ``None`` when none did, without
-        asking any server. Never raises but cancellation."""
+        (a server announced ``notifications/tools/list_changed``, was
+        listed again when it reconnected, or gave its first list after
+        starting from the cache; one that did not start is dropped);
+        ``None`` when none did, without asking any server. Never raises
+        but cancellation."""
+        for conn in [c for c in self.connections if c.ready.is_set() and not c.connects]:
+            self.connections.remove(conn)
+            self.failures[conn.name] = conn.failure
+            _did_not_start(conn)
         for conn in self.connections:
             await conn.relist()
-        seen = tuple(conn.listings for conn in self.connections)
+        seen = tuple((conn.name, conn.listings) for conn in self.connections)
         if seen == self._seen:
             return None
         self._seen = seen
+        self.keep_lists()
         self.tools = _adapt_all(self.connections, self.media)
         return self.tools
+
+    def keep_lists(self) -> None:
+        """Cache each list a server gave (:mod:`kun.mcp.listcache`), for
+        the next command; on close too, as a short turn may end before a
+        server offered from the cache had given its own."""
+        for conn in self.connections:
+            if conn.listings:
+                self.cache.save(conn.name, conn.table, conn.tools)
+
+
+def _did_not_start(conn: McpConnection) -> None:
+    _log.warning("MCP server %r did not start, its tools are absent: %s", conn.name, conn.failure)
 
 
 def _adapt_all(conns: list[McpConnection], media: Path | None) -> tuple[Tool, ...]:
@@ -111,39 +135,45 @@ async def open_mcp_tools(
     servers: Mapping[str, McpServerTable],
     environ: Mapping[str, str],
     media: Path | None = None,
+    cache_home: Path | None = None,
 ) -> AsyncIterator[McpServers]:
     """Connect the enabled ``servers`` and yield their tools; close them on
     exit. Never raises for a server's sake: a failure is logged and kept in
     :attr:`McpServers.failures`. The images their tools return are kept
     under ``media`` and attached to the results (without it: a line naming
-    each)."""
+    each). ``cache_home``: where their tool lists are cached
+    (:mod:`kun.mcp.listcache`; ``None``: not cached, every server waited
+    for)."""
     wanted = enabled(servers)
     if not wanted:
         yield McpServers()
         return
     from kun.mcp.connection import McpConnection
 
-    conns = [McpConnection(name, table, environ) for name, table in sorted(wanted.items())]
+    cache = ToolListCache(cache_home)
+    conns = [
+        McpConnection(name, table, environ, cached=cache.load(name, table))
+        for name, table in sorted(wanted.items())
+    ]
     async with anyio.create_task_group() as tg:
         for conn in conns:
             tg.start_soon(conn.run)
         for conn in conns:
-            await conn.ready.wait()
-        result = McpServers(media=media)
+            if not conn.cached:
+                await conn.ready.wait()
+        result = McpServers(media=media, cache=cache)
         for conn in conns:
-            result.failures[conn.name] = conn.failure
-            if conn.failure is not None:
-                _log.warning(
-                    "MCP server %r did not start, its tools are absent: %s",
-                    conn.name,
-                    conn.failure,
-                )
+            if conn.ready.is_set() and conn.failure is not None:
+                result.failures[conn.name] = conn.failure
+                _did_not_start(conn)
                 continue
+            result.failures[conn.name] = None
             result.connections.append(conn)
         await result.refresh()
         try:
             yield result
         finally:
+            result.keep_lists()
             for conn in conns:
                 conn.close()
             tg.cancel_scope.deadline = anyio.current_time() + _CLOSE_SECONDS

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TextIO
@@ -32,6 +31,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from kun.config.schema import McpServerTable
+from kun.mcp.stderr_tail import StderrTail
 from kun.model.redact import redact_url
 
 if TYPE_CHECKING:
@@ -57,12 +57,23 @@ class McpConnection:
     """A supervised connection to the server ``name`` of ``table``; values
     of its variables are read from ``environ``."""
 
-    def __init__(self, name: str, table: McpServerTable, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        table: McpServerTable,
+        environ: Mapping[str, str],
+        cached: list[Tool] | None = None,
+    ) -> None:
         self.name = name
         self.table = table
         self._environ = environ
+        self.cached = cached is not None
+        """Offered from the list it gave last time while it starts
+        (:mod:`kun.mcp.listcache`)."""
         self.session: ClientSession | None = None
-        self.tools: list[Tool] = []
+        self.stderr: StderrTail | None = None
+        """A stdio server's stderr, for what its failures say."""
+        self.tools: list[Tool] = cached or []
         self.failure: str | None = None
         self.ready = anyio.Event()
         self.connects = 0
@@ -78,6 +89,7 @@ class McpConnection:
         self._failed_reconnects = 0
         self._forgotten = False
         self._lock = anyio.Lock()
+        self._starting = anyio.CancelScope()
         self._asks, self._requests = anyio.create_memory_object_stream[anyio.Event](math.inf)
 
     @property
@@ -95,10 +107,13 @@ class McpConnection:
         kept in :attr:`failure`."""
         answer = self.ready
         try:
+            with self._starting:
+                await self._serve(answer)
+            answer.set()
             while not self._closing:
+                answer = await self._requests.receive()
                 await self._serve(answer)
                 answer.set()
-                answer = await self._requests.receive()
         except anyio.EndOfStream:
             pass
         finally:
@@ -134,6 +149,8 @@ class McpConnection:
             self.failure = self.failure or _describe(exc)
         finally:
             self.session = None
+        if self.failure is not None and self.stderr is not None:
+            self.failure = self.stderr.explain(self.failure)
         if connected and not self._closing:
             self.mark_down(self.failure or "its connection closed")
             _log.warning("MCP server %r stopped: %s", self.name, self.failure)
@@ -166,9 +183,13 @@ class McpConnection:
             self.stale = True
 
     def close(self) -> None:
+        """Stop serving; a server still starting (offered from the cache,
+        and never called) is abandoned at once rather than waited for."""
         self._closing = True
         self._lost.set()
         self._asks.close()
+        if not self.ready.is_set():
+            self._starting.cancel()
 
     def mark_down(self, why: str, session: ClientSession | None = None) -> None:
         """The connection is lost (its stream ended, or a call found it
@@ -189,9 +210,15 @@ class McpConnection:
     async def live_session(self) -> ClientSession:
         """The connected session; a lost server is connected again first
         (one attempt, after the backoff). Raises :class:`McpDown` when it
-        cannot be."""
+        cannot be. A call made while the server is still starting (its
+        tools were offered from the cache) waits for the start; a server
+        that never started is down."""
+        if not self.ready.is_set():
+            await self.ready.wait()
         if self.session is not None:
             return self.session
+        if self.connects == 0:
+            raise McpDown(f"it did not start: {self.failure or 'no reason given'}")
         async with self._lock:
             if (session := self._connected()) is not None:
                 return session
@@ -225,8 +252,9 @@ class McpConnection:
         from mcp import ClientSession
 
         if self.table.command is not None:
-            errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: ASYNC230
+            errlog = await self._stderr_pipe(stack)
             streams = await stack.enter_async_context(self._stdio(self.table.command, errlog))
+            errlog.close()
         else:
             streams = await stack.enter_async_context(await self._http(stack, self.table.url or ""))
         read, write = streams
@@ -238,6 +266,19 @@ class McpConnection:
         relays.start_soon(self._relay, read, relay_in, lost)
         session = ClientSession(relay_out, write, message_handler=self._on_message)
         return await stack.enter_async_context(session)
+
+    async def _stderr_pipe(self, stack: AsyncExitStack) -> TextIO:
+        """The file a stdio server's stderr goes to: a pipe read until the
+        server closes it, whose last lines explain a failure
+        (:mod:`kun.mcp.stderr_tail`)."""
+        secrets = (v for n in self.table.env if (v := self._environ.get(n)))
+        tail = self.stderr = StderrTail(secrets)
+        read, errlog = tail.pipe()
+        stack.callback(errlog.close)
+        readers = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(readers.cancel_scope.cancel)
+        readers.start_soon(tail.drain, read)
+        return errlog
 
     async def _relay(
         self, source: ObjectReceiveStream[Any], sink: ObjectSendStream[Any], lost: anyio.Event
@@ -255,8 +296,8 @@ class McpConnection:
     def _stdio(self, command: str, errlog: TextIO) -> Any:
         """The server gets the safe basics ``mcp`` passes (``PATH``,
         ``HOME``, ...) and the variables ``env`` names, nothing else of
-        kun's environment. Its stderr is discarded: it is not kun's to log,
-        and it may print the secrets it was given."""
+        kun's environment. Its stderr goes to ``errlog``: it is not kun's
+        to log, only the last lines of a failure, redacted."""
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         env = {n: v for n in self.table.env if (v := self._variable(n)) is not None}

@@ -207,12 +207,29 @@ class ProviderClients:
         return client
 
     def _api_key(self) -> str | None:
-        variable = self._config.api_key_env
+        """The key, or ``None`` for a server that needs none. A variable
+        the file did not name is blamed on the key that implied it (the
+        provider's name, or its ``catalog``), with how to do without it."""
+        config = self._config
+        variable = config.api_key_env
         if variable is None:
             return None
-        return read_api_key(
-            self._environ, variable, source=self._source, key=self._key("api_key_env")
-        )
+        implied = config.api_key_implied_by
+        if implied is None:
+            return read_api_key(
+                self._environ, variable, source=self._source, key=self._key("api_key_env")
+            )
+        if implied.endswith(".catalog"):
+            hint = (
+                f'(catalog = "{config.catalog}" takes its key variable while the provider '
+                f"talks to {config.catalog}'s own server; for a server that needs no key, "
+                "set base_url; for another variable, api_key_env)"
+            )
+        else:
+            hint = (
+                f"(a provider named {config.name} takes its key variable; for another, api_key_env)"
+            )
+        return read_api_key(self._environ, variable, source=self._source, key=implied, hint=hint)
 
     def _shared_http(self) -> httpx.AsyncClient:
         if self._http is None:

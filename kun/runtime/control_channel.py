@@ -369,3 +369,4 @@ class Unanswered(UserMistake):
             f"the kun running thread {thread_id} took the request but did not answer; "
             f"kun replay {thread_id} shows whether it arrived"
         )
+        self.suggests = ("replay", thread_id)

@@ -47,6 +47,7 @@ class TurnWaiting(ThreadBusy):
             f"answer it in the session (kun resume {thread_id[:12]}; Esc there interrupts it) "
             "or through kun serve",
         )
+        self.suggests = ("resume", thread_id[:12])
         self.thread_id = thread_id
         self.turn_id = turn_id
 
@@ -134,6 +135,7 @@ class UnknownTurn(UserMistake):
             f"thread {thread_id!r} has no turn {turn_id!r} "
             f"(kun replay {thread_id} --json lists them)"
         )
+        self.suggests = ("replay", thread_id, "--json")
         self.thread_id = thread_id
         self.turn_id = turn_id
 

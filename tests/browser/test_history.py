@@ -122,3 +122,22 @@ def test_a_rewind_its_undo_and_a_fork_from_the_page(
     assert state["forked_from"]["thread_id"] == thread
     same_items(page, state)
     assert "second answer" in kun.transcript(forked)
+
+
+def test_the_rewind_choices_number_turns_as_kun_replay_does(
+    page: Page, kun: KunServer, provider: FakeProvider, shot: Shot
+) -> None:
+    """Turn N there is turn N of ``kun rewind T N`` and ``/rewind N``:
+    hidden turns keep their numbers, and the choice hides N and later."""
+    thread, turns, _ = _two_turns(kun, provider)
+    rewound = kun.client.post(f"/v1/threads/{thread}/rewind", json={"before_turn": turns[1]})
+    assert rewound.status_code == 200, rewound.text
+    provider.enqueue(text_reply("third answer"))
+    kun.start_turn(thread, "third question")
+    kun.settled(thread)
+    page.goto(f"/threads/{thread}")
+    choices = page.locator("select#rewind-turn option")
+    expect(choices).to_have_text(
+        ["Turn 1 and later: first question", "Turn 3 and later: third question"]
+    )
+    shot(page, "numbered-as-replay")

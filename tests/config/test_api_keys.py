@@ -91,3 +91,33 @@ def test_a_header_value_that_cannot_be_sent_is_refused() -> None:
         with pytest.raises(ConfigError) as caught:
             parse_config(f'[providers.openai]\nheaders = {{ X-Title = "{value}" }}\n', "kun.toml")
         assert "providers.openai.headers.X-Title" in str(caught.value)
+
+
+def test_a_local_server_priced_from_a_catalogue_needs_no_key() -> None:
+    """``catalog`` borrows prices and capabilities; with a base_url of its
+    own the provider is not that catalogue's server, so wants no key."""
+    config = parse_config(
+        '[providers.local]\nbase_url = "http://127.0.0.1:8080/v1"\ncatalog = "openai"\n'
+        'default_model = "gpt-4.1-mini"\n',
+        "kun.toml",
+    )
+    local = config.providers["local"]
+    assert local.api_key_env is None and local.catalog == "openai"
+    client = build_router(config, environ={}).select()
+    assert "authorization" not in {k.lower() for k in client._headers}  # type: ignore[attr-defined]
+
+
+def test_a_key_the_catalog_implies_is_blamed_on_catalog() -> None:
+    config = parse_config('[providers.work]\ncatalog = "openai"\n', "kun.toml")
+    with pytest.raises(ConfigError) as caught:
+        build_router(config, environ={})
+    message = str(caught.value)
+    assert message.startswith("kun.toml: providers.work.catalog: expected the environment ")
+    assert "OPENAI_API_KEY" in message and "base_url" in message and "api_key_env" in message
+
+
+def test_a_key_the_provider_name_implies_is_blamed_on_the_provider() -> None:
+    config = parse_config("[providers.openai]\n", "kun.toml")
+    with pytest.raises(ConfigError) as caught:
+        build_router(config, environ={})
+    assert str(caught.value).startswith("kun.toml: providers.openai: expected the environment")

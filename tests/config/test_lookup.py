@@ -47,6 +47,26 @@ def test_lookup_order_is_flag_then_env_then_cwd_then_home(places: dict[str, Path
     assert model_of(places, None, **env) == "home"
 
 
+def test_a_continued_threads_workspace_comes_after_flag_and_env_before_cwd(
+    places: dict[str, Path], tmp_path: Path
+) -> None:
+    thread_ws = write(tmp_path / "project" / "kun.toml", "thread")
+
+    def model(path: str | None = None, **environ: str) -> str:
+        config = load_config(
+            path, cwd=places["cwd"].parent, environ=environ, workspace=thread_ws.parent
+        )
+        return config.providers["local"].default_model
+
+    env = {"KUN_CONFIG": str(places["env"]), "KUN_HOME": str(places["home"].parent)}
+    assert model(str(places["explicit"]), **env) == "explicit"
+    assert model(None, **env) == "env"
+    env.pop("KUN_CONFIG")
+    assert model(None, **env) == "thread"
+    thread_ws.unlink()  # a workspace without one: as before
+    assert model(None, **env) == "cwd"
+
+
 def test_the_home_is_the_given_one_else_kun_home_else_dot_kun(
     places: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -217,3 +217,32 @@ async def test_a_server_that_does_not_start_is_a_warning_and_the_thread_runs(
     assert run.results(turn)["c1"].code == "unknown_tool"
     assert not any(n.startswith(("gone__", "off__")) for n in names)
     assert "'gone' did not start" in caplog.text and "'off'" not in caplog.text
+
+
+async def test_a_server_that_dies_at_start_is_explained_by_its_last_stderr_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not just "Connection closed": what the server said, its secrets
+    redacted, control characters dropped."""
+    monkeypatch.setenv("DEMO_TOKEN", "tok-3f9a1c77e2")
+    noisy = "\n".join(f"starting step {n}" for n in range(50))
+    code = (
+        "import os, sys\n"
+        f"sys.stderr.write({noisy!r} + '\\n')\n"
+        "sys.stderr.write('\\x1b[31mtoken ' + os.environ['DEMO_TOKEN'] + ' refused\\n')\n"
+        "sys.stderr.write('ModuleNotFoundError: No module named foo\\n')\n"
+        "sys.exit(1)\n"
+    )
+    servers = {
+        "bad": McpServerTable(command=sys.executable, args=("-c", code), env=("DEMO_TOKEN",))
+    }
+    with caplog.at_level(logging.WARNING, logger="kun.mcp"):
+        async with mcp_run(tmp_path, [text_reply("fine")], servers) as run:
+            turn = await run.turn()
+    assert turn.status == "completed"
+    (warning,) = [r.getMessage() for r in caplog.records if "'bad' did not start" in r.getMessage()]
+    assert warning.endswith(
+        "its stderr ended: starting step 47 | starting step 48 | starting step 49 | "
+        "token [redacted] refused | ModuleNotFoundError: No module named foo"
+    ), warning
+    assert "tok-3f9a1c77e2" not in caplog.text and "\x1b" not in warning

@@ -193,7 +193,7 @@ def test_a_missing_key_of_the_default_provider_fails_the_build() -> None:
     with pytest.raises(ConfigError) as caught:
         build_router(config, environ=environ, transport=Provider().transport())
     assert caught.value.file == "/home/me/kun.toml"
-    assert caught.value.key == "providers.openai.api_key_env"
+    assert caught.value.key == "providers.openai"  # its name implies the variable
     assert "OPENAI_API_KEY" in str(caught.value)
 
 

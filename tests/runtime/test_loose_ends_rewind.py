@@ -48,7 +48,7 @@ def test_rewinding_the_open_turn_settles_it_first(tmp_path: Path) -> None:
     _write(tmp_path, _crashed("t_dead"))
     code, out, err = _kun("rewind", "t_dead", "--before-turn", "3", "--home", str(tmp_path))
     assert code == 0, err
-    assert "hiding 1 turn(s)" in out
+    assert "hid turn 3 (turn 3 is" in out
     events = _log(tmp_path, "t_dead")
     state = replay(events)
     assert state.status == "completed"

@@ -179,11 +179,13 @@
     $("rewind-files").disabled = past;
     var select = $("rewind-turn");
     var chosen = select.value;
-    var options = thread.visibleTurns().map(function (turn, i) {
+    var numbers = Array.from(thread.turns.keys());  // numbered as kun replay does: hidden turns count
+    var options = thread.visibleTurns().map(function (turn) {
       var first = turn.items.map(function (id) { return thread.items.get(id); })
         .find(function (item) { return item && item.type === "user_message"; });
       var words = first ? (first.data.text || "").slice(0, 60) : "";
-      return api.el("option", { value: turn.id, text: "Turn " + (i + 1) + (words ? ": " + words : "") });
+      var number = numbers.indexOf(turn.id) + 1;
+      return api.el("option", { value: turn.id, text: "Turn " + number + " and later" + (words ? ": " + words : "") });
     });
     select.replaceChildren.apply(select, options);
     if (chosen && options.some(function (o) { return o.value === chosen; })) select.value = chosen;
