@@ -21,7 +21,7 @@ authoritative item and replaces what the deltas built.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -60,14 +60,26 @@ PipelineStageName = Literal[
 ]
 
 
+MAX_SEQ = (1 << 63) - 1
+"""The largest seq: a signed 64-bit count, like every count the API takes."""
+MAX_AT = 253_402_300_799_999
+"""The last millisecond of the year 9999: the latest ``at`` a date can show."""
+
+Seq = Annotated[int, msgspec.Meta(ge=1, le=MAX_SEQ)]
+EpochMs = Annotated[int, msgspec.Meta(ge=0, le=MAX_AT)]
+
+
 class EventBase(
     msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", omit_defaults=True
 ):
     """The envelope. ``seq`` starts at 1 per thread and strictly increases; it
-    and ``at`` (epoch milliseconds) are assigned by the thread's writer."""
+    and ``at`` (epoch milliseconds) are assigned by the thread's writer. A
+    line whose seq or at is out of range does not decode: it is corrupt, never
+    a count to carry on from (the bounds hold on decode, not in memory, where
+    a draft has both at 0 until the recorder numbers it)."""
 
-    seq: int
-    at: int
+    seq: Seq
+    at: EpochMs
     thread_id: str = ""
     turn_id: str | None = None
     v: int = 1
