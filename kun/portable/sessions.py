@@ -38,12 +38,22 @@ from kun.store.blobs import FileBlobStore
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import LOG_NAME, blobs_dir, thread_dir
 
-__all__ = ["Record", "import_session", "session_thread_id"]
+__all__ = ["MAX_DEPTH", "Record", "import_session", "read_records", "session_thread_id"]
 
 Record = tuple[int, Any]
 """A line number and what the line decoded to."""
 
 Importer = Callable[[Path, list[Record]], list[Event]]
+
+MAX_DEPTH = 128
+"""Deepest nesting of lists and objects taken in a session record. Real
+records nest a dozen levels; one much deeper is refused naming its line,
+because what it would become (a tool call's arguments, a result) must decode
+again in every reader and be sent to a model, whose stack is deeper than
+this one's (a decoder gives up at about a thousand levels, fewer on a deep
+stack)."""
+
+_TOO_DEEP = object()
 
 
 def session_thread_id(source: str, session_id: str) -> str:
@@ -78,7 +88,8 @@ def import_session(
 
 def read_records(path: Path) -> list[Record]:
     """Every line of ``path`` that holds something, decoded (``None`` for a
-    line that is not JSON). A file with no JSON object at all is refused."""
+    line that is not JSON). A file with no JSON object at all is refused,
+    and so is a line nested deeper than :data:`MAX_DEPTH`, naming it."""
     try:
         data = path.read_bytes()
     except IsADirectoryError:
@@ -88,12 +99,33 @@ def read_records(path: Path) -> list[Record]:
         if not line.strip():
             continue
         try:
-            records.append((number, msgspec.json.decode(line)))
+            value = msgspec.json.decode(line)
         except msgspec.DecodeError:
-            records.append((number, None))
+            value = None
+        except RecursionError:
+            value = _TOO_DEEP
+        if value is _TOO_DEEP or _deeper_than(value, MAX_DEPTH):
+            raise SourceRefused(path, f"line {number} is nested more than {MAX_DEPTH} levels deep")
+        records.append((number, value))
     if not any(isinstance(value, dict) for _, value in records):
         raise SourceRefused(path, "no JSON lines: not a session file")
     return records
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep
+    (walked without recursion: the point is a value too deep to recurse)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if not isinstance(item, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return False
 
 
 def _importer(source: str) -> Importer:

@@ -1,0 +1,130 @@
+"""A line nested deeper than anything a session holds (``[`` a hundred
+thousand times, or a tool input a few hundred levels deep) is refused naming
+its line: one ``kun: error:`` line in the CLI, 400 over HTTP, never a
+``RecursionError`` (a 500); a bundle whose log holds one is refused too."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from kun.cli import cli
+from kun.portable.bundle import export_thread
+from kun.portable.errors import BundleRefused, SourceRefused
+from kun.portable.sessions import MAX_DEPTH, import_session
+from kun.portable.unbundle import import_bundle
+from kun.store.paths import threads_root
+from tests.portable.conftest import stored_thread
+from tests.server.support import api
+
+FIRST = msgspec.json.encode({"type": "user", "message": {"content": "hi"}, "sessionId": "s"})
+CODEX_FIRST = msgspec.json.encode(
+    {"type": "session_meta", "payload": {"id": "c", "cwd": "/w"}, "timestamp": "2025-01-01T00:00Z"}
+)
+
+
+def brackets(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def tool_input(depth: int) -> bytes:
+    block = b'{"type":"tool_use","id":"t","name":"x","input":{"a":' + brackets(depth) + b"}}"
+    return b'{"type":"assistant","message":{"content":[' + block + b"]}}"
+
+
+DEEP_LINES = {
+    "brackets": brackets(100_000),
+    "tool-input": tool_input(MAX_DEPTH),
+    "below-the-decoder's-limit": tool_input(900),
+}
+
+
+def _session(path: Path, first: bytes, deep: bytes) -> Path:
+    path.write_bytes(first + b"\n" + deep + b"\n")
+    return path
+
+
+def _nothing(home: Path) -> None:
+    root = threads_root(home)
+    assert not root.exists() or not any(root.iterdir())
+
+
+@pytest.mark.parametrize("deep", DEEP_LINES.values(), ids=DEEP_LINES.keys())
+@pytest.mark.parametrize(
+    ("source", "first"), [("claude-code", FIRST), ("codex", CODEX_FIRST)], ids=["claude", "codex"]
+)
+def test_a_deep_line_is_refused_by_name(
+    tmp_path: Path, source: str, first: bytes, deep: bytes
+) -> None:
+    path = _session(tmp_path / "s.jsonl", first, deep)
+    with pytest.raises(SourceRefused, match=f"line 2 is nested more than {MAX_DEPTH} levels deep"):
+        import_session(tmp_path / "home", path, source, replace_changed=False)
+    _nothing(tmp_path / "home")
+
+
+def test_a_record_at_the_limit_imports(tmp_path: Path) -> None:
+    path = _session(tmp_path / "s.jsonl", FIRST, tool_input(MAX_DEPTH - 8))
+    assert import_session(tmp_path / "home", path, "claude-code", replace_changed=False)
+
+
+def test_the_cli_says_so_in_one_line(tmp_path: Path) -> None:
+    path = _session(tmp_path / "s.jsonl", FIRST, brackets(100_000))
+    home = str(tmp_path / "h")
+    result = CliRunner().invoke(cli, ["import", "--from", "claude-code", str(path), "--home", home])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("kun: error:") and result.stderr.count("\n") == 1
+    assert "line 2 is nested" in result.stderr
+
+
+@pytest.mark.anyio
+async def test_the_api_answers_400(tmp_path: Path) -> None:
+    async with api(tmp_path) as served:
+        for source, first in (("claude-code", FIRST), ("codex", CODEX_FIRST)):
+            answer = await served.client.post(
+                f"/v1/threads/import?from={source}", content=first + b"\n" + brackets(100_000)
+            )
+            assert answer.status_code == 400, answer.text
+            error = answer.json()["error"]
+            assert error["code"] == "source_refused"
+            assert "line 2 is nested" in error["message"]
+
+
+def _with_log(bundle: Path, log: bytes, out: Path) -> Path:
+    """``bundle`` with its log replaced by ``log`` and the manifest made to
+    agree (sizes, hash, counts): only a replay can refuse it."""
+    with tarfile.open(bundle) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    manifest: dict[str, Any] = msgspec.json.decode(members["manifest.json"])
+    for entry in manifest["files"]:
+        if entry["path"] == "events.jsonl":
+            entry.update(size=len(log), sha256=hashlib.sha256(log).hexdigest())
+    manifest["events"] = log.count(b"\n")
+    manifest["last_seq"] = log.count(b"\n")
+    members["manifest.json"] = msgspec.json.encode(manifest)
+    members["events.jsonl"] = log
+    with tarfile.open(out, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out
+
+
+def test_a_bundle_whose_log_holds_a_deep_line_is_refused(tmp_path: Path) -> None:
+    stored_thread(tmp_path / "a")
+    bundle = tmp_path / "t.kun.tar.gz"
+    export_thread(tmp_path / "a", "thr_source", bundle)
+    first = (tmp_path / "a" / "threads" / "thr_source" / "events.jsonl").read_bytes()
+    first = first.split(b"\n")[0]
+    deep = b'{"kind":"warning","seq":2,"at":1,"code":"c","message":"m","x":' + brackets(100_000)
+    altered = _with_log(bundle, first + b"\n" + deep + b"}\n", tmp_path / "deep.kun.tar.gz")
+    with pytest.raises(BundleRefused, match=r"line 2.*nested too deeply"):
+        import_bundle(tmp_path / "b", altered)
+    _nothing(tmp_path / "b")
