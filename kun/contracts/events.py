@@ -391,10 +391,16 @@ class ThreadImported(EventBase, tag="thread_imported", frozen=True, kw_only=True
     files kun did not write here and a rewind never restores them.
     ``source``: ``bundle``, ``codex`` or ``claude-code``; ``workspace``:
     the directory new turns use here (``kun import --workspace``), in place
-    of the one the log named; ``None`` keeps it."""
+    of the one the log named; ``None`` keeps it. ``source_lines`` and
+    ``source_sha256``: for a session of another agent, how many whole lines
+    its file had and their SHA-256, so importing the file again tells
+    "unchanged", "the other agent went on" and "rewritten" apart whatever the
+    kun thread did since."""
 
     source: str = "bundle"
     workspace: str | None = None
+    source_lines: int | None = None
+    source_sha256: str | None = None
 
 
 Event = (
