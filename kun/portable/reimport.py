@@ -76,8 +76,10 @@ def settle(
         install(stage, home, thread_id, CHANGED_HINT)
         return ImportResult(thread_id, "imported", source.events)
     previous = previous_import(existing / LOG_NAME)
-    if previous is None and not replace_changed and not same_thread(
-        thread_dir(stage, thread_id), existing
+    if (
+        previous is None
+        and not replace_changed
+        and not same_thread(thread_dir(stage, thread_id), existing)
     ):
         raise ImportConflict(thread_id, "give --as NEW_ID to import it as another thread")
     change = _change(stage, home, thread_id, source, previous)
