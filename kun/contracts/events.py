@@ -65,7 +65,9 @@ MAX_SEQ = (1 << 63) - 1
 MAX_AT = 253_402_300_799_999
 """The last millisecond of the year 9999: the latest ``at`` a date can show."""
 
-Seq = Annotated[int, msgspec.Meta(ge=1, le=MAX_SEQ)]
+Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
+"""0 is an event not numbered: a draft, or a live preview on the stream; in a
+log, the readers check that each seq follows the previous line's, from 1."""
 EpochMs = Annotated[int, msgspec.Meta(ge=0, le=MAX_AT)]
 
 
@@ -74,9 +76,9 @@ class EventBase(
 ):
     """The envelope. ``seq`` starts at 1 per thread and strictly increases; it
     and ``at`` (epoch milliseconds) are assigned by the thread's writer. A
-    line whose seq or at is out of range does not decode: it is corrupt, never
-    a count to carry on from (the bounds hold on decode, not in memory, where
-    a draft has both at 0 until the recorder numbers it)."""
+    line whose seq or at is out of range (a seq past 2^63 - 1, or negative)
+    does not decode: it is corrupt, never a count to carry on from. The
+    bounds hold on decode, not in memory."""
 
     seq: Seq
     at: EpochMs

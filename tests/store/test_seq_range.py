@@ -1,6 +1,7 @@
-"""A seq past 2^63 - 1 (or below 1), or an ``at`` no date can show, is a
-corrupt line: every reader refuses it naming the line, a writer never
-carries on from it, and a torn last line holding one is cut like any other."""
+"""A seq past 2^63 - 1 or negative, or an ``at`` no date can show, is a
+corrupt line: every reader refuses it naming the line (and seq 0, which
+only a preview on the stream has), a writer never carries on from it, and
+a torn last line holding one is cut like any other."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from kun.contracts.events import MAX_SEQ, LogRepaired
 from kun.store import CorruptLog, JsonlEventStore, ReadMode, ReadReport, log_path, read_log
-from kun.store.codec import encode_line
+from kun.store.codec import decode_line, encode_line
 from tests.store.factories import TID, warning, warnings
 
 BAD_SEQS = [MAX_SEQ + 1, 1 << 64, 1 << 70, 0, -3]
@@ -69,10 +70,13 @@ def test_an_at_no_date_can_show_is_a_corrupt_line(log: Path, at: int) -> None:
     assert caught.value.line == 3 and "at" in caught.value.reason
 
 
+@pytest.mark.parametrize("seq", [1 << 64, 0, -1])
 @pytest.mark.parametrize("kind", ["warning", "a_kind_from_a_newer_kun"])
 @pytest.mark.anyio
-async def test_the_writer_never_carries_on_from_it(home: Path, log: Path, kind: str) -> None:
-    put(log, good(2) + odd(1 << 64, kind=kind) + b"\n")
+async def test_the_writer_never_carries_on_from_it(
+    home: Path, log: Path, kind: str, seq: int
+) -> None:
+    put(log, good(2) + odd(seq, kind=kind) + b"\n")
     async with JsonlEventStore(home) as store:
         with pytest.raises(CorruptLog) as caught:
             await store.claim(TID)
@@ -88,3 +92,9 @@ async def test_a_torn_last_line_holding_one_is_cut_and_recorded(home: Path, log:
     events = list(read_log(log))
     assert [e.seq for e in events] == [1, 2, 3]
     assert isinstance(events[-1], LogRepaired)
+
+
+def test_an_event_not_numbered_yet_still_decodes() -> None:
+    """Seq 0 is a live preview on the stream (or a draft): a client decodes
+    it; only a log refuses it, where seqs start at 1."""
+    assert decode_line(odd(0)).seq == 0
