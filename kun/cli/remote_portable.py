@@ -50,8 +50,8 @@ def remote_import(
             answer: dict[str, Any] = client.import_thread(
                 file, source=source, as_id=as_id, replace=replace
             )
-            keys = ("thread_id", "outcome", "events", "detail", "trashed")
-            result = {key: answer.get(key) for key in keys}
+            result = {key: answer[key] for key in ("thread_id", "outcome", "events")}
+            result.update({key: answer.get(key) for key in ("detail", "trashed")})
     except ApiError as exc:
         if exc.code == "bundle_refused":
             raise BundleRefused(file, exc.message) from None
