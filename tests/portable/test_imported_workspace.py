@@ -1,7 +1,8 @@
 """An imported thread names the workspace of the machine it came from. A
 turn on a thread whose workspace is not a folder here is refused before
 anything is recorded, saying how to give it one (never a raw
-``FileNotFoundError`` from a tool); ``--workspace DIR`` on ``kun run
+``FileNotFoundError`` from a tool, which names a workspace removed during
+the turn); ``--workspace DIR`` on ``kun run
 --thread`` rebinds the thread (``thread_updated``, said on stderr) instead
 of being ignored; over HTTP the turn is 409 ``workspace_missing`` and
 ``PATCH`` takes a ``workspace``."""
@@ -9,6 +10,7 @@ of being ignored; over HTTP the turn is 409 ``workspace_missing`` and
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,8 @@ import msgspec
 import pytest
 
 from kun.contracts.events import ThreadUpdated
+from kun.contracts.items import ToolResult
+from kun.model.scripted import text_reply, tool_reply
 from kun.portable.sessions import import_session
 from kun.runtime.errors import WorkspaceMissing
 from kun.store.paths import log_path
@@ -45,6 +49,26 @@ async def test_the_service_refuses_the_turn_and_records_nothing(tmp_path: Path) 
         assert str(h.workspace) in str(refused.value)
         assert f"kun run --thread {h.thread_id} --workspace DIR" in str(refused.value)
         assert h.state().last_seq == before
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"), [("read_file", {"path": "a.py"}), ("bash", {"command": "ls"})]
+)
+async def test_a_workspace_removed_during_the_turn_is_named_by_the_tool(
+    tmp_path: Path, tool: str, arguments: dict[str, str]
+) -> None:
+    script = [tool_reply(tool, arguments), text_reply("gone")]
+    async with harness(tmp_path, script, policy="full-auto") as h:
+        turn_id = await h.service.start_turn(h.thread_id, "look")
+        shutil.rmtree(h.workspace)  # before the turn's task first runs
+        with anyio.fail_after(10):
+            turn = await h.service.wait_turn(h.thread_id, turn_id)
+    result = next(item for item in turn.items if isinstance(item, ToolResult))
+    assert result.is_error
+    assert result.output == (
+        f"The tool {tool} failed: the workspace {h.workspace} does not exist "
+        "(removed or moved during the turn); no tool can work in it."
+    )
 
 
 def _imported(tmp_path: Path, home: Path) -> str:
