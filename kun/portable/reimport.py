@@ -57,13 +57,15 @@ class ImportResult:
 @dataclass(frozen=True)
 class Source:
     """What is being imported: ``noun`` names it in messages (``session``,
-    ``bundle``); a session also gives its file's bytes and lines."""
+    ``bundle``); a session also gives its file's bytes and lines;
+    ``workspace``: the one asked for (``--workspace``)."""
 
     noun: str
     events: int
     prefix: int
     data: bytes | None = None
     lines: SourceLines | None = None
+    workspace: Path | None = None
 
 
 def settle(
@@ -85,8 +87,13 @@ def settle(
     change = _change(stage, home, thread_id, source, previous)
     if change is None:
         turns = previous.turns_since if previous is not None else 0
-        detail = f"the thread has {turns_phrase(turns)}" if turns else ""
-        return ImportResult(thread_id, "already_imported", source.events, detail)
+        notes = [f"the thread has {turns_phrase(turns)}"] if turns else []
+        if source.workspace is not None:
+            notes.append(
+                f"--workspace not applied to a thread already there: kun run --thread "
+                f"{thread_id} --workspace {source.workspace} PROMPT rebinds it"
+            )
+        return ImportResult(thread_id, "already_imported", source.events, "; ".join(notes))
     if not replace_changed:
         raise ImportChanged(thread_id, change, CHANGED_HINT)
     entry = replace(stage, home, thread_id)

@@ -96,7 +96,7 @@ def import_session(
         log = thread_dir(stage, thread_id) / LOG_NAME
         prefix = mark_imported(log, thread_id, events[-1].seq, source, workspace, lines)
         check_log(log)
-        imported = Source("session", len(events), prefix, data, lines)
+        imported = Source("session", len(events), prefix, data, lines, workspace)
         return settle(stage, home, thread_id, imported, replace_changed=replace_changed)
 
 

@@ -95,7 +95,7 @@ def import_bundle(
         if facts.state is not None and isinstance(facts.state.restoring, FilesRestoreStarted):
             raise BundleRefused(path, _RESTORING)
         prefix = mark_imported(staged / LOG_NAME, target_id, facts.last_seq, workspace=workspace)
-        imported = Source("bundle", facts.events, prefix)
+        imported = Source("bundle", facts.events, prefix, workspace=workspace)
         return settle(stage, home, target_id, imported, replace_changed=replace_changed)
 
 

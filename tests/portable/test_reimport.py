@@ -62,6 +62,18 @@ def test_an_unchanged_session_is_already_imported_with_the_kun_turns_counted(
     assert log_path(home, thread_id).read_bytes() == log
 
 
+def test_workspace_on_an_unchanged_import_is_said_not_applied(
+    continued: tuple[Path, Path, str, str], tmp_path: Path
+) -> None:
+    home, path, source, thread_id = continued
+    again = import_session(home, path, source, replace_changed=False, workspace=tmp_path)
+    assert again.outcome == "already_imported"
+    assert again.detail == (
+        f"the thread has 3 turns run in kun since; --workspace not applied to a thread "
+        f"already there: kun run --thread {thread_id} --workspace {tmp_path} PROMPT rebinds it"
+    )
+
+
 def test_a_grown_session_is_refused_saying_what_differs(
     continued: tuple[Path, Path, str, str],
 ) -> None:
