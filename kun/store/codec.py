@@ -175,9 +175,7 @@ def decode_block(
     """Decode the lines ``data[start:end]`` (``end`` just after a newline) in
     one call; ``None`` if any line needs the slow path (then decode the block
     line by line to find which): a line that is not exactly one event, a
-    blank line, an event whose ``v`` is not its kind's current version, or
-    seqs that do not go up by one (a repeat, or a 0, which only a preview
-    off the log has: the caller checks that the first follows its last).
+    blank line, or an event whose ``v`` is not its kind's current version.
 
     A decoded ``msgspec.Raw`` is a view that keeps its whole input alive, so
     the arguments of tool calls are copied out of the block before anyone sees
@@ -193,11 +191,7 @@ def decode_block(
     if len(events) != lines:
         return None
     fill, item_events, call = force_setattr, _ITEM_EVENTS, ToolCall
-    seq = events[0].seq if events else 0
     for event in events:
-        if event.seq != seq:
-            return None
-        seq += 1
         kind = type(event)
         if not event.thread_id:
             fill(event, "thread_id", thread_id)

@@ -113,13 +113,6 @@ def test_decoded_tool_call_arguments_do_not_share_the_block() -> None:
     assert decoded == [event, following]
 
 
-def test_a_block_whose_seqs_do_not_go_up_by_one_takes_the_slow_path() -> None:
-    lines = b"".join(encode_line(warning(seq)) for seq in (3, 4, 0, 6))
-    assert decode_block(lines, 0, len(lines), stale_types(), TID) is None
-    repeated = encode_line(warning(3)) * 2
-    assert decode_block(repeated, 0, len(repeated), stale_types(), TID) is None
-
-
 def test_a_line_leaves_out_the_thread_id_and_what_is_at_its_default() -> None:
     line = encode_line(warning(3))
     assert line == b'{"kind":"warning","seq":3,"at":1700000000003,"code":"test","message":"m"}\n'

@@ -12,9 +12,10 @@ import pytest
 from kun.contracts.events import MAX_SEQ, LogRepaired
 from kun.store import CorruptLog, JsonlEventStore, ReadMode, ReadReport, log_path, read_log
 from kun.store.codec import decode_line, encode_line
+from kun.store.replay import replay_log
 from tests.store.factories import TID, warning, warnings
 
-BAD_SEQS = [MAX_SEQ + 1, 1 << 64, 1 << 70, 0, -3]
+BAD_SEQS = [MAX_SEQ + 1, 1 << 64, 1 << 70, -3]
 
 
 def odd(seq: int, at: int = 1_700_000_000_003, kind: str = "warning") -> bytes:
@@ -53,6 +54,14 @@ def test_a_seq_out_of_range_is_a_corrupt_line(log: Path, seq: int, mode: ReadMod
         list(read_log(log, mode=mode))
     assert (caught.value.line, caught.value.last_good_seq) == (3, 2)
     assert "seq" in caught.value.reason
+
+
+def test_a_seq_0_in_a_log_is_refused_by_the_fold_naming_the_line(log: Path) -> None:
+    log.write_bytes(good(2) + odd(0) + b"\n" + encode_line(warning(4)))
+    with pytest.raises(CorruptLog) as caught:
+        replay_log(log)
+    assert (caught.value.line, caught.value.last_good_seq) == (3, 2)
+    assert "seq 0" in caught.value.reason
 
 
 def test_skip_bad_skips_and_counts_it(log: Path) -> None:
