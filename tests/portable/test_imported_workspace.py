@@ -31,6 +31,7 @@ from kun.testing.fake_provider import FakeProvider
 from tests.portable.test_sessions import claude_lines
 from tests.runtime.support import harness
 from tests.server.support import api
+from tests.test_cli_remote import serving
 from tests.test_cli_run import ANSWER, _config
 
 pytestmark = pytest.mark.anyio
@@ -140,3 +141,24 @@ async def test_the_api_answers_409_and_patch_gives_the_thread_a_workspace(
         assert patched.json()["settings"]["workspace"] == str(served.workspace)
         started = await served.client.post(f"/v1/threads/{thread_id}/turns", json={"text": "hi"})
         assert started.status_code in (200, 201, 202), started.text
+
+
+@pytest.mark.slow
+async def test_over_a_server_the_same_refusal_and_rebinding(tmp_path: Path) -> None:
+    async with serving(tmp_path, [ANSWER]) as s:
+        thread_id = await anyio.to_thread.run_sync(_imported, tmp_path, s.home)
+        fake = ("--provider", "fake", "--model", "fake-model")
+        refused = await s.kun("run", "--thread", thread_id, *fake, "hello")
+        assert refused.returncode == 1, refused
+        assert refused.stderr.decode() == (
+            f"kun: error: the thread's workspace {GONE} does not exist here; "
+            f"kun --server {s.url} run --thread {thread_id} --workspace DIR PROMPT "
+            "(a folder on the server's machine) gives it one (HTTP 409, workspace_missing)\n"
+        )
+        ran = await s.kun(
+            "run", "--thread", thread_id, *fake, "--workspace", str(s.workspace), "hi"
+        )
+        assert ran.returncode == 0, ran.stderr.decode()
+        state = replay_log(log_path(s.home, thread_id))
+    assert state.settings.workspace == str(s.workspace.resolve())
+    assert state.turns[-1].status == "completed"
