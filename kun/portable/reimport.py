@@ -78,13 +78,10 @@ def settle(
         install(stage, home, thread_id, CHANGED_HINT)
         return ImportResult(thread_id, "imported", source.events)
     previous = previous_import(existing / LOG_NAME)
-    if (
-        previous is None
-        and not replace_changed
-        and not same_thread(thread_dir(stage, thread_id), existing)
-    ):
+    same = same_thread(thread_dir(stage, thread_id), existing)
+    if previous is None and not same and not replace_changed:
         raise ImportConflict(thread_id, "give --as NEW_ID to import it as another thread")
-    change = _change(stage, home, thread_id, source, previous)
+    change = None if same else _change(stage, home, thread_id, source, previous)
     if change is None:
         turns = previous.turns_since if previous is not None else 0
         notes = [f"the thread has {turns_phrase(turns)}"] if turns else []
@@ -103,11 +100,9 @@ def settle(
 def _change(
     stage: Path, home: Path, thread_id: str, source: Source, previous: Previous | None
 ) -> str | None:
-    """How the staged import differs from the thread in the home, or
-    ``None`` when it brings nothing new."""
+    """How the staged import differs from the thread in the home (which
+    does not hold it byte for byte), or ``None`` when it brings nothing new."""
     staged, existing = thread_dir(stage, thread_id), thread_dir(home, thread_id)
-    if same_thread(staged, existing):
-        return None
     if previous is None:
         return f"it exists with other content (it was not imported from this {source.noun})"
     since = f"since it was imported at {previous.when}"
