@@ -30,6 +30,7 @@ import msgspec
 
 from kun.contracts.events import Event, ItemCompleted
 from kun.contracts.items import ToolResult
+from kun.portable.depth import MAX_DEPTH, TooDeep, decode_json
 from kun.portable.errors import SourceRefused
 from kun.portable.install import mark_imported, staging_home
 from kun.portable.logcheck import check_log
@@ -41,7 +42,6 @@ from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import LOG_NAME, blobs_dir, thread_dir, validate_thread_id
 
 __all__ = [
-    "MAX_DEPTH",
     "Record",
     "import_session",
     "parse_records",
@@ -53,16 +53,6 @@ Record = tuple[int, Any]
 """A line number and what the line decoded to."""
 
 Importer = Callable[[Path, list[Record]], list[Event]]
-
-MAX_DEPTH = 128
-"""Deepest nesting of lists and objects taken in a session record. Real
-records nest a dozen levels; one much deeper is refused naming its line,
-because what it would become (a tool call's arguments, a result) must decode
-again in every reader and be sent to a model, whose stack is deeper than
-this one's (a decoder gives up at about a thousand levels, fewer on a deep
-stack)."""
-
-_TOO_DEEP = object()
 
 
 def session_thread_id(source: str, session_id: str) -> str:
@@ -123,33 +113,17 @@ def parse_records(path: Path, data: bytes) -> list[Record]:
         if not line.strip():
             continue
         try:
-            value = msgspec.json.decode(line)
+            value = decode_json(line)
         except msgspec.DecodeError:
             value = None
-        except RecursionError:
-            value = _TOO_DEEP
-        if value is _TOO_DEEP or _deeper_than(value, MAX_DEPTH):
-            raise SourceRefused(path, f"line {number} is nested more than {MAX_DEPTH} levels deep")
+        except TooDeep:
+            raise SourceRefused(
+                path, f"line {number} is nested more than {MAX_DEPTH} levels deep"
+            ) from None
         records.append((number, value))
     if not any(isinstance(value, dict) for _, value in records):
         raise SourceRefused(path, "no JSON lines: not a session file")
     return records
-
-
-def _deeper_than(value: object, limit: int) -> bool:
-    """Whether ``value`` nests lists and objects more than ``limit`` deep
-    (walked without recursion: the point is a value too deep to recurse)."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if not isinstance(item, list):
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
-    return False
 
 
 def _importer(source: str) -> Importer:

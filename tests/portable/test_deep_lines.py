@@ -17,10 +17,12 @@ from click.testing import CliRunner
 
 from kun.cli import cli
 from kun.portable.bundle import export_thread
+from kun.portable.depth import MAX_DEPTH
 from kun.portable.errors import BundleRefused, SourceRefused
-from kun.portable.sessions import MAX_DEPTH, import_session
+from kun.portable.sessions import import_session
 from kun.portable.unbundle import import_bundle
-from kun.store.paths import threads_root
+from kun.store.paths import blobs_dir, log_path, threads_root
+from kun.store.replay import replay_log
 from tests.portable.conftest import stored_thread
 from tests.server.support import api
 
@@ -67,6 +69,50 @@ def test_a_deep_line_is_refused_by_name(
     with pytest.raises(SourceRefused, match=f"line 2 is nested more than {MAX_DEPTH} levels deep"):
         import_session(tmp_path / "home", path, source, replace_changed=False)
     _nothing(tmp_path / "home")
+
+
+def test_deep_json_inside_a_string_is_kept_as_text(tmp_path: Path) -> None:
+    """A Codex call whose arguments, and a shell output whose text, hold
+    JSON nested 100,000 deep: both kept as the strings they are."""
+    deep = "[" * 100_000 + "]" * 100_000
+    ts = "2025-10-01T12:00:0{}Z"
+    lines: list[dict[str, Any]] = [
+        {"timestamp": ts.format(0), "type": "session_meta", "payload": {"id": "c", "cwd": "/w"}},
+        {
+            "timestamp": ts.format(1),
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"text": "go"}]},
+        },
+        {
+            "timestamp": ts.format(2),
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "call_id": "c",
+                "name": "shell",
+                "arguments": deep,
+            },
+        },
+        {
+            "timestamp": ts.format(3),
+            "type": "response_item",
+            "payload": {
+                "type": "function_call_output",
+                "call_id": "c",
+                "output": '{"output":' + deep + "}",
+            },
+        },
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(msgspec.json.encode(line) + b"\n" for line in lines))
+    home = tmp_path / "home"
+    result = import_session(home, path, "codex", replace_changed=False)
+    state = replay_log(log_path(home, result.thread_id))
+    call, output = [i for t in state.turns for i in t.items][1:3]
+    assert msgspec.json.decode(bytes(call.arguments)) == {"input": deep}
+    assert output.output_ref is not None  # kept whole in a side file, as text
+    blob = blobs_dir(home, result.thread_id) / output.output_ref.sha256
+    assert blob.read_text() == '{"output":' + deep + "}"
 
 
 def test_a_record_at_the_limit_imports(tmp_path: Path) -> None:
