@@ -174,3 +174,14 @@ def test_a_bundle_whose_log_holds_a_deep_line_is_refused(tmp_path: Path) -> None
     with pytest.raises(BundleRefused, match=r"line 2.*nested too deeply"):
         import_bundle(tmp_path / "b", altered)
     _nothing(tmp_path / "b")
+
+
+def test_a_bundle_whose_manifest_is_nested_too_deeply_is_refused(tmp_path: Path) -> None:
+    deep = b'{"x":' + brackets(100_000) + b"}"
+    out = tmp_path / "deep.kun.tar.gz"
+    with tarfile.open(out, "w:gz") as tar:
+        info = tarfile.TarInfo("manifest.json")
+        info.size = len(deep)
+        tar.addfile(info, io.BytesIO(deep))
+    with pytest.raises(BundleRefused, match=r"manifest.json is not a kun manifest \(nested"):
+        import_bundle(tmp_path / "b", out)
