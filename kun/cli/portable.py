@@ -145,6 +145,8 @@ def _imported(thread_id: str, outcome: str, events: int, detail: str, trashed: s
         click.echo(f"already imported: {thread_id} ({detail or 'unchanged'})", err=True)
     else:
         click.echo(f"{outcome} {thread_id} ({events} events)", err=True)
+        if detail:
+            click.echo(detail, err=True)
     if trashed is not None:
         click.echo(
             f"the thread as it was is in the trash: kun restore {trashed} --as NEW_ID "

@@ -76,7 +76,7 @@ def settle(
     existing = thread_dir(home, thread_id)
     if not (existing / LOG_NAME).is_file():
         install(stage, home, thread_id, CHANGED_HINT)
-        return ImportResult(thread_id, "imported", source.events)
+        return ImportResult(thread_id, "imported", source.events, _in_the_trash(home, thread_id))
     previous = previous_import(existing / LOG_NAME)
     same = same_thread(thread_dir(stage, thread_id), existing)
     if previous is None and not same and not replace_changed:
@@ -123,6 +123,21 @@ def _change(
         added = _newlines(new_log, previous.prefix, source.prefix)
         return f"the {source.noun} has {_count(added, 'new event')} {since}; {own}"
     return f"the {source.noun} differs from what was imported at {previous.when}; {own}"
+
+
+def _in_the_trash(home: Path, thread_id: str) -> str:
+    """A note naming the latest trashed thread of this id, if any: after a
+    crash in the middle of a ``--replace``, or a ``kun rm``, the work in it
+    is one ``kun restore`` away."""
+    from kun.app.trash import trashed
+
+    kept = next((t for t in trashed(home) if t.thread_id == thread_id), None)
+    if kept is None:
+        return ""
+    return (
+        f"an earlier thread {thread_id} is in the trash: kun restore {kept.path.name} "
+        "--as NEW_ID brings it back beside this one"
+    )
 
 
 def _count(n: int, noun: str) -> str:

@@ -182,8 +182,15 @@ def test_a_crash_between_trash_and_install_leaves_the_old_thread_in_the_trash(
         import_session(home, path, source, replace_changed=True)
     monkeypatch.undo()
     assert not thread_dir(home, thread_id).exists()
-    assert restore_thread(home, thread_id) == thread_id
-    assert log_path(home, thread_id).read_bytes() == before
+    entry = trashed(home)[0].path.name
+    again = import_session(home, path, source, replace_changed=False)
+    assert again.outcome == "imported"
+    assert again.detail == (
+        f"an earlier thread {thread_id} is in the trash: kun restore {entry} --as NEW_ID "
+        "brings it back beside this one"
+    )
+    assert restore_thread(home, entry, "thr_kept") == "thr_kept"
+    assert log_path(home, "thr_kept").read_bytes() == before  # its lines name no thread
 
 
 def test_the_cli_says_it_in_one_line_each_time(continued: tuple[Path, Path, str, str]) -> None:
