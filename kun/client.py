@@ -110,8 +110,10 @@ _SLOW = httpx.Timeout(DEFAULT_TIMEOUT, read=None)
 answers, which takes as long as the bundle is large."""
 
 
-def _import_params(path: Path, source: str, as_id: str | None) -> dict[str, str]:
-    return _given(name=path.name, **{"from": source, "as": as_id})
+def _import_params(
+    path: Path, source: str, as_id: str | None, replace: bool = False
+) -> dict[str, str]:
+    return _given(name=path.name, replace="1" if replace else None, **{"from": source, "as": as_id})
 
 
 def _chunks(path: Path) -> Iterator[bytes]:
@@ -396,14 +398,16 @@ class KunClient:
         return _exported(response)
 
     def import_thread(
-        self, path: Path, *, source: str = "kun", as_id: str | None = None
+        self, path: Path, *, source: str = "kun", as_id: str | None = None, replace: bool = False
     ) -> dict[str, Any]:
         """Upload ``path`` (streamed): a bundle, or with ``source`` a
-        ``codex`` or ``claude-code`` session; ``as_id``: another id for a
-        bundle's thread. Answers ``thread_id``, ``outcome``, ``events``."""
+        ``codex`` or ``claude-code`` session; ``as_id``: another id for its
+        thread; ``replace``: import what changed since it was imported in
+        place of its thread (which goes to the trash). Answers
+        ``thread_id``, ``outcome``, ``events``, ``detail`` and ``trashed``."""
         response = self._http.post(
             "/v1/threads/import",
-            params=_import_params(path, source, as_id),
+            params=_import_params(path, source, as_id, replace),
             content=_chunks(path),
             headers={"Content-Length": str(path.stat().st_size)},
             timeout=_SLOW,
@@ -568,13 +572,13 @@ class AsyncKunClient:
         return _exported(response)
 
     async def import_thread(
-        self, path: Path, *, source: str = "kun", as_id: str | None = None
+        self, path: Path, *, source: str = "kun", as_id: str | None = None, replace: bool = False
     ) -> dict[str, Any]:
         """As :meth:`KunClient.import_thread`."""
         size = (await anyio.Path(path).stat()).st_size
         response = await self._http.post(
             "/v1/threads/import",
-            params=_import_params(path, source, as_id),
+            params=_import_params(path, source, as_id, replace),
             content=_async_chunks(path),
             headers={"Content-Length": str(size)},
             timeout=_SLOW,

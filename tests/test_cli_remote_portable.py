@@ -7,7 +7,7 @@ for byte, and exported back it imports anywhere with the same projection;
 each prints what the local command prints. A tampered bundle is refused in
 the very line the local import prints (this file and the member named); an
 id already taken is one line pointing at --as, and --as imports a copy;
---replace and --home do not go with --server."""
+--replace goes through to the server, --home does not go with --server."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ async def test_refusals_read_as_the_local_ones(tmp_path: Path) -> None:
         assert (copy.returncode, copy.stdout) == (0, b"thr_copy\n")
 
         replace = _one_line(await s.kun("import", str(bundle), "--from", "codex", "--replace"))
-        assert "--replace does not go with --server" in replace
+        assert "no JSON lines: not a session file" in replace
         home = _one_line(await s.kun("import", str(bundle), "--home", str(tmp_path)))
         assert "--home does not go with --server" in home
         missing = _one_line(await s.kun("export", "thr_nope"))

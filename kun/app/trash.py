@@ -21,7 +21,15 @@ from kun.errors import UserMistake
 from kun.store.lock import lock_thread
 from kun.store.paths import LOG_NAME, lock_path, thread_dir, threads_root, validate_thread_id
 
-__all__ = ["TRASH_NAME", "Trashed", "remove_thread", "restore_thread", "trash_root", "trashed"]
+__all__ = [
+    "TRASH_NAME",
+    "Trashed",
+    "remove_thread",
+    "restore_thread",
+    "trash_entry",
+    "trash_root",
+    "trashed",
+]
 
 TRASH_NAME = "trash"
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -41,19 +49,26 @@ def trash_root(home: Path) -> Path:
     return home / TRASH_NAME
 
 
-def remove_thread(home: Path, thread_id: str, now: datetime | None = None) -> Path:
-    """Move the thread to the trash; returns where it went."""
-    source = thread_dir(home, thread_id)
-    if not (source / LOG_NAME).is_file():
-        raise UserMistake(f"no thread {thread_id!r} under {home}")
+def trash_entry(home: Path, thread_id: str, now: datetime | None = None) -> Path:
+    """A free name in the trash for the thread removed ``now`` (the trash
+    made if need be)."""
     stamp = (now or datetime.now(UTC)).strftime(_STAMP)
     root = trash_root(home)
-    root.mkdir(exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
     target = root / f"{thread_id}-{stamp}"
     number = 1
     while target.exists():
         number += 1
         target = root / f"{thread_id}-{stamp}-{number}"
+    return target
+
+
+def remove_thread(home: Path, thread_id: str, now: datetime | None = None) -> Path:
+    """Move the thread to the trash; returns where it went."""
+    source = thread_dir(home, thread_id)
+    if not (source / LOG_NAME).is_file():
+        raise UserMistake(f"no thread {thread_id!r} under {home}")
+    target = trash_entry(home, thread_id, now)
     fd = lock_thread(thread_id, lock_path(home, thread_id))
     try:
         os.rename(source, target)
@@ -75,20 +90,42 @@ def trashed(home: Path) -> list[Trashed]:
     return sorted(entries, key=lambda t: (t.removed_at, t.path.name), reverse=True)
 
 
-def restore_thread(home: Path, name: str) -> str:
+def restore_thread(home: Path, name: str, as_id: str | None = None) -> str:
     """Move a thread back from the trash: ``name`` is a thread id (its most
-    recent removal) or a trash entry's name. Returns the thread id."""
+    recent removal) or a trash entry's name; ``as_id``: under another id
+    (when its own is taken again, say by a re-import that replaced it).
+    Returns the thread id."""
     entries = trashed(home)
     chosen = next((t for t in entries if t.path.name == name), None)
     chosen = chosen or next((t for t in entries if t.thread_id == name), None)
     if chosen is None:
         raise UserMistake(f"no thread {name!r} in the trash ({trash_root(home)})")
     thread_id = validate_thread_id(chosen.thread_id)
-    target = thread_dir(home, thread_id)
+    new_id = thread_id if as_id is None else validate_thread_id(as_id)
+    target = thread_dir(home, new_id)
     if target.exists():
+        if as_id is not None:
+            raise UserMistake(f"thread {new_id!r} exists; give --as another id")
         raise UserMistake(
-            f"thread {thread_id!r} exists again; move it away (kun rm) before restoring"
+            f"thread {thread_id!r} exists again; kun restore {chosen.path.name} --as NEW_ID "
+            f"restores it beside it (or move the current one away first: kun rm {thread_id})"
         )
     threads_root(home).mkdir(parents=True, exist_ok=True)
     os.rename(chosen.path, target)
-    return thread_id
+    if new_id != thread_id:
+        _rethread(target, thread_id, new_id)
+    return new_id
+
+
+def _rethread(directory: Path, old_id: str, new_id: str) -> None:
+    """Make the log in ``directory`` thread ``new_id``'s (lines that name
+    their thread are rewritten; the file is replaced at once) and drop the
+    snapshot, a cache that names the old id."""
+    from kun.portable.rethread import rethread_log
+    from kun.store.snapshot import SNAPSHOT_NAME
+
+    log = directory / LOG_NAME
+    temporary = directory / f".{LOG_NAME}.rethread"
+    rethread_log(log, temporary, old_id, new_id)
+    os.replace(temporary, log)
+    (directory / SNAPSHOT_NAME).unlink(missing_ok=True)

@@ -39,6 +39,12 @@ def session_options(func: F) -> F:
             help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
         ),
         click.option(
+            "--workspace",
+            type=click.Path(file_okay=False, exists=True, path_type=Path),
+            default=None,
+            help="Folder the tools work in (default: here); a resumed thread's from now on.",
+        ),
+        click.option(
             "--home",
             type=click.Path(file_okay=False, path_type=Path),
             default=None,
@@ -61,9 +67,11 @@ def start_session(
     approval: Any = None,
     config: Path | None = None,
     home: Path | None = None,
+    workspace: Path | None = None,
 ) -> None:
     """Open a session (see :mod:`kun.chat.start`); on leaving, say how to
-    come back."""
+    come back. ``workspace``: given, the folder of a new thread and of the
+    one resumed (rebound to it), and where ``-c`` looks."""
     import anyio
 
     from kun.chat.start import (
@@ -77,9 +85,10 @@ def start_session(
 
     needs_terminal()
     root = resolve_home(home)
-    workspace = Path.cwd()
+    rebind = workspace
+    workspace = workspace or Path.cwd()
     options = ChatOptions(
-        root, config, provider, model, approval, workspace, runtime_flags(approval)
+        root, config, provider, model, approval, workspace, runtime_flags(approval), rebind
     )
 
     async def go() -> str | None:

@@ -5,8 +5,11 @@ message); ``kun -c`` takes the thread of this workspace with the latest
 activity; ``kun resume ID`` any thread (an id prefix will do); ``kun
 resume`` alone lists this workspace's recent threads (all threads when it
 has none) and asks which, Enter taking the latest. A resumed thread keeps
-its workspace, provider and model; ``--provider`` / ``--model`` /
-``--approval`` change them, recorded as ``thread_updated``.
+its workspace, provider and model; ``--workspace`` / ``--provider`` /
+``--model`` / ``--approval`` change them, recorded as ``thread_updated``.
+A resumed thread whose workspace is not a folder here (imported from
+another machine) is said so at once; its turns are refused until
+``--workspace`` gives it one.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class ChatOptions:
     approval: ApprovalPolicy | None
     workspace: Path
     runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
+    rebind: Path | None = None
+    """``--workspace`` given: a resumed thread's workspace from now on."""
 
 
 class NoThreadChosen(UserMistake):
@@ -102,6 +107,7 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
     """Run the session until the user leaves; the thread it ended on."""
     from prompt_toolkit.patch_stdout import patch_stdout
 
+    from kun.app.rebind import rebind_workspace
     from kun.chat.input import ChatInput
     from kun.chat.session import ChatSession, SessionSetup
     from kun.chat.view import ChatSink
@@ -111,6 +117,9 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
 
     async with open_foreground(options, thread_id) as foreground:
         config, runtime, model = foreground.config, foreground.runtime, foreground.model
+        rebound = None
+        if thread_id is not None and options.rebind is not None:
+            rebound = await rebind_workspace(foreground.service, thread_id, options.rebind)
         setup = SessionSetup(
             home=options.home,
             workspace=options.workspace,
@@ -122,6 +131,8 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
             setup, foreground.service, foreground.router, model, ChatInput(options.home), sink
         )
         with patch_stdout(raw=True), notes_from_log(session.say, retry_budget(config, model)):
+            if rebound is not None:
+                session.say(rebound)
             if thread_id is not None:
                 _recap(session, thread_id)
             await session.run()
@@ -132,6 +143,7 @@ def _recap(session: ChatSession, thread_id: str) -> None:
     """A resumed thread's header and its last exchange, so the user knows
     where they are."""
     from kun.contracts.items import AssistantText, UserMessage
+    from kun.runtime.errors import WorkspaceMissing
 
     state = session.service.state(thread_id)
     settings = state.settings
@@ -140,6 +152,8 @@ def _recap(session: ChatSession, thread_id: str) -> None:
         f"{session.model.provider}/{session.model.model}",
         "good",
     )
+    if settings.workspace and not Path(settings.workspace).is_dir():
+        session.say(str(WorkspaceMissing(thread_id, settings.workspace)), "error")
     if not state.visible_turns:
         return
     last = state.visible_turns[-1]

@@ -76,13 +76,19 @@ def rm(thread: str, home: Path | None) -> None:
 
 @click.command()
 @click.argument("thread")
+@click.option(
+    "--as",
+    "as_id",
+    default=None,
+    help="Restore it under this thread id (when its own is taken again).",
+)
 @home_option
-def restore(thread: str, home: Path | None) -> None:
+def restore(thread: str, as_id: str | None, home: Path | None) -> None:
     """Bring THREAD back from the trash (its id, or an entry `kun trash` lists)."""
     from kun.app.trash import restore_thread
     from kun.store.paths import resolve_home
 
-    thread_id = restore_thread(resolve_home(home), thread)
+    thread_id = restore_thread(resolve_home(home), thread, as_id)
     click.echo(f"restored {thread_id}")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from kun.chat.cli import chat, resume, session_options, start_session
 from kun.cli.cleanup import gc, restore, rm, trash
@@ -196,7 +197,7 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
     "--workspace",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     default=Path("."),
-    help="Folder the tools work in (new threads; default: here).",
+    help="Folder the tools work in (default: here); with --thread, the thread's from now on.",
 )
 @click.option(
     "--approval",
@@ -273,15 +274,20 @@ def run(
     if remote is not None:
         from kun.cli.remote_run import run_over_server
 
+        given = click.get_current_context().get_parameter_source("workspace")
         run_over_server(
             remote, prompt_argument(prompt, sys.stdin), thread_id=thread_id, as_json=as_json,
             workspace=workspace, provider=provider, model=model, approval=approval,
             config=config, home=home, plan_mode=plan_mode,
+            rebind=given is ParameterSource.COMMANDLINE,
         )  # fmt: skip
         return
     if thread_id is not None:
         thread_id = resolve_thread_id(resolve_home(home), thread_id)
+    given = click.get_current_context().get_parameter_source("workspace")
+    rebind = workspace if thread_id is not None and given is ParameterSource.COMMANDLINE else None
     options = RunOptions(
+        rebind=rebind,
         home=resolve_home(home),
         prompt=prompt_argument(prompt, sys.stdin),
         thread_id=thread_id,

@@ -64,11 +64,16 @@ def export_command(thread: str, output: Path | None, force: bool, home: Path | N
     default="kun",
     help="What FILE is: a kun bundle (default), a Codex CLI rollout or a Claude Code session.",
 )
-@click.option("--as", "as_id", default=None, help="Import a bundle under this thread id.")
+@click.option(
+    "--as",
+    "as_id",
+    default=None,
+    help="Import under this thread id (beside the thread it finds).",
+)
 @click.option(
     "--replace",
     is_flag=True,
-    help="Import a session again that changed since it was imported (replaces its thread).",
+    help="Import again what changed since it was imported; the thread as it is goes to the trash.",
 )
 @click.option(
     "--workspace",
@@ -88,42 +93,64 @@ def import_command(
     """Add the thread in FILE to the home and print its id.
 
     A bundle is verified (every size and SHA-256) before anything is
-    written; a thread id already taken is refused unless --as gives another.
-    A Codex or Claude Code session gets a thread id derived from its session
-    id, so importing it again finds its thread instead of making a copy.
-    What the imported turns changed in files is never restored here (kun
-    rewind --files reports it); --workspace rebinds the thread's workspace.
+    written. A Codex or Claude Code session gets a thread id derived from its
+    session id, so importing it again finds its thread instead of making a
+    copy. Importing again what is already there (turns run in kun since
+    aside) changes nothing; what changed since is refused, saying how:
+    --replace moves the thread as it is to the trash (kun restore brings it
+    back) and imports in its place, --as NEW_ID imports beside it. What the
+    imported turns changed in files is never restored here (kun rewind
+    --files reports it); --workspace rebinds the thread's workspace.
     """
     from kun.store.paths import resolve_home
 
-    if source == "kun" and replace:
-        raise click.UsageError("--replace is for --from codex or claude-code (bundles: --as)")
-    if source != "kun" and as_id is not None:
-        raise click.UsageError("--as is for bundles: a session's thread id is derived")
+    if replace and as_id is not None:
+        raise click.UsageError("--replace and --as: give one (--as imports beside the thread)")
     remote = remote_target()
     if remote is not None:
         from kun.cli.remote_portable import remote_import
 
-        local_only(home=home, replace=replace, workspace=workspace)
-        answer = remote_import(remote, file, source, as_id)
-        _imported(answer["thread_id"], answer["outcome"], answer["events"])
+        local_only(home=home, workspace=workspace)
+        answer = remote_import(remote, file, source, as_id, replace=replace)
+        trashed = answer.get("trashed")
+        _imported(
+            answer["thread_id"],
+            answer["outcome"],
+            answer["events"],
+            str(answer.get("detail") or ""),
+            None if trashed is None else str(trashed),
+        )
         return
     root = resolve_home(home)
     if source == "kun":
         from kun.portable.unbundle import import_bundle
 
-        result = import_bundle(root, file, as_id=as_id, workspace=workspace)
+        result = import_bundle(
+            root, file, as_id=as_id, workspace=workspace, replace_changed=replace
+        )
     else:
         from kun.portable.sessions import import_session
 
-        result = import_session(root, file, source, replace_changed=replace, workspace=workspace)
-    _imported(result.thread_id, result.outcome, result.events)
+        result = import_session(
+            root, file, source, replace_changed=replace, workspace=workspace, as_id=as_id
+        )
+    trashed = None if result.trashed is None else result.trashed.name
+    _imported(result.thread_id, result.outcome, result.events, result.detail, trashed)
 
 
-def _imported(thread_id: str, outcome: str, events: int) -> None:
-    """What happened on stderr, the thread id alone on stdout (for scripts)."""
+def _imported(thread_id: str, outcome: str, events: int, detail: str, trashed: str | None) -> None:
+    """What happened on stderr, the thread id alone on stdout (for scripts);
+    ``trashed``: the trash entry of a replaced thread."""
     if outcome == "already_imported":
-        click.echo(f"already imported: {thread_id} (unchanged)", err=True)
+        click.echo(f"already imported: {thread_id} ({detail or 'unchanged'})", err=True)
     else:
         click.echo(f"{outcome} {thread_id} ({events} events)", err=True)
+        if detail:
+            click.echo(detail, err=True)
+    if trashed is not None:
+        click.echo(
+            f"the thread as it was is in the trash: kun restore {trashed} --as NEW_ID "
+            "brings it back beside this one",
+            err=True,
+        )
     click.echo(thread_id)

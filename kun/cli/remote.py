@@ -171,6 +171,8 @@ def _mistake(remote: Remote, exc: Exception) -> UserMistake:
     from kun.client import ApiError
 
     if isinstance(exc, ApiError):
+        if exc.code == "workspace_missing":
+            return _workspace_missing(remote, exc.message)
         if exc.status != 401:
             return exc
         if remote.token is None:
@@ -190,6 +192,20 @@ def _mistake(remote: Remote, exc: Exception) -> UserMistake:
             f"the answer from {remote.url} lacks what kun serve sends ({exc!r}): is it a kun serve?"
         )
     return UserMistake(f"lost the server at {remote.url}: {exc or type(exc).__name__}")
+
+
+def _workspace_missing(remote: Remote, message: str) -> UserMistake:
+    """The server's ``workspace_missing`` in the command line's words."""
+    import re
+
+    found = re.search(r"; PATCH /v1/threads/(\S+) with .*$", message)
+    if found is None:
+        return UserMistake(message)
+    hint = (
+        f"; kun --server {remote.url} run --thread {found[1]} --workspace DIR PROMPT "
+        "(a folder on the server's machine) gives it one (HTTP 409, workspace_missing)"
+    )
+    return UserMistake(message[: found.start()] + hint)
 
 
 def _unresolved(exc: BaseException) -> bool:

@@ -37,21 +37,30 @@ def remote_export(remote: Remote, thread: str, out: Path | None, *, force: bool)
     )
 
 
-def remote_import(remote: Remote, file: Path, source: str, as_id: str | None) -> dict[str, Any]:
-    """Upload ``file`` and answer the server's ``thread_id``, ``outcome``
-    and ``events``."""
+def remote_import(
+    remote: Remote, file: Path, source: str, as_id: str | None, *, replace: bool = False
+) -> dict[str, Any]:
+    """Upload ``file`` and answer the server's ``thread_id``, ``outcome``,
+    ``events``, ``detail`` and ``trashed``."""
     from kun.client import ApiError
     from kun.portable.errors import BundleRefused, SourceRefused
 
     try:
         with explained(remote), remote.client() as client:
-            answer: dict[str, Any] = client.import_thread(file, source=source, as_id=as_id)
+            answer: dict[str, Any] = client.import_thread(
+                file, source=source, as_id=as_id, replace=replace
+            )
             result = {key: answer[key] for key in ("thread_id", "outcome", "events")}
+            result.update({key: answer.get(key) for key in ("detail", "trashed")})
     except ApiError as exc:
         if exc.code == "bundle_refused":
             raise BundleRefused(file, exc.message) from None
         if exc.code == "source_refused":
             raise SourceRefused(file, exc.message) from None
+        if exc.code == "import_changed":
+            from kun.portable.reimport import CHANGED_HINT, HTTP_HINT
+
+            raise click.ClickException(exc.message.replace(HTTP_HINT, CHANGED_HINT)) from None
         if exc.code == "thread_exists":
             raise click.ClickException(exc.message) from None
         raise

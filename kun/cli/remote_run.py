@@ -345,10 +345,13 @@ def run_over_server(
     config: Path | None,
     home: Path | None,
     plan_mode: bool = False,
+    rebind: bool = False,
 ) -> None:
     """``kun --server URL run``: the thread's settings as given (the runtime
-    flags become the thread's reasoning effort and limits on the server),
-    the closing status line on stderr, exit status 1 unless it completed."""
+    flags become the thread's reasoning effort and limits on the server;
+    ``rebind``: ``--workspace`` was given, for ``--thread`` the thread's
+    folder from now on, on the server's machine), the closing status line
+    on stderr, exit status 1 unless it completed."""
     import click
 
     from kun.cli.flags import runtime_flags
@@ -370,6 +373,7 @@ def run_over_server(
         "approval_policy": approval,
         "reasoning_effort": flags.reasoning_effort,
         "limits": {k: v for k, v in limits.items() if v is not None} or None,
+        "workspace": str(workspace.resolve()) if rebind and thread_id is not None else None,
     }
     settings = {k: v for k, v in given.items() if v is not None}
     run = RemoteRun(prompt, thread_id, workspace, as_json, settings, plan_mode)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import anyio
 
+from kun.app.rebind import rebind_workspace
 from kun.app.selection import SwitchableModel
 from kun.cli.colors import use_color
 from kun.cli.flags import RuntimeFlags
@@ -55,6 +56,8 @@ class RunOptions:
     runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
     goal: str | None = None
     goal_budget: int | None = None
+    rebind: Path | None = None
+    """``--workspace`` given with ``--thread``: the thread's workspace from now on."""
 
 
 class RunResult(NamedTuple):
@@ -92,6 +95,10 @@ async def run_prompt(options: RunOptions) -> RunResult:
         terminal = open_terminal()
         if options.thread_id is not None:
             thread_id = options.thread_id
+            if options.rebind is not None:
+                note = await rebind_workspace(service, thread_id, options.rebind)
+                if note is not None:
+                    print(note, file=sys.stderr)
         else:
             settings = ThreadSettings(
                 workspace=str(options.workspace.resolve()),

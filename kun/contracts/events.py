@@ -21,7 +21,7 @@ authoritative item and replaces what the deltas built.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -60,14 +60,28 @@ PipelineStageName = Literal[
 ]
 
 
+MAX_SEQ = (1 << 63) - 1
+"""The largest seq: a signed 64-bit count, like every count the API takes."""
+MAX_AT = 253_402_300_799_999
+"""The last millisecond of the year 9999: the latest ``at`` a date can show."""
+
+Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
+"""0 is an event not numbered: a draft, or a live preview on the stream; in a
+log, the readers check that each seq follows the previous line's, from 1."""
+EpochMs = Annotated[int, msgspec.Meta(ge=0, le=MAX_AT)]
+
+
 class EventBase(
     msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="kind", omit_defaults=True
 ):
     """The envelope. ``seq`` starts at 1 per thread and strictly increases; it
-    and ``at`` (epoch milliseconds) are assigned by the thread's writer."""
+    and ``at`` (epoch milliseconds) are assigned by the thread's writer. A
+    line whose seq or at is out of range (a seq past 2^63 - 1, or negative)
+    does not decode: it is corrupt, never a count to carry on from. The
+    bounds hold on decode, not in memory."""
 
-    seq: int
-    at: int
+    seq: Seq
+    at: EpochMs
     thread_id: str = ""
     turn_id: str | None = None
     v: int = 1
@@ -379,10 +393,16 @@ class ThreadImported(EventBase, tag="thread_imported", frozen=True, kw_only=True
     files kun did not write here and a rewind never restores them.
     ``source``: ``bundle``, ``codex`` or ``claude-code``; ``workspace``:
     the directory new turns use here (``kun import --workspace``), in place
-    of the one the log named; ``None`` keeps it."""
+    of the one the log named; ``None`` keeps it. ``source_lines`` and
+    ``source_sha256``: for a session of another agent, how many whole lines
+    its file had and their SHA-256, so importing the file again tells
+    "unchanged", "the other agent went on" and "rewritten" apart whatever the
+    kun thread did since."""
 
     source: str = "bundle"
     workspace: str | None = None
+    source_lines: int | None = None
+    source_sha256: str | None = None
 
 
 Event = (

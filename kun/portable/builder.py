@@ -36,6 +36,7 @@ from kun.contracts.items import (
 from kun.contracts.threads import ThreadSettings
 from kun.contracts.usage import UsageSnapshot
 from kun.ids import IdMinter
+from kun.portable.depth import TooDeep, decode_json
 
 __all__ = ["TITLE_CHARS", "SessionBuilder", "raw_arguments"]
 
@@ -44,11 +45,12 @@ TITLE_CHARS = 60
 
 def raw_arguments(value: object) -> msgspec.Raw:
     """A tool call's arguments as the JSON object kun keeps: an object as it
-    is, a string holding one decoded from it, anything else as ``{"input": ...}``."""
+    is, a string holding one decoded from it, anything else (a string nested
+    too deeply among them) as ``{"input": ...}``."""
     if isinstance(value, str):
         try:
-            decoded = msgspec.json.decode(value)
-        except msgspec.DecodeError:
+            decoded = decode_json(value)
+        except (msgspec.DecodeError, TooDeep):
             decoded = None
         value = decoded if isinstance(decoded, dict) else {"input": value}
     elif not isinstance(value, dict):

@@ -42,6 +42,7 @@ import msgspec
 from kun.contracts.events import Event
 from kun.model.usage import normalize_usage
 from kun.portable.builder import SessionBuilder
+from kun.portable.depth import TooDeep, decode_json
 from kun.portable.errors import SourceRefused
 from kun.portable.reading import epoch_ms, text_of, unknown, unreadable
 from kun.portable.sessions import Record, session_thread_id
@@ -120,10 +121,11 @@ def _old_meta(record: dict[str, Any]) -> bool:
 
 def _shell_output(text: str) -> object:
     """Codex's shell tools report ``{"output": ..., "metadata": {"exit_code": ...}}``
-    as a JSON string; anything else stays the text it is."""
+    as a JSON string; anything else (JSON nested too deeply too) stays the
+    text it is."""
     try:
-        decoded = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+        decoded = decode_json(text)
+    except (msgspec.DecodeError, TooDeep):
         return text
     return decoded if isinstance(decoded, dict) and "output" in decoded else text
 

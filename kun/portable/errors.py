@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kun.errors import UserMistake
 
-__all__ = ["BundleRefused", "ImportConflict", "SourceRefused"]
+__all__ = ["BundleRefused", "ImportChanged", "ImportConflict", "SourceRefused"]
 
 
 class BundleRefused(UserMistake):
@@ -33,3 +33,13 @@ class ImportConflict(UserMistake):
     def __init__(self, thread_id: str, hint: str) -> None:
         self.thread_id = thread_id
         super().__init__(f"thread {thread_id} already exists with other content; {hint}")
+
+
+class ImportChanged(UserMistake):
+    """The source was imported before and differs now (``reason`` says how,
+    and what the kun thread did since); ``hint`` names the ways on."""
+
+    def __init__(self, thread_id: str, reason: str, hint: str) -> None:
+        self.thread_id = thread_id
+        self.reason = reason
+        super().__init__(f"thread {thread_id}: {reason}; {hint}")

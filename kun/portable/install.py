@@ -11,6 +11,13 @@ Every import ends the log with ``thread_imported`` (:func:`mark_imported`):
 what came before was recorded elsewhere, so a rewind never restores its
 file checkpoints here. Comparing a staged thread with one already in the
 home (:func:`same_thread`) looks past that last line on both sides.
+
+Replacing a thread (``--replace``) never destroys it: :func:`replace` moves
+the thread as it is to the trash (``kun restore`` brings it back), then
+renames the staged one into its place. A crash between the two renames
+leaves the old thread in the trash and the new one in the staging
+directory, never neither; a failure of the second rename moves the old one
+back.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from pathlib import Path
 
 from kun.contracts.events import ThreadImported
 from kun.portable.errors import ImportConflict
+from kun.portable.previous import SourceLines
 from kun.runtime.clock import now_ms
 from kun.store.codec import encode_line
 from kun.store.lock import lock_thread
@@ -78,20 +86,31 @@ def install(stage: Path, home: Path, thread_id: str, hint: str) -> None:
     _fsync_dir(root)
 
 
-def replace(stage: Path, home: Path, thread_id: str) -> None:
-    """Put the staged thread in place of the existing one, holding its
-    writer lock so a running turn is never swapped out under its writer."""
+def replace(stage: Path, home: Path, thread_id: str) -> Path:
+    """Put the staged thread in place of the existing one, which goes to the
+    trash (returned: where). Holds the old thread's writer lock while it
+    moves, so a thread being written is refused, never swapped out under
+    its writer."""
+    from kun.app.trash import trash_entry
+
     target = thread_dir(home, thread_id)
     staged = thread_dir(stage, thread_id)
     (staged / LOCK_NAME).unlink(missing_ok=True)
     fsync_tree(staged)
+    entry = trash_entry(home, thread_id)
     lock_fd = lock_thread(thread_id, target / LOCK_NAME)
     try:
-        os.rename(target, stage / "replaced")
-        os.rename(staged, target)
+        os.rename(target, entry)
+        try:
+            os.rename(staged, target)
+        except OSError:
+            os.rename(entry, target)
+            raise
     finally:
         os.close(lock_fd)
+    _fsync_dir(entry.parent)
     _fsync_dir(threads_root(home))
+    return entry
 
 
 def mark_imported(
@@ -100,18 +119,24 @@ def mark_imported(
     last_seq: int,
     source: str = "bundle",
     workspace: Path | None = None,
-) -> None:
-    """Append ``thread_imported`` (seq ``last_seq + 1``) to the staged ``log``;
-    ``workspace``: the directory the thread's new turns use here."""
+    lines: SourceLines | None = None,
+) -> int:
+    """Append ``thread_imported`` (seq ``last_seq + 1``) to the staged ``log``
+    and return the size of what it follows; ``workspace``: the directory the
+    thread's new turns use here; ``lines``: the session file's lines."""
     event = ThreadImported(
         seq=last_seq + 1,
         at=now_ms(),
         thread_id=thread_id,
         source=source,
         workspace=None if workspace is None else str(workspace),
+        source_lines=None if lines is None else lines.count,
+        source_sha256=None if lines is None else lines.sha256,
     )
     with open(log, "ab") as out:
+        prefix = out.tell()
         out.write(encode_line(event))
+    return prefix
 
 
 def same_thread(staged: Path, existing: Path) -> bool:

@@ -67,3 +67,5 @@ def decode_manifest(data: bytes) -> Manifest:
         return _DECODER.decode(data)
     except msgspec.DecodeError as exc:
         raise ValueError(f"{MANIFEST_MEMBER} is not a kun manifest ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{MANIFEST_MEMBER} is not a kun manifest (nested too deeply)") from None

@@ -10,10 +10,11 @@ output too big for a log line goes to a side file as the runtime's would
 
 The thread id is derived from the source and its session id: ``thr_`` and
 26 base32 characters of ``sha256("<source>:<session id>")``. Importing the
-same session again therefore finds its thread: unchanged, it is reported as
-already imported; changed since (the other agent went on), the import is
-refused unless ``--replace`` (which swaps the whole thread, under its writer
-lock).
+same session again therefore finds its thread, and compares the file with
+what was imported from it (:mod:`kun.portable.reimport`): unchanged, it is
+reported as already imported, with the turns run in kun since; grown or
+rewritten, the import is refused saying how, unless ``--replace`` (the
+thread as it is goes to the trash) or ``--as NEW_ID`` (imported beside it).
 """
 
 from __future__ import annotations
@@ -29,16 +30,24 @@ import msgspec
 
 from kun.contracts.events import Event, ItemCompleted
 from kun.contracts.items import ToolResult
+from kun.portable.depth import MAX_DEPTH, TooDeep, decode_json
 from kun.portable.errors import SourceRefused
-from kun.portable.install import install, mark_imported, replace, same_thread, staging_home
+from kun.portable.install import mark_imported, staging_home
 from kun.portable.logcheck import check_log
-from kun.portable.unbundle import ImportResult
+from kun.portable.previous import SourceLines
+from kun.portable.reimport import ImportResult, Source, settle
 from kun.runtime.sidefiles import SIDE_FILE_THRESHOLD, head
 from kun.store.blobs import FileBlobStore
 from kun.store.jsonl import JsonlEventStore
-from kun.store.paths import LOG_NAME, blobs_dir, thread_dir
+from kun.store.paths import LOG_NAME, blobs_dir, thread_dir, validate_thread_id
 
-__all__ = ["Record", "import_session", "session_thread_id"]
+__all__ = [
+    "Record",
+    "import_session",
+    "parse_records",
+    "read_records",
+    "session_thread_id",
+]
 
 Record = tuple[int, Any]
 """A line number and what the line decoded to."""
@@ -52,45 +61,66 @@ def session_thread_id(source: str, session_id: str) -> str:
 
 
 def import_session(
-    home: Path, path: Path, source: str, *, replace_changed: bool, workspace: Path | None = None
+    home: Path,
+    path: Path,
+    source: str,
+    *,
+    replace_changed: bool,
+    workspace: Path | None = None,
+    as_id: str | None = None,
 ) -> ImportResult:
     """Import the session file at ``path`` (``source``: ``codex`` or
-    ``claude-code``); ``workspace``: where its new turns run here."""
-    events = _importer(source)(path, read_records(path))
-    thread_id = events[0].thread_id
+    ``claude-code``); ``workspace``: where its new turns run here; ``as_id``:
+    the thread's id instead of the one derived from the session's."""
+    wanted = validate_thread_id(as_id) if as_id is not None else None
+    data = _read(path)
+    events = _importer(source)(path, parse_records(path, data))
+    thread_id = wanted or events[0].thread_id
+    if wanted is not None:
+        events = [msgspec.structs.replace(event, thread_id=wanted) for event in events]
+    lines = SourceLines.of(data)
     with staging_home(home) as stage:
         blobs = FileBlobStore(blobs_dir(stage, thread_id), thread_id)
         events = [_spill(event, blobs) for event in events]
         anyio.run(_write, stage, thread_id, events)
-        staged = thread_dir(stage, thread_id)
-        mark_imported(staged / LOG_NAME, thread_id, events[-1].seq, source, workspace)
-        check_log(staged / LOG_NAME)
-        existing = thread_dir(home, thread_id)
-        if same_thread(staged, existing):
-            return ImportResult(thread_id, "already_imported", len(events))
-        if (existing / LOG_NAME).is_file() and replace_changed:
-            replace(stage, home, thread_id)
-            return ImportResult(thread_id, "replaced", len(events))
-        hint = "the session changed since it was imported: --replace imports it again"
-        install(stage, home, thread_id, hint)
-        return ImportResult(thread_id, "imported", len(events))
+        log = thread_dir(stage, thread_id) / LOG_NAME
+        prefix = mark_imported(log, thread_id, events[-1].seq, source, workspace, lines)
+        check_log(log)
+        imported = Source("session", len(events), prefix, data, lines, workspace)
+        return settle(stage, home, thread_id, imported, replace_changed=replace_changed)
 
 
 def read_records(path: Path) -> list[Record]:
-    """Every line of ``path`` that holds something, decoded (``None`` for a
-    line that is not JSON). A file with no JSON object at all is refused."""
+    """Every line of ``path`` that holds something, decoded (see
+    :func:`parse_records`)."""
+    return parse_records(path, _read(path))
+
+
+def _read(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except IsADirectoryError:
         raise SourceRefused(path, "is a directory, not a session file") from None
+
+
+def parse_records(path: Path, data: bytes) -> list[Record]:
+    """Every line of ``data`` (read from ``path``) that holds something,
+    decoded (``None`` for a line that is not JSON). A file with no JSON
+    object at all is refused, and so is a line nested deeper than
+    :data:`MAX_DEPTH`, naming it."""
     records: list[Record] = []
     for number, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
-            records.append((number, msgspec.json.decode(line)))
+            value = decode_json(line)
         except msgspec.DecodeError:
-            records.append((number, None))
+            value = None
+        except TooDeep:
+            raise SourceRefused(
+                path, f"line {number} is nested more than {MAX_DEPTH} levels deep"
+            ) from None
+        records.append((number, value))
     if not any(isinstance(value, dict) for _, value in records):
         raise SourceRefused(path, "no JSON lines: not a session file")
     return records

@@ -10,9 +10,12 @@ log that does not replay or whose event count and last seq differ from the
 manifest's. Nothing is written to the home before all of that passed.
 
 The thread keeps its id unless ``as_id`` gives another
-(:mod:`kun.portable.rethread`). If the id is taken: by the same log and
-side files, the import is a no-op reported as already imported; by anything
-else, it is refused (``--as`` imports a copy).
+(:mod:`kun.portable.rethread`). If the id is taken (see
+:mod:`kun.portable.reimport`): by the same log, or by what this bundle
+imported there before and turns run in kun since, the import is a no-op
+reported as already imported; by anything else, it is refused saying how
+it differs (``--as`` imports a copy, ``--replace`` moves the thread there to
+the trash and imports in its place).
 """
 
 from __future__ import annotations
@@ -20,13 +23,11 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
 from kun.contracts.events import FilesRestoreStarted
 from kun.portable.errors import BundleRefused
-from kun.portable.install import install, mark_imported, same_thread, staging_home
+from kun.portable.install import mark_imported, staging_home
 from kun.portable.logcheck import LogFacts, check_log
 from kun.portable.manifest import (
     BLOB_MEMBER,
@@ -36,6 +37,7 @@ from kun.portable.manifest import (
     Manifest,
     decode_manifest,
 )
+from kun.portable.reimport import ImportResult, Source, settle
 from kun.portable.rethread import rethread_log
 from kun.store.errors import CorruptLog, InvalidThreadId
 from kun.store.paths import BLOBS_NAME, LOG_NAME, thread_dir, validate_thread_id
@@ -50,19 +52,19 @@ _RESTORING = (
 _MAX_MANIFEST = 1 << 24
 
 
-@dataclass(frozen=True)
-class ImportResult:
-    thread_id: str
-    outcome: Literal["imported", "already_imported", "replaced"]
-    events: int
-
-
 def import_bundle(
-    home: Path, path: Path, *, as_id: str | None = None, workspace: Path | None = None
+    home: Path,
+    path: Path,
+    *,
+    as_id: str | None = None,
+    workspace: Path | None = None,
+    replace_changed: bool = False,
 ) -> ImportResult:
     """Verify the bundle at ``path`` and install its thread in ``home``;
     ``workspace``: where its new turns run here (default: the path its log
-    names, which may mean something else on this machine)."""
+    names, which may mean something else on this machine);
+    ``replace_changed``: put it in place of a thread of that id that differs
+    (which goes to the trash)."""
     wanted = validate_thread_id(as_id) if as_id is not None else None
     try:
         tar = tarfile.open(path, "r:*")
@@ -92,12 +94,9 @@ def import_bundle(
             )
         if facts.state is not None and isinstance(facts.state.restoring, FilesRestoreStarted):
             raise BundleRefused(path, _RESTORING)
-        mark_imported(staged / LOG_NAME, target_id, facts.last_seq, workspace=workspace)
-        if same_thread(staged, thread_dir(home, target_id)):
-            return ImportResult(target_id, "already_imported", facts.events)
-        hint = "give --as NEW_ID to import it as another thread"
-        install(stage, home, target_id, hint)
-        return ImportResult(target_id, "imported", facts.events)
+        prefix = mark_imported(staged / LOG_NAME, target_id, facts.last_seq, workspace=workspace)
+        imported = Source("bundle", facts.events, prefix, workspace=workspace)
+        return settle(stage, home, target_id, imported, replace_changed=replace_changed)
 
 
 def _members(path: Path, tar: tarfile.TarFile, room: int) -> dict[str, tarfile.TarInfo]:

@@ -14,6 +14,9 @@
     ├── BlankPrompt         a turn or steering message with no text (and no
     │                       attachment): history repair would drop it and
     │                       send a body no provider accepts
+    ├── WorkspaceMissing    a turn on a thread whose workspace folder does not
+    │                       exist here (an imported thread names the other
+    │                       machine's): refused before anything is recorded
     ├── ThreadNotOpen       the recorder has not opened the thread
     ├── ThreadExists        thread_created for a thread that has events
     └── RecorderNotRunning  record() outside ``async with recorder``
@@ -152,3 +155,25 @@ class SeqOutOfRange(UserMistake):
         self.thread_id = thread_id
         self.seq = seq
         self.last_seq = last_seq
+
+
+class WorkspaceMissing(UserMistake):
+    """The thread's workspace is not a folder here, so no tool could work in
+    it: the turn is refused before it is recorded, saying how to give the
+    thread one (``str``: the command line's words; :meth:`over_http`: the
+    API's)."""
+
+    def __init__(self, thread_id: str, workspace: str) -> None:
+        self.thread_id = thread_id
+        self.workspace = workspace
+        super().__init__(
+            f"the thread's workspace {workspace} does not exist here; "
+            f"kun run --thread {thread_id} --workspace DIR PROMPT "
+            f"(or kun resume {thread_id} --workspace DIR) gives it one"
+        )
+
+    def over_http(self) -> str:
+        return (
+            f"the thread's workspace {self.workspace} does not exist here; "
+            f'PATCH /v1/threads/{self.thread_id} with {{"workspace": DIR}} gives it one'
+        )

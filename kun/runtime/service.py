@@ -36,7 +36,7 @@ from kun.runtime.checkpoints import rewind_files, undo_rewind_files
 from kun.runtime.compact_turn import run_compaction
 from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.control import TurnControl
-from kun.runtime.errors import SeqOutOfRange, ThreadBusy, UnknownTurn
+from kun.runtime.errors import SeqOutOfRange, ThreadBusy, UnknownTurn, WorkspaceMissing
 from kun.runtime.gates import Gate
 from kun.runtime.loop import Outcome, run_turn, settle_events
 from kun.runtime.orphans import orphan_events
@@ -255,7 +255,8 @@ class TurnService(TurnControl):
         is settled as ``orphaned`` first, so two turns are never open. The
         first turn of an untitled thread titles it from ``text``. A
         blank prompt or an attachment that cannot be sent is refused first,
-        and nothing is recorded (:mod:`kun.runtime.turn_input`).
+        and nothing is recorded (:mod:`kun.runtime.turn_input`); so is a
+        thread whose workspace is not a folder here (``WorkspaceMissing``).
         ``model``, ``limits``, ``reasoning_effort`` and ``context_window``
         replace the service's for this turn only (a server runs each thread
         on its own model); without ``context_window`` the turn's model's
@@ -269,7 +270,10 @@ class TurnService(TurnControl):
         limits = limits or self.limits
         effort = reasoning_effort if reasoning_effort is not None else self.reasoning_effort
         state = await self._open(thread_id)
-        context = await self._turn_context(Path(state.settings.workspace or "."), effort)
+        workspace = state.settings.workspace
+        if workspace and not await anyio.Path(workspace).is_dir():
+            raise WorkspaceMissing(thread_id, workspace)
+        context = await self._turn_context(Path(workspace or "."), effort)
         attachments = await keep_attachments(self.recorder.store.blobs(thread_id), attachments)
         async with self._lock(thread_id):
             await self._settle_leftovers(thread_id, "start another turn")

@@ -121,14 +121,10 @@ class Backend:
         return self._options.get(thread_id, self.defaults)
 
     async def create(self, body: CreateThread) -> str:
-        workspace = Path(body.workspace) if body.workspace else Path.cwd()
-        if not await anyio.Path(workspace).is_dir():
-            raise ApiError(
-                400, "invalid_workspace", f"{workspace} is not a folder here", "workspace"
-            )
+        workspace = await _folder(Path(body.workspace) if body.workspace else Path.cwd())
         provider, model = self._target(body.provider, body.model, None)
         settings = ThreadSettings(
-            workspace=str(workspace.resolve()),
+            workspace=str(workspace),
             provider=provider,
             model=model,
             approval_policy=body.approval_policy or self.approval_policy,
@@ -152,6 +148,10 @@ class Backend:
             state.settings.approval_policy
         ):
             changes["approval_policy"] = body.approval_policy
+        if body.workspace is not None:
+            workspace = str(await _folder(Path(body.workspace)))
+            if workspace != state.settings.workspace:
+                changes["workspace"] = workspace
         if changes:
             await self.service.update_thread(thread_id, **changes)
         if body.title is not None:
@@ -201,6 +201,13 @@ class Backend:
         if self.router is None:
             return None
         return choose_model(self.router, settings=settings)
+
+
+async def _folder(path: Path) -> Path:
+    """``path`` resolved, when it is a folder on this machine (a ``workspace``)."""
+    if not await anyio.Path(path).is_dir():
+        raise ApiError(400, "invalid_workspace", f"{path} is not a folder here", "workspace")
+    return Path(await anyio.Path(path).resolve())
 
 
 @asynccontextmanager

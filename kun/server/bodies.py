@@ -88,10 +88,11 @@ class CreateThread(_Body):
 
 
 class UpdateThread(_Body):
-    """Only the fields given change. ``provider``/``model`` and
-    ``approval_policy`` and ``title`` are recorded in the log
-    (``thread_updated``); ``reasoning_effort`` and ``limits`` apply to the
-    turns this server starts on the thread."""
+    """Only the fields given change. ``provider``/``model``,
+    ``approval_policy``, ``title`` and ``workspace`` (a folder on the
+    server's machine: where the thread's turns run from now on) are recorded
+    in the log (``thread_updated``); ``reasoning_effort`` and ``limits``
+    apply to the turns this server starts on the thread."""
 
     title: _Name | None = None
     provider: _Name | None = None
@@ -99,6 +100,7 @@ class UpdateThread(_Body):
     approval_policy: ApprovalPolicy | None = None
     reasoning_effort: _Name | None = None
     limits: Limits | None = None
+    workspace: str | None = None
 
 
 class Upload(_Body):

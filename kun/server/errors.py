@@ -31,6 +31,7 @@ from kun.runtime.errors import (
     ThreadBusy,
     TurnNotRunning,
     UnknownTurn,
+    WorkspaceMissing,
 )
 from kun.store.errors import InvalidThreadId, ThreadLocked, ThreadNotFound
 
@@ -49,11 +50,17 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (SteeringFull, 409, "steering_full"),
     (NothingToUndo, 409, "nothing_to_undo"),
     (ThreadLocked, 409, "thread_locked"),
+    (WorkspaceMissing, 409, "workspace_missing"),
     (BlankPrompt, 422, "blank"),
     (SeqOutOfRange, 422, "seq_out_of_range"),
     (AttachmentTooLarge, 413, "attachment_too_large"),
 )
-_FIELD = {InvalidThreadId: "thread_id", BlankPrompt: "text", SeqOutOfRange: "at_seq"}
+_FIELD = {
+    InvalidThreadId: "thread_id",
+    BlankPrompt: "text",
+    SeqOutOfRange: "at_seq",
+    WorkspaceMissing: "workspace",
+}
 
 
 class ApiError(Exception):
@@ -101,7 +108,8 @@ async def _kun_error(request: Request, exc: Exception) -> Response:
     status, code, field = status_of(exc)
     if status >= 500:
         _log.error("%s %s: %s", request.method, request.url.path, exc)
-    return error_response(status, code, str(exc), field)
+    message = exc.over_http() if isinstance(exc, WorkspaceMissing) else str(exc)
+    return error_response(status, code, message, field)
 
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}

@@ -103,7 +103,12 @@ QUERY: dict[tuple[str, str], tuple[dict[str, Any], ...]] = {
     ("POST", "/v1/threads/import"): (
         _q("from", {"type": "string", "enum": ["claude-code", "codex", "kun"], "default": "kun"},
            "What the body is: a kun bundle, or another tool's session"),
-        _q("as", {"type": "string"}, "A bundle's thread id here (bundles only)"),
+        _q("as", {"type": "string"}, "The thread's id here (beside a thread the import finds)"),
+        _q("replace", {"type": "integer", "enum": [0, 1], "default": 0},
+           "1: import what changed since it was imported in place of its thread, "
+           "which goes to the trash"),
+        _q("workspace", {"type": "string"},
+           "Where the thread's new turns run: an absolute path to a folder on the server"),
         _q("name", {"type": "string"}, "The uploaded file's name"),
     ),
 }  # fmt: skip

@@ -14,9 +14,11 @@ is the app's middleware's business, as for every route.
 
 A refused bundle is 400 ``bundle_refused`` whose message is the reason
 (which names the member: ``blobs/<sha256>``, ``events.jsonl``); the
-client puts its own file's name in front. A thread id already taken by
-other content is 409 ``thread_exists`` (``?as=ID`` imports a copy).
-``--replace`` is not offered here: the server may hold the thread open.
+client puts its own file's name in front. What was imported before and
+changed since is 409 ``import_changed`` saying how (the records or events
+it gained, the turns the thread ran here since); ``?replace=1`` moves the
+thread to the trash and imports in its place (refused while the thread is
+being written: its writer lock is taken first), ``?as=ID`` imports a copy.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from kun.portable.bundle import default_bundle_name, export_thread
-from kun.portable.errors import BundleRefused, ImportConflict, SourceRefused
-from kun.portable.unbundle import ImportResult, import_bundle
+from kun.portable.errors import BundleRefused, ImportChanged, ImportConflict, SourceRefused
+from kun.portable.reimport import HTTP_HINT, ImportResult
+from kun.portable.unbundle import import_bundle
 from kun.server.errors import ApiError
 from kun.server.threads import backend_of, json_response
 
@@ -97,11 +100,12 @@ async def import_(request: Request) -> Response:
     backend = backend_of(request)
     source = request.query_params.get("from", "kun")
     as_id = request.query_params.get("as") or None
+    replace = _flag(request.query_params.get("replace"))
     if source not in _SOURCES:
         raise ApiError(400, "invalid_source", f"from: one of {', '.join(sorted(_SOURCES))}", "from")
-    if as_id is not None and source != "kun":
+    if as_id is not None and replace:
         raise ApiError(
-            400, "invalid_as", "as is for bundles: a session's thread id is derived", "as"
+            400, "invalid_replace", "replace and as: give one (as imports beside it)", "replace"
         )
     workspace = _workspace(request.query_params.get("workspace"))
     _check_length(request)
@@ -111,13 +115,33 @@ async def import_(request: Request) -> Response:
         body = scratch / name
         await _receive(request, body)
         result = await anyio.to_thread.run_sync(
-            partial(_install, backend.home, body, source, as_id, workspace)
+            partial(_install, backend.home, body, source, as_id, workspace, replace)
         )
     finally:
         await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
     status = 200 if result.outcome == "already_imported" else 201
-    answer = {"thread_id": result.thread_id, "outcome": result.outcome, "events": result.events}
+    trashed = None
+    if result.trashed is not None:
+        trashed = result.trashed.relative_to(backend.home).as_posix()
+    answer = {
+        "thread_id": result.thread_id,
+        "outcome": result.outcome,
+        "events": result.events,
+        "detail": result.detail,
+        "trashed": trashed,
+    }
     return json_response(answer, status)
+
+
+def _flag(value: str | None) -> bool:
+    """A yes/no query parameter: absent, ``0``, ``false`` or ``no`` is no."""
+    if value is None:
+        return False
+    if value.lower() in ("", "0", "false", "no"):
+        return False
+    if value.lower() in ("1", "true", "yes"):
+        return True
+    raise ApiError(400, "invalid_replace", "replace: 1 or 0", "replace")
 
 
 def _scratch(home: Path, prefix: str) -> Path:
@@ -160,18 +184,30 @@ def _workspace(given: str | None) -> Path | None:
 
 
 def _install(
-    home: Path, body: Path, source: str, as_id: str | None, workspace: Path | None
+    home: Path,
+    body: Path,
+    source: str,
+    as_id: str | None,
+    workspace: Path | None,
+    replace: bool,
 ) -> ImportResult:
     from kun.portable.sessions import import_session
 
     try:
         if source == "kun":
-            return import_bundle(home, body, as_id=as_id, workspace=workspace)
-        return import_session(home, body, source, replace_changed=False, workspace=workspace)
+            return import_bundle(
+                home, body, as_id=as_id, workspace=workspace, replace_changed=replace
+            )
+        return import_session(
+            home, body, source, replace_changed=replace, workspace=workspace, as_id=as_id
+        )
     except BundleRefused as exc:
         raise ApiError(400, "bundle_refused", exc.reason) from None
     except SourceRefused as exc:
         raise ApiError(400, "source_refused", exc.reason) from None
+    except ImportChanged as exc:
+        message = f"thread {exc.thread_id}: {exc.reason}; {HTTP_HINT}"
+        raise ApiError(409, "import_changed", message, "replace") from None
     except ImportConflict as exc:
         raise ApiError(409, "thread_exists", str(exc), "as") from None
 

@@ -45,11 +45,13 @@ from msgspec.structs import force_setattr
 from kun.contracts.events import (
     EVENT_TYPES,
     KINDS,
+    EpochMs,
     Event,
     EventBase,
     ItemCompleted,
     ItemCreated,
     ItemUpdated,
+    Seq,
 )
 from kun.contracts.items import ToolCall
 from kun.domain.upcast import CURRENT_VERSION, upcast
@@ -79,8 +81,13 @@ _TAG: dict[type[EventBase], str] = {t: str(t.__struct_config__.tag) for t in EVE
 
 
 class _Envelope(msgspec.Struct):
+    """What any line must hold, whatever its kind: a seq out of range is
+    corruption even on a kind this kun does not know (a writer would carry on
+    from it)."""
+
     kind: str
-    seq: int = 0
+    seq: Seq | None = None
+    at: EpochMs = 0
     v: int = 1
 
 
@@ -246,7 +253,7 @@ def _decode_slow(line: bytes) -> Event:
     except RecursionError:
         raise TooDeep() from None
     if envelope.kind not in KINDS:
-        raise UnknownKind(envelope.kind, envelope.seq)
+        raise UnknownKind(envelope.kind, envelope.seq or 0)
     if envelope.v < 1:
         raise WrongShape(f"{envelope.kind!r} has version {envelope.v}; versions start at 1")
     try:
@@ -257,7 +264,7 @@ def _decode_slow(line: bytes) -> Event:
         return _DECODER.decode(ENCODER.encode(raw))
     except msgspec.ValidationError as exc:
         if envelope.v > CURRENT_VERSION.get(envelope.kind, 1):
-            raise UnknownKind(f"{envelope.kind} v{envelope.v}", envelope.seq) from None
+            raise UnknownKind(f"{envelope.kind} v{envelope.v}", envelope.seq or 0) from None
         raise WrongShape(f"invalid {envelope.kind!r} event: {exc}") from None
 
 

@@ -74,6 +74,8 @@ def scan_tail(fd: int, path: Path) -> Tail:
             continue
         except WrongShape as exc:
             _raise_corrupt(fd, path, start, exc.reason)
+        if seq < 1:
+            _raise_corrupt(fd, path, start, f"seq {seq}: a log's seqs start at 1")
         return Tail(last_seq=seq, good_end=good_end, torn=_torn(fd, torn, size))
     return Tail(last_seq=0, good_end=good_end, torn=_torn(fd, torn, size))
 

@@ -22,6 +22,7 @@ import json
 
 import msgspec
 
+from kun.contracts.events import EpochMs, Seq
 from kun.store.codec import LineError, TooDeep, UnknownKind, decode_line
 
 __all__ = ["MAX_CANDIDATES", "untorn_reason"]
@@ -36,8 +37,8 @@ _SCAN = json.JSONDecoder()
 
 class _Envelope(msgspec.Struct):
     kind: str
-    seq: int
-    at: int
+    seq: Seq
+    at: EpochMs
     thread_id: str
 
 

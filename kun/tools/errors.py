@@ -42,6 +42,7 @@ UNKNOWN_TOOL = "unknown_tool"
 INVALID_ARGUMENTS = "invalid_arguments"
 TOOL_EXECUTION_FAILED = "tool_execution_failed"
 OUTSIDE_WORKSPACE = "outside_workspace"
+WORKSPACE_MISSING = "workspace_missing"
 TIMEOUT = "timeout"
 
 

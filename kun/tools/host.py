@@ -11,7 +11,9 @@ three layers of SPEC §6.3 as far as the host is concerned:
    rule it broke, then the tool's parameters). A tool's own
    :class:`~kun.tools.errors.ToolError` keeps its code.
 2. A crashing tool: any other exception becomes ``tool_execution_failed``
-   with the exception's type and message; the turn lives on.
+   with the exception's type and message; the turn lives on. A missing file
+   when the workspace itself is gone (removed during the turn) is
+   ``workspace_missing``, saying so instead.
 3. Cancellation (``anyio.get_cancelled_exc_class()``) propagates untouched.
 
 Arguments are validated with ``jsonschema`` (Draft 2020-12) against the
@@ -38,7 +40,13 @@ from kun.tools.base import Tool, ToolContext, ToolEffect, ToolOutput
 from kun.tools.builtin import builtin_tools
 from kun.tools.builtin.user_input import NAME as USER_INPUT
 from kun.tools.environment import ToolEnvironment
-from kun.tools.errors import INVALID_ARGUMENTS, TOOL_EXECUTION_FAILED, UNKNOWN_TOOL, ToolError
+from kun.tools.errors import (
+    INVALID_ARGUMENTS,
+    TOOL_EXECUTION_FAILED,
+    UNKNOWN_TOOL,
+    WORKSPACE_MISSING,
+    ToolError,
+)
 
 _MAX_REPORTED_ERRORS = 5
 _MAX_MESSAGE_CHARS = 300
@@ -122,6 +130,13 @@ class ToolHost:
         except ToolError as exc:
             return ToolOutput(output=exc.message, is_error=True, code=exc.code)
         except Exception as exc:
+            if isinstance(exc, FileNotFoundError) and not await anyio.Path(ctx.workspace).is_dir():
+                return ToolOutput(
+                    output=f"The tool {name} failed: the workspace {ctx.workspace} does not "
+                    "exist (removed or moved during the turn); no tool can work in it.",
+                    is_error=True,
+                    code=WORKSPACE_MISSING,
+                )
             return ToolOutput(
                 output=f"The tool {name} failed: {type(exc).__name__}: {exc}",
                 is_error=True,

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from kun.domain.state import ThreadState
-from kun.portable.errors import ImportConflict, SourceRefused
+from kun.portable.errors import ImportChanged, SourceRefused
 from kun.portable.sessions import import_session, session_thread_id
 from kun.store.paths import blobs_dir, log_path
 from kun.store.replay import replay_log
@@ -266,13 +266,13 @@ def test_importing_again_finds_the_same_thread(tmp_path: Path, source: str, line
     again = import_session(home, path, source, replace_changed=False)
     assert (again.thread_id, again.outcome) == (first.thread_id, "already_imported")
     _write(path, [*lines(), *lines()[-3:]])
-    with pytest.raises(ImportConflict, match="--replace"):
+    with pytest.raises(ImportChanged, match="the session has 3 new records since it was imported"):
         import_session(home, path, source, replace_changed=False)
     assert log_path(home, first.thread_id).read_bytes() == log
     replaced = import_session(home, path, source, replace_changed=True)
     assert (replaced.thread_id, replaced.outcome) == (first.thread_id, "replaced")
     assert len(_items(_state(home, first.thread_id))) > len(_items(replay_log_bytes(tmp_path, log)))
-    assert [p.name for p in home.iterdir()] == ["threads"]
+    assert sorted(p.name for p in home.iterdir()) == ["threads", "trash"]
 
 
 def replay_log_bytes(tmp_path: Path, data: bytes) -> ThreadState:

@@ -70,6 +70,8 @@ async def test_a_round_trip_between_two_servers_changes_nothing(tmp_path: Path) 
             "thread_id": "thr_source",
             "outcome": "imported",
             "events": facts["events"],
+            "detail": "",
+            "trashed": None,
         }
         got = (await two.client.get("/v1/threads/thr_source")).json()
         assert got.pop("imported_through") == got["last_seq"] == projection["last_seq"] + 1
@@ -171,8 +173,10 @@ async def test_bad_query_values_are_400(tmp_path: Path) -> None:
     async with api(tmp_path) as served:
         wrong = await served.client.post("/v1/threads/import?from=nope", content=b"x")
         assert (wrong.status_code, wrong.json()["error"]["field"]) == (400, "from")
-        both = await served.client.post("/v1/threads/import?from=codex&as=thr_x", content=b"x")
-        assert (both.status_code, both.json()["error"]["field"]) == (400, "as")
+        both = await served.client.post("/v1/threads/import?replace=1&as=thr_x", content=b"x")
+        assert (both.status_code, both.json()["error"]["field"]) == (400, "replace")
+        odd = await served.client.post("/v1/threads/import?replace=maybe", content=b"x")
+        assert (odd.status_code, odd.json()["error"]["field"]) == (400, "replace")
         junk = await served.client.post("/v1/threads/import", content=b"junk")
         assert junk.json()["error"]["message"] == "not a kun bundle (not a tar archive)"
 

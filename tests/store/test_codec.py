@@ -106,10 +106,11 @@ def test_tool_call_arguments_are_the_only_raw_field() -> None:
 
 def test_decoded_tool_call_arguments_do_not_share_the_block() -> None:
     event = every_kind()[9]
-    line = encode_line(event)
-    block = b"x\n" + line * 2 + b"y\n"
-    decoded = decode_block(block, 2, 2 + 2 * len(line), stale_types(), TID)
-    assert decoded == [event, event]
+    following = msgspec.structs.replace(event, seq=event.seq + 1)
+    lines = encode_line(event) + encode_line(following)
+    block = b"x\n" + lines + b"y\n"
+    decoded = decode_block(block, 2, 2 + len(lines), stale_types(), TID)
+    assert decoded == [event, following]
 
 
 def test_a_line_leaves_out_the_thread_id_and_what_is_at_its_default() -> None:
