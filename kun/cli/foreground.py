@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import anyio
+
+from kun.app.sandboxing import require_sandbox, sandbox_settings
 from kun.app.selection import SwitchableModel, choose_model, continue_thread
 from kun.app.session import open_service
 from kun.app.settings import RuntimeSettings, runtime_settings
@@ -60,10 +63,15 @@ async def open_foreground(
     options: ForegroundOptions, thread_id: str | None
 ) -> AsyncIterator[Foreground]:
     """Everything open until the block ends; ``thread_id`` (when given) is
-    opened to continue with the model and approval policy asked for."""
+    opened to continue with the model and approval policy asked for. Where
+    the approval policy of new threads runs commands sandboxed, a ``bwrap``
+    that cannot start is one line before anything opens
+    (:func:`~kun.app.sandboxing.require_sandbox`)."""
     home, provider, model = options.home, options.provider, options.model
     config = load_config(options.config, home=home)
     runtime = runtime_settings(config, options.runtime)
+    approval = options.approval or runtime.approval_policy
+    await anyio.to_thread.run_sync(require_sandbox, sandbox_settings(config, home), approval)
     router = build_router(config)
     chosen = SwitchableModel(choose_model(router, provider=provider, model=model))
     async with (
@@ -76,6 +84,7 @@ async def open_foreground(
             system_prompt=runtime.system_prompt,
             reasoning_effort=runtime.reasoning_effort,
             repetition=runtime.repetition,
+            approval=approval,
         ) as service,
     ):
         if thread_id is not None:

@@ -88,6 +88,7 @@ def _check_free(host: str, port: int) -> None:
 
 
 def _run(host: str, port: int, token: str | None, config: Path | None, home: Path | None) -> None:
+    from kun.app.sandboxing import require_sandbox, sandbox_settings, serving
     from kun.config import load_config
     from kun.model.factory import build_router
     from kun.observe.setup import preflight
@@ -95,9 +96,14 @@ def _run(host: str, port: int, token: str | None, config: Path | None, home: Pat
     from kun.server.backend import backend_from_config
     from kun.server.runner import serve as run_server
     from kun.store.paths import resolve_home
+    from kun.tools.sandbox import SandboxUnavailable
 
     root = resolve_home(home)
-    loaded = load_config(config, home=root)
+    loaded = serving(load_config(config, home=root))  # commands run sandboxed unless "off"
+    try:
+        require_sandbox(sandbox_settings(loaded, root), None)
+    except SandboxUnavailable as exc:
+        _refuse(str(exc))
     flags = runtime_flags()
     router = build_router(loaded)  # a missing key is one line here, not a traceback in uvicorn
     preflight(loaded)  # and so is tracing asked for but not installed
