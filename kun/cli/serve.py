@@ -2,16 +2,18 @@
 
 The token is read from an environment variable named by ``--token-env``,
 never from the command line (where ``ps`` shows it to every user), and
-removed from kun's environment once read: the commands the model runs
-inherit that environment, and whatever they print is recorded and sent to
-the provider, whatever the variable is called. A bind
+removed from kun's environment once read, erased from the process's initial
+environment block too (``/proc/<pid>/environ``): the commands the model
+runs inherit that environment, and whatever they print is recorded and sent
+to the provider, whatever the variable is called. Commands run sandboxed
+unless ``[tools.bash] sandbox = "off"`` (:mod:`kun.app.sandboxing`): no
+``/proc`` of kun's, no route to its port. A bind
 to anything but loopback without a token is refused before anything
 starts: one line, exit status 2.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -57,11 +59,11 @@ def serve(
     Server-Sent Events. Ctrl-C (or SIGTERM) interrupts running turns (the
     log records them as aborted) and stops."""
     from kun.server.auth import NeedsToken, check_bind
-    from kun.tools.environment import hold_secret
+    from kun.tools.environment import hold_secret, take_variable
 
     token: str | None = None
     if token_env is not None:
-        token = os.environ.pop(token_env, None) or None  # no command the model runs inherits it
+        token = take_variable(token_env) or None  # no command the model runs inherits it
         if token is None:
             _refuse(f"--token-env {token_env}: ${token_env} is not set or empty")
         else:
