@@ -235,8 +235,9 @@ _OFFLINE = re.compile(
 
 def denial(output: str, policy: SandboxPolicy) -> str | None:
     """What the sandbox probably refused, judged from the output of a
-    command that failed under ``policy``; ``None`` when nothing points at
-    it. (A guess by design: the command's own messages are all there is.)"""
+    command run under ``policy``, whatever its exit code (``a; b`` exits as
+    ``b`` did); ``None`` when nothing points at it. (A guess by design: the
+    command's own messages are all there is.)"""
     reasons = []
     if _READ_ONLY.search(output):
         reasons.append(

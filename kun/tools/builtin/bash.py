@@ -249,7 +249,7 @@ def _result(
             "[a background process still holds the output; kun stopped reading it, so its "
             "next write will fail. Redirect background output to a file: cmd > log 2>&1 &]\n"
         )
-    if sandbox is not None and code != 0 and (reason := denial(output, sandbox)):
+    if sandbox is not None and (reason := denial(output, sandbox)):
         output += (
             f"[sandbox_denied: this command ran in kun's sandbox, which forbids it: {reason}. "
             "Do not try to get around it: do without, or tell the user, who can widen "
