@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,3 +319,38 @@ def test_mounts_go_parents_first(tmp_path: Path) -> None:
     assert "--unshare-net" not in bwrap_argv(
         "bwrap", SandboxPolicy(workspace=workspace, network=True), ["true"]
     )
+
+
+SANDBOXED_RUNNER = """
+import sys
+from pathlib import Path
+
+import anyio
+
+from kun.tools import ToolContext
+from kun.tools.builtin.bash import Bash
+from kun.tools.sandbox import SandboxSettings
+
+workspace = Path(sys.argv[1])
+command = "sleep 4242.2121 & (sleep 4242.2222 & wait) & echo started > started; wait"
+ctx = ToolContext(workspace=workspace, thread_id="t", turn_id="u", call_id="c")
+anyio.run(Bash(sandbox=SandboxSettings(mode="on")).run, {"command": command}, ctx)
+"""
+
+
+async def test_sandboxed_processes_die_with_a_sigkilled_kun(ws: Path) -> None:
+    markers = ("4242.2121", "4242.2222")
+    process = await anyio.open_process([sys.executable, "-c", SANDBOXED_RUNNER, str(ws)])
+    async with process:
+        try:
+            for _ in range(1500):
+                if (ws / "started").exists() and all(running(m) for m in markers):
+                    break
+                await anyio.sleep(0.02)
+            assert all(running(m) for m in markers)
+            process.kill()
+            await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+        assert all([await gone(m) for m in markers])
