@@ -112,3 +112,13 @@ async def test_without_bwrap_full_auto_refuses_in_one_line_before_asking_the_mod
     assert "apt-get install bubblewrap" in err and 'sandbox = "off"' in err
     assert provider.requests == []
     assert not (tmp_path / "ws" / "ran.txt").exists()
+
+
+async def test_the_demo_needs_no_bwrap(tmp_path: Path) -> None:
+    """The README's quick start, ``kun demo``, on a machine without
+    bubblewrap: the demo runs ``on-request``, which needs no sandbox."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    code, out, err = await _kun("demo", "--home", str(tmp_path / "home"), env={"PATH": str(empty)})
+    assert code == 0, err
+    assert "bubblewrap" not in out + err
