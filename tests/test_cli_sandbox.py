@@ -21,11 +21,10 @@ from kun.contracts.model import CompletedChunk, TextDeltaChunk
 from kun.model.scripted import tool_reply
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
-]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed"
+)
 
 DONE = FakeResponse(chunks=(TextDeltaChunk(text="done"), CompletedChunk(stop_reason="stop")))
 
@@ -78,6 +77,7 @@ async def _run_full_auto(
     return code, out, err, provider
 
 
+@needs_bwrap
 async def test_full_auto_runs_bash_sandboxed(tmp_path: Path, outside: Path) -> None:
     target = outside / "escaped.txt"
     code, _, err, provider = await _run_full_auto(
@@ -90,6 +90,7 @@ async def test_full_auto_runs_bash_sandboxed(tmp_path: Path, outside: Path) -> N
     assert "[sandbox_denied:" in result and "Read-only file system" in result
 
 
+@needs_bwrap
 async def test_sandbox_off_lets_full_auto_write_anywhere(tmp_path: Path, outside: Path) -> None:
     target = outside / "escaped.txt"
     code, _, err, _ = await _run_full_auto(
@@ -99,6 +100,7 @@ async def test_sandbox_off_lets_full_auto_write_anywhere(tmp_path: Path, outside
     assert target.exists()
 
 
+@needs_bwrap
 async def test_without_bwrap_full_auto_refuses_in_one_line_before_asking_the_model(
     tmp_path: Path,
 ) -> None:
