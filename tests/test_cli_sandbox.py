@@ -100,7 +100,6 @@ async def test_sandbox_off_lets_full_auto_write_anywhere(tmp_path: Path, outside
     assert target.exists()
 
 
-@needs_bwrap
 async def test_without_bwrap_full_auto_refuses_in_one_line_before_asking_the_model(
     tmp_path: Path,
 ) -> None:
@@ -124,3 +123,24 @@ async def test_the_demo_needs_no_bwrap(tmp_path: Path) -> None:
     code, out, err = await _kun("demo", "--home", str(tmp_path / "home"), env={"PATH": str(empty)})
     assert code == 0, err
     assert "bubblewrap" not in out + err
+
+
+@needs_bwrap
+async def test_continuing_a_full_auto_thread_without_bwrap_refuses_before_the_turn(
+    tmp_path: Path,
+) -> None:
+    code, _, err, _ = await _run_full_auto(tmp_path, "true")
+    assert code == 0, err
+    thread_id = err.split()[1]
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    async with FakeProvider([DONE], format="chat_completions") as provider:
+        code, out, err = await _kun(
+            "run", "again", "--thread", thread_id,
+            "--config", str(_config(tmp_path, provider.base_url)),
+            "--home", str(tmp_path / "home"),
+            env={"PATH": str(empty)},
+        )  # fmt: skip
+    assert code != 0 and out == ""
+    assert err.count("\n") == 1 and "apt-get install bubblewrap" in err
+    assert provider.requests == []

@@ -64,9 +64,9 @@ async def open_foreground(
 ) -> AsyncIterator[Foreground]:
     """Everything open until the block ends; ``thread_id`` (when given) is
     opened to continue with the model and approval policy asked for. Where
-    the approval policy of new threads runs commands sandboxed, a ``bwrap``
-    that cannot start is one line before anything opens
-    (:func:`~kun.app.sandboxing.require_sandbox`)."""
+    the approval policy of new threads, or of the thread continued, runs
+    commands sandboxed, a ``bwrap`` that cannot start is one line before
+    any turn runs (:func:`~kun.app.sandboxing.require_sandbox`)."""
     home, provider, model = options.home, options.provider, options.model
     config = load_config(options.config, home=home)
     runtime = runtime_settings(config, options.runtime)
@@ -97,4 +97,6 @@ async def open_foreground(
                 model_name=model,
                 approval=options.approval,
             )
+            policy = service.state(thread_id).settings.approval_policy
+            await anyio.to_thread.run_sync(require_sandbox, sandbox_settings(config, home), policy)
         yield Foreground(config, runtime, router, chosen, service)
