@@ -6,7 +6,8 @@ reach the network, read ``/proc/<kun's pid>/environ`` and call kun's own
 loopback API. Inside it (:func:`bwrap_argv`):
 
 * the whole filesystem is read-only (``--ro-bind / /``) but the workspace,
-  a private ``/tmp`` and the paths of ``[tools.bash] writable``;
+  a private ``/tmp`` (``TMPDIR`` points there, wherever it pointed) and the
+  paths of ``[tools.bash] writable``;
 * kun's home, the configuration file in use when it lies outside the
   workspace, and the user's secret places (:data:`SECRET_PLACES` under
   ``~``) are hidden: an empty directory (or an empty file) over each;
@@ -151,6 +152,7 @@ def bwrap_argv(bwrap: str, policy: SandboxPolicy, argv: Sequence[str]) -> list[s
         "--proc", "/proc",
         "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--die-with-parent", "--new-session",
+        "--setenv", "TMPDIR", "/tmp",
     ]  # fmt: skip
     if not policy.network:
         options.append("--unshare-net")
@@ -183,7 +185,7 @@ def _mounts(policy: SandboxPolicy) -> list[tuple[Path, MountKind]]:
     for path in {_real(p) for p in (policy.workspace, *policy.writable)}:
         if path.exists():
             mounts.append((path, "write"))
-    mounts.sort(key=lambda mount: (len(mount[0].parts), mount[1] == "write"))
+    mounts.sort(key=lambda mount: (len(mount[0].parts), mount[1] == "write", str(mount[0])))
     return mounts
 
 

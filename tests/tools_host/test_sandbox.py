@@ -97,6 +97,15 @@ async def test_writable_widens_the_sandbox(ws: Path, outside: Path) -> None:
     assert (outside / "widened.txt").read_text() == "ok\n"
 
 
+async def test_tmpdir_is_the_private_tmp(
+    ws: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(outside))
+    result = await bash(ws, 'f=$(mktemp) && echo "made $f"')
+    assert exit_code(result) == 0, result.output
+    assert "made /tmp/" in result.output
+
+
 async def test_a_private_tmp(ws: Path) -> None:
     marker = Path(tempfile.gettempdir()) / "kun-sandbox-private-tmp-marker"
     marker.write_text("host\n")
