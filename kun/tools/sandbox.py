@@ -9,8 +9,9 @@ loopback API. Inside it (:func:`bwrap_argv`):
   a private ``/tmp`` (``TMPDIR`` points there, wherever it pointed) and the
   paths of ``[tools.bash] writable``;
 * kun's home, the configuration file in use when it lies outside the
-  workspace, and the user's secret places (:data:`SECRET_PLACES` under
-  ``~``) are hidden: an empty directory (or an empty file) over each;
+  workspace, the user's secret places (:data:`SECRET_PLACES` under ``~``)
+  and the sockets that act outside the sandbox (:data:`SYSTEM_SOCKETS`)
+  are hidden: an empty directory (or an empty file) over each;
 * the network is off (``--unshare-net``: only a loopback of its own, where
   nothing listens) unless ``network`` is on;
 * the command gets a PID namespace and a ``/proc`` of its own, so no other
@@ -50,6 +51,7 @@ from kun.tools.approval import decide
 
 __all__ = [
     "SECRET_PLACES",
+    "SYSTEM_SOCKETS",
     "SandboxMode",
     "SandboxPolicy",
     "SandboxSettings",
@@ -80,6 +82,20 @@ SECRET_PLACES = (
     ".cargo/credentials.toml",
 )
 """Under the user's home: what the sandbox hides (those that exist)."""
+
+SYSTEM_SOCKETS = (
+    "/run/user/{uid}",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/dbus",
+)
+"""Also hidden (those that exist): sockets that do things outside the
+sandbox for whoever connects (a path socket needs no network): the user's
+runtime directory (the session bus, through which ``systemd-run --user``
+starts anything; agent sockets), the container daemons (root), the system
+bus."""
 
 HOW_TO_FIX = (
     "install bubblewrap (apt-get install bubblewrap) or turn the sandbox off in "
@@ -125,7 +141,7 @@ class SandboxSettings:
         it runs unsandboxed."""
         if not self.wanted(policy):
             return None
-        hidden = (*self.hidden, *_secret_places(Path.home()))
+        hidden = (*self.hidden, *_secret_places(Path.home()), *_system_sockets())
         return SandboxPolicy(
             workspace=workspace,
             writable=tuple(workspace / path.expanduser() for path in self.writable),
@@ -142,6 +158,10 @@ def _project_file(path: Path, workspace: Path) -> bool:
 
 def _secret_places(home: Path) -> tuple[Path, ...]:
     return tuple(home / place for place in SECRET_PLACES)
+
+
+def _system_sockets() -> tuple[Path, ...]:
+    return tuple(Path(place.format(uid=os.getuid())) for place in SYSTEM_SOCKETS)
 
 
 def bwrap_argv(bwrap: str, policy: SandboxPolicy, argv: Sequence[str]) -> list[str]:

@@ -5,6 +5,7 @@ the call instead of running it unsandboxed."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import sys
@@ -178,6 +179,31 @@ async def test_a_home_inside_the_workspace_stays_hidden(ws: Path) -> None:
     result = await bash(ws, "cat .kun/secret.txt; echo w > w.txt", settings)
     assert "the-secret" not in result.output
     assert (ws / "w.txt").read_text() == "w\n"
+
+
+async def test_a_hidden_unix_socket_cannot_be_reached(ws: Path, outside: Path) -> None:
+    """A path socket needs no network: the session bus or docker's would
+    run anything outside the sandbox, so the sandbox hides them."""
+    path = outside / "agent.sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        server.listen()
+        command = (
+            f"{sys.executable} -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+            f's.connect("{path}"); print("connected")\''
+        )
+        refused = await bash(ws, command, SandboxSettings(mode="on", hidden=(path,)))
+        assert "connected" not in refused.output
+        allowed = await bash(ws, command, SandboxSettings(mode="off", hidden=(path,)))
+        assert "connected" in allowed.output
+
+
+def test_the_sandbox_hides_the_sockets_that_act_outside_it(tmp_path: Path) -> None:
+    policy = SandboxSettings(mode="on").policy_for(tmp_path, None)
+    assert policy is not None
+    assert Path(f"/run/user/{os.getuid()}") in policy.hidden
+    assert Path("/var/run/docker.sock") in policy.hidden
+    assert Path.home() / ".ssh" in policy.hidden
 
 
 @pytest.fixture
