@@ -111,12 +111,14 @@ class SandboxUnavailable(UserMistake):
 @dataclass(frozen=True, slots=True)
 class SandboxPolicy:
     """One sandboxed run: ``workspace`` and ``writable`` are writable,
-    ``hidden`` are hidden, the network is on only if ``network``."""
+    ``hidden`` are hidden, ``read_only`` stay read-only inside a writable
+    path, the network is on only if ``network``."""
 
     workspace: Path
     writable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     network: bool = False
+    read_only: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,17 +144,21 @@ class SandboxSettings:
         if not self.wanted(policy):
             return None
         hidden = (*self.hidden, *_secret_places(Path.home()), *_system_sockets())
+        project = tuple(path for path in hidden if _project_file(path, workspace))
         return SandboxPolicy(
             workspace=workspace,
             writable=tuple(workspace / path.expanduser() for path in self.writable),
-            hidden=tuple(path for path in hidden if not _project_file(path, workspace)),
+            hidden=tuple(path for path in hidden if path not in project),
             network=self.network,
+            read_only=project,
         )
 
 
 def _project_file(path: Path, workspace: Path) -> bool:
-    """A file inside the workspace (its ``kun.toml``) is the project's, not
-    hidden: an empty file over it would look emptied to ``git add -A``."""
+    """A file to hide that is inside the workspace (its ``kun.toml``) is
+    the project's: readable (an empty file over it would look emptied to
+    ``git add -A``), but read-only, so a command cannot turn the sandbox
+    off for the next run."""
     return path.is_file() and _real(path).is_relative_to(_real(workspace))
 
 
@@ -181,13 +187,15 @@ def bwrap_argv(bwrap: str, policy: SandboxPolicy, argv: Sequence[str]) -> list[s
             options += ["--bind", str(path), str(path)]
         elif kind == "tmpfs":
             options += ["--tmpfs", str(path)]
+        elif kind == "read_only":
+            options += ["--ro-bind", str(path), str(path)]
         else:
             options += ["--ro-bind", os.devnull, str(path)]
     workspace = str(_real(policy.workspace))
     return [bwrap, *options, "--chdir", workspace, "--", *argv]
 
 
-MountKind = Literal["write", "tmpfs", "empty_file"]
+MountKind = Literal["write", "tmpfs", "empty_file", "read_only"]
 
 
 def _mounts(policy: SandboxPolicy) -> list[tuple[Path, MountKind]]:
@@ -205,6 +213,7 @@ def _mounts(policy: SandboxPolicy) -> list[tuple[Path, MountKind]]:
     for path in {_real(p) for p in (policy.workspace, *policy.writable)}:
         if path.exists():
             mounts.append((path, "write"))
+    mounts += [(path, "read_only") for path in {_real(p) for p in policy.read_only}]
     mounts.sort(key=lambda mount: (len(mount[0].parts), mount[1] == "write", str(mount[0])))
     return mounts
 

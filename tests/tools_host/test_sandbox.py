@@ -206,6 +206,16 @@ def test_the_sandbox_hides_the_sockets_that_act_outside_it(tmp_path: Path) -> No
     assert Path.home() / ".ssh" in policy.hidden
 
 
+async def test_the_projects_kun_toml_is_readable_but_read_only(ws: Path) -> None:
+    config = ws / "kun.toml"
+    config.write_text('[tools.bash]\nsandbox = "on"\n')
+    settings = SandboxSettings(mode="on", hidden=(config,))
+    result = await bash(ws, "cat kun.toml; echo 'sandbox = \"off\"' > kun.toml", settings)
+    assert 'sandbox = "on"' in result.output
+    assert "Read-only file system" in result.output
+    assert config.read_text() == '[tools.bash]\nsandbox = "on"\n'
+
+
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A port on 127.0.0.1 that accepts connections (as ``kun serve`` would)."""
