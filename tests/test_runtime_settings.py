@@ -169,6 +169,19 @@ async def test_the_turn_token_flag_fails_a_two_step_turn(tmp_path: Path) -> None
     assert line.startswith("error [turn_token_limit]: ")
 
 
+def test_kun_config_shows_the_sandbox_keys_and_their_source(tmp_path: Path) -> None:
+    config = _config(tmp_path, "http://127.0.0.1:9/v1", "")
+    config.write_text(config.read_text() + '\n[tools.bash]\nsandbox = "off"\n')
+    code, out, err = _cli("config", "--config", str(config), "--home", str(tmp_path / "h"))
+    assert code == 0, err
+    lines = {line.split(" = ")[0]: line for line in out.splitlines() if " = " in line}
+    assert lines["sandbox"].startswith('sandbox = "off"') and lines["sandbox"].endswith(
+        f"# {config}"
+    )
+    assert lines["network"].startswith("network = false") and lines["network"].endswith("# default")
+    assert lines["writable"].startswith("writable = []")
+
+
 def test_kun_config_names_the_environment_when_no_file_is_found(tmp_path: Path) -> None:
     code, out, _ = _cli(
         "config", "--home", str(tmp_path),

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import anyio
 
+from kun.app.sandboxing import sandbox_settings
 from kun.app.windows import compact_at, context_windows
 from kun.config import Config
+from kun.contracts.threads import ApprovalPolicy
 from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.repetition import RepetitionSettings
 from kun.domain.resume_policy import ResumeSettings
@@ -42,6 +44,7 @@ def tool_host(
     *,
     extra: Iterable[Tool] = (),
     refresh_extra: Callable[[], Awaitable[Iterable[Tool] | None]] | None = None,
+    home: Path | None = None,
 ) -> ToolHost:
     """The built-in tools with kun's secrets kept from them: ``bash`` runs
     commands without the providers' key variables and the secret-looking
@@ -53,7 +56,9 @@ def tool_host(
     when the command starts, less what is withheld. ``extra`` are the
     tools of the configured MCP servers (:mod:`kun.mcp`); the values of the
     variables their ``env`` and ``headers_env`` name are scrubbed too;
-    ``refresh_extra`` returns them anew when a server changed its list."""
+    ``refresh_extra`` returns them anew when a server changed its list.
+    ``bash`` runs sandboxed as ``[tools.bash]`` says, kun's ``home`` hidden
+    (:mod:`kun.app.sandboxing`)."""
     env = os.environ if environ is None else environ
     providers = config.providers.values() if config is not None else ()
     environment = ToolEnvironment(
@@ -63,7 +68,7 @@ def tool_host(
     secrets = {*environment.secret_values(env)}
     secrets |= secret_values(config.mcp, env) if config is not None else set()
     redactor = Redactor(sorted(secrets))
-    builtins = builtin_tools(environment)
+    builtins = builtin_tools(environment, sandbox_settings(config, home))
 
     async def refresh() -> list[Tool] | None:
         changed = await refresh_extra() if refresh_extra is not None else None
@@ -103,6 +108,7 @@ async def open_service(
     reasoning_effort: str | None = None,
     repetition: RepetitionSettings | None = None,
     resume: ResumeSettings | None = None,
+    approval: ApprovalPolicy | None = None,
 ) -> AsyncIterator[TurnService]:
     """The service, its recorder and store, and the task group its turns
     run in; everything is flushed and closed on exit. Without ``tools``, a
@@ -116,21 +122,28 @@ async def open_service(
     ``resume``, else ``[runtime] goal_resume_*`` of ``config``
     (:func:`resume_settings`), is the backoff of their goal resume.
     With the default tools, the MCP servers of ``config`` are connected
-    for as long as the service is open (:mod:`kun.mcp`). Its turns are
+    for as long as the service is open (:mod:`kun.mcp`), the stdio ones
+    sandboxed when ``[tools.bash] sandbox`` is ``on``, or ``auto`` and
+    ``approval`` (the policy of the process's new threads) runs commands
+    without asking, with kun's working directory writable. Its turns are
     logged and traced as ``[observability]``, the environment and the
     command's flags ask (:mod:`kun.observe`; nothing is wrapped when off)."""
     store = JsonlEventStore(home)
     servers = config.mcp if config is not None and tools is None and model is not None else {}
+    sandbox = sandbox_settings(config, home)
+    mcp_sandbox = sandbox.policy_for(Path.cwd(), approval) if sandbox.wanted(approval) else None
     async with (
         store,
         EventRecorder(store) as recorder,
-        open_mcp_tools(servers, os.environ, home / "uploads", cache_home=home) as mcp,
+        open_mcp_tools(
+            servers, os.environ, home / "uploads", cache_home=home, sandbox=mcp_sandbox
+        ) as mcp,
         observing(
             home,
             config,
             tools
             or (
-                tool_host(config, extra=mcp.tools, refresh_extra=mcp.refresh)
+                tool_host(config, extra=mcp.tools, refresh_extra=mcp.refresh, home=home)
                 if model is not None
                 else None
             ),

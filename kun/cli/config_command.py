@@ -86,8 +86,12 @@ def render_config(
     lines += ["", "[runtime]"]
     for key, sourced in resolve_runtime(config, runtime_flags(approval)).items():
         lines.append(_row(key, sourced.value, sourced.source))
-    allow = config.tools.bash.env_allow
-    lines += ["", "[tools.bash]", _row("env_allow", list(allow), _where(raw, found, "tools"))]
+    bash, written = config.tools.bash, raw.get("tools", {}).get("bash", {})
+    lines += ["", "[tools.bash]"]
+    for key in ("env_allow", "sandbox", "writable", "network"):
+        value = getattr(bash, key)
+        source = str(found) if key in written else "default"
+        lines.append(_row(key, list(value) if isinstance(value, tuple) else value, source))
     lines += observe_lines(
         config.observability, raw.get("observability", {}), found, env, given_flags()
     )

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import anyio
 import click
 
+from kun.app.sandboxing import require_sandbox, sandbox_settings
 from kun.app.selection import SwitchableModel, choose_model, continue_thread
 from kun.app.session import open_service
 from kun.app.settings import RuntimeSettings, runtime_settings
@@ -88,10 +90,15 @@ async def open_foreground(
     options: ForegroundOptions, thread_id: str | None
 ) -> AsyncIterator[Foreground]:
     """Everything open until the block ends; ``thread_id`` (when given) is
-    opened to continue with the model and approval policy asked for."""
+    opened to continue with the model and approval policy asked for. Where
+    the approval policy of new threads, or of the thread continued, runs
+    commands sandboxed, a ``bwrap`` that cannot start is one line before
+    any turn runs (:func:`~kun.app.sandboxing.require_sandbox`)."""
     home, provider, model = options.home, options.provider, options.model
     config = thread_config(options, thread_id)
     runtime = runtime_settings(config, options.runtime)
+    approval = options.approval or runtime.approval_policy
+    await anyio.to_thread.run_sync(require_sandbox, sandbox_settings(config, home), approval)
     router = build_router(config)
     chosen = SwitchableModel(choose_model(router, provider=provider, model=model))
     async with (
@@ -104,6 +111,7 @@ async def open_foreground(
             system_prompt=runtime.system_prompt,
             reasoning_effort=runtime.reasoning_effort,
             repetition=runtime.repetition,
+            approval=approval,
         ) as service,
     ):
         if thread_id is not None:
@@ -116,4 +124,6 @@ async def open_foreground(
                 model_name=model,
                 approval=options.approval,
             )
+            policy = service.state(thread_id).settings.approval_policy
+            await anyio.to_thread.run_sync(require_sandbox, sandbox_settings(config, home), policy)
         yield Foreground(config, runtime, router, chosen, service)

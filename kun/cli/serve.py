@@ -2,16 +2,18 @@
 
 The token is read from an environment variable named by ``--token-env``,
 never from the command line (where ``ps`` shows it to every user), and
-removed from kun's environment once read: the commands the model runs
-inherit that environment, and whatever they print is recorded and sent to
-the provider, whatever the variable is called. A bind
+removed from kun's environment once read, erased from the process's initial
+environment block too (``/proc/<pid>/environ``): the commands the model
+runs inherit that environment, and whatever they print is recorded and sent
+to the provider, whatever the variable is called. Commands run sandboxed
+unless ``[tools.bash] sandbox = "off"`` (:mod:`kun.app.sandboxing`): no
+``/proc`` of kun's, no route to its port. A bind
 to anything but loopback without a token is refused before anything
 starts: one line, exit status 2.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -57,11 +59,11 @@ def serve(
     Server-Sent Events. Ctrl-C (or SIGTERM) interrupts running turns (the
     log records them as aborted) and stops."""
     from kun.server.auth import NeedsToken, check_bind
-    from kun.tools.environment import hold_secret
+    from kun.tools.environment import hold_secret, take_variable
 
     token: str | None = None
     if token_env is not None:
-        token = os.environ.pop(token_env, None) or None  # no command the model runs inherits it
+        token = take_variable(token_env) or None  # no command the model runs inherits it
         if token is None:
             _refuse(f"--token-env {token_env}: ${token_env} is not set or empty")
         else:
@@ -88,6 +90,7 @@ def _check_free(host: str, port: int) -> None:
 
 
 def _run(host: str, port: int, token: str | None, config: Path | None, home: Path | None) -> None:
+    from kun.app.sandboxing import require_sandbox, sandbox_settings, serving
     from kun.config import load_config
     from kun.model.factory import build_router
     from kun.observe.setup import preflight
@@ -95,9 +98,14 @@ def _run(host: str, port: int, token: str | None, config: Path | None, home: Pat
     from kun.server.backend import backend_from_config
     from kun.server.runner import serve as run_server
     from kun.store.paths import resolve_home
+    from kun.tools.sandbox import SandboxUnavailable
 
     root = resolve_home(home)
-    loaded = load_config(config, home=root)
+    loaded = serving(load_config(config, home=root))  # commands run sandboxed unless "off"
+    try:
+        require_sandbox(sandbox_settings(loaded, root), None)
+    except SandboxUnavailable as exc:
+        _refuse(str(exc))
     flags = runtime_flags()
     router = build_router(loaded)  # a missing key is one line here, not a traceback in uvicorn
     preflight(loaded)  # and so is tracing asked for but not installed

@@ -38,6 +38,7 @@ __all__ = [
     "ProviderTable",
     "RetrySettings",
     "RuntimeTable",
+    "SandboxMode",
     "ToolSettings",
     "known_provider",
 ]
@@ -99,13 +100,26 @@ class RetrySettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     transport_errors: bool | None = None
 
 
+SandboxMode = Literal["auto", "on", "off"]
+
+
 class BashSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[tools.bash]``. ``env_allow``: environment variables that commands
     run by ``bash`` get although kun would withhold them (a secret-looking
     name, a provider's ``api_key_env``; see :mod:`kun.tools.environment`).
-    Their values are still redacted from what the model reads."""
+    Their values are still redacted from what the model reads.
+
+    ``sandbox``: whether commands (and stdio MCP servers) run under
+    bubblewrap (:mod:`kun.tools.sandbox`): ``auto`` when nobody approves
+    them first (``full-auto``, ``kun serve``), ``on`` always, ``off`` never
+    (dangerous). ``writable``: paths writable in the sandbox besides the
+    workspace and a private ``/tmp`` (``~`` expanded; relative to the
+    workspace). ``network``: whether the sandbox has the network."""
 
     env_allow: tuple[EnvName, ...] = ()
+    sandbox: SandboxMode = "auto"
+    writable: tuple[NonBlank, ...] = ()
+    network: bool = False
 
 
 class ToolSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

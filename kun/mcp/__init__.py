@@ -27,6 +27,12 @@ description and JSON Schema, validated by the host like a built-in's
 read-only batch (their names always hold ``__``, which no built-in's does;
 :data:`kun.runtime.dispatch.READ_ONLY_BUILTINS`).
 
+Sandbox: a stdio server runs under ``bwrap`` when the service asks
+(``sandbox``, a :class:`~kun.tools.sandbox.SandboxPolicy`): its command is
+wrapped where it is declared, so it starts, and restarts, sandboxed. Where
+``bwrap`` cannot start, the server does not either (a warning, as for any
+server that fails to start), never unsandboxed.
+
 Secrets: ``env`` and ``headers_env`` name variables; their values go to the
 server only and are scrubbed from every result (:func:`secret_values`,
 added to the host's redactor).
@@ -38,17 +44,19 @@ commands that run no turn (``kun --help``, ``kun replay``) never load it.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import msgspec
 
 from kun.config.schema import McpServerTable
 from kun.mcp.listcache import ToolListCache
 from kun.tools.base import Tool
+from kun.tools.sandbox import SandboxPolicy, SandboxUnavailable, bwrap_argv, probe
 
 if TYPE_CHECKING:
     from kun.mcp.connection import McpConnection
@@ -136,6 +144,8 @@ async def open_mcp_tools(
     environ: Mapping[str, str],
     media: Path | None = None,
     cache_home: Path | None = None,
+    *,
+    sandbox: SandboxPolicy | None = None,
 ) -> AsyncIterator[McpServers]:
     """Connect the enabled ``servers`` and yield their tools; close them on
     exit. Never raises for a server's sake: a failure is logged and kept in
@@ -143,13 +153,16 @@ async def open_mcp_tools(
     under ``media`` and attached to the results (without it: a line naming
     each). ``cache_home``: where their tool lists are cached
     (:mod:`kun.mcp.listcache`; ``None``: not cached, every server waited
-    for)."""
+    for). With ``sandbox``, the stdio servers run in it (their lists are
+    cached under the wrapped command)."""
     wanted = enabled(servers)
     if not wanted:
         yield McpServers()
         return
     from kun.mcp.connection import McpConnection
 
+    if sandbox is not None:
+        wanted = await _sandboxed(wanted, sandbox)
     cache = ToolListCache(cache_home)
     conns = [
         McpConnection(name, table, environ, cached=cache.load(name, table))
@@ -177,3 +190,27 @@ async def open_mcp_tools(
             for conn in conns:
                 conn.close()
             tg.cancel_scope.deadline = anyio.current_time() + _CLOSE_SECONDS
+
+
+async def _sandboxed(
+    servers: dict[str, McpServerTable], sandbox: SandboxPolicy
+) -> dict[str, McpServerTable]:
+    """The stdio servers' commands wrapped in ``bwrap``; without a ``bwrap``
+    that starts, a command that fails saying why (so the server fails to
+    start, with that reason, as any other)."""
+    try:
+        bwrap = await anyio.to_thread.run_sync(probe)
+    except SandboxUnavailable as exc:
+        refusal = ["/bin/sh", "-c", 'echo "kun: error: $1" >&2; exit 1', "kun-sandbox", str(exc)]
+        return {name: _wrapped(table, lambda _: refusal) for name, table in servers.items()}
+    return {
+        name: _wrapped(table, lambda argv: bwrap_argv(bwrap, sandbox, argv))
+        for name, table in servers.items()
+    }
+
+
+def _wrapped(table: McpServerTable, wrap: Callable[[list[str]], list[str]]) -> McpServerTable:
+    if table.command is None:
+        return table
+    argv = wrap([table.command, *table.args])
+    return msgspec.structs.replace(table, command=argv[0], args=tuple(argv[1:]))

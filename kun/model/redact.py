@@ -6,9 +6,10 @@ through here first, and so does every tool result before it is recorded:
 * Known secrets (the API keys, the values of auth headers, a proxy
   password, the values of secret-named environment variables) are replaced
   in every form they take on the way to a message: raw; without surrounding
-  whitespace; escaped as JSON (``\\n``, ``\\u0001``, ``\\/``) or as a Python
-  ``repr`` of text or bytes (``\\x01``; httpx quotes an illegal header that
-  way), once or twice (a ``repr`` quoted in JSON); percent-encoded (as in a
+  whitespace; reversed (``… | rev``), in each form below as well; escaped
+  as JSON (``\\n``, ``\\u0001``, ``\\/``) or as a Python ``repr`` of text
+  or bytes (``\\x01``; httpx quotes an illegal header that way), once or
+  twice (a ``repr`` quoted in JSON); percent-encoded (as in a
   URL or a form); and base64-encoded (an ``Authorization: Basic`` header of
   ``user:key``), at each of the three alignments the secret can have inside
   a longer encoded string, standard and URL-safe alphabets. All forms of all
@@ -91,7 +92,7 @@ def secret_forms(secret: str) -> frozenset[str]:
     """Every string by which ``secret`` can show in a message (see the module
     docstring); empty for a secret under four characters."""
     forms: set[str] = set()
-    for value in {secret, secret.strip()}:
+    for value in {secret, secret.strip(), secret.strip()[::-1]}:
         if len(value) < _MIN_SECRET:
             continue
         escaped = {value, value.replace("/", "\\/"), *_escapes(value)}

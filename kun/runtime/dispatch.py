@@ -211,6 +211,7 @@ async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOu
         get_goal=lambda: run.state().settings.goal,
         set_goal=_goal_setter(run),
         save_side_file=None if run.side_files is None else run.side_files.blobs.put,
+        approval_policy=run.policy,
     )
     return await run.tools.execute(call.name, bytes(call.arguments), context)
 

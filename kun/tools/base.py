@@ -28,7 +28,7 @@ import msgspec
 
 from kun.contracts.items import Attachment, BlobRef, FileCheckpoint
 from kun.contracts.model import ToolSpec
-from kun.contracts.threads import Goal, Todo
+from kun.contracts.threads import ApprovalPolicy, Goal, Todo
 
 ToolEffect = Literal["read", "write", "exec", "interact", "state"]
 """What running a tool can do, the one fact the approval policy judges:
@@ -77,7 +77,10 @@ class ToolContext:
     read and replace the thread's todo list (``set_todos`` records it);
     ``get_goal``/``set_goal`` do the same for its goal.
     ``record_plan`` records a plan (summary, markdown) as the turn's ``plan``
-    item and returns a line saying what became of its checklist."""
+    item and returns a line saying what became of its checklist.
+    ``approval_policy`` is the policy the call runs under (``None``: no
+    thread's); it decides whether ``bash`` runs sandboxed
+    (:meth:`kun.tools.sandbox.SandboxSettings.wanted`)."""
 
     workspace: Path
     thread_id: str
@@ -93,6 +96,7 @@ class ToolContext:
     get_goal: Callable[[], Goal | None] = _no_goal
     set_goal: Callable[[Goal | None], Awaitable[None]] | None = None
     record_plan: Callable[[str, str], Awaitable[str]] | None = None
+    approval_policy: ApprovalPolicy | None = None
 
 
 class Tool(Protocol):

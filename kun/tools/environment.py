@@ -34,18 +34,22 @@ when at least eight characters long) are also the known secrets that the
 tool host scrubs from every result before it is recorded
 (:meth:`ToolEnvironment.secret_values`). A secret kun took out of its own
 environment once read (``kun serve``'s token) is still in the process's
-initial environment block, which ``/proc/<pid>/environ`` shows; it is
-registered with :func:`hold_secret` so it is scrubbed too.
+initial environment block, which ``/proc/<pid>/environ`` shows:
+:func:`take_variable` erases it there too, and it is registered with
+:func:`hold_secret` so it is scrubbed all the same. (The sandbox,
+:mod:`kun.tools.sandbox`, shows a command no other process's ``/proc`` at
+all.)
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["SECRET_NAME", "ToolEnvironment", "hold_secret", "looks_secret"]
+__all__ = ["SECRET_NAME", "ToolEnvironment", "hold_secret", "looks_secret", "take_variable"]
 
 SECRET_NAME = re.compile(
     r"""
@@ -68,6 +72,45 @@ def hold_secret(value: str) -> None:
     variable holds it any more (see the module docstring)."""
     if len(value.strip()) >= _MIN_REDACTED:
         _held.add(value)
+
+
+def take_variable(name: str) -> str | None:
+    """The value of the variable ``name``, removed from kun's environment
+    and erased from the process's initial environment block (the one
+    ``/proc/<pid>/environ`` shows to every process of the user, which
+    removing the variable leaves as it was). Where there is no such block
+    to read (not Linux), it is only removed."""
+    value = os.environ.pop(name, None)
+    if value is not None:
+        _erase_initial(f"{name}={value}".encode())
+    return value
+
+
+def _erase_initial(entry: bytes) -> None:
+    """Overwrite ``entry`` (``NAME=value``) with zero bytes wherever the
+    initial environment block holds it whole. The block is read from
+    ``/proc/self/environ`` and written only where the memory at its
+    address (``env_start`` of ``/proc/self/stat``) holds the same bytes."""
+    try:
+        with open("/proc/self/environ", "rb") as file:
+            block = file.read()
+        with open("/proc/self/stat", encoding="ascii") as file:
+            fields = file.read().rsplit(")", 1)[1].split()
+        start = int(fields[_ENV_START_FIELD - 3])
+    except (OSError, ValueError, IndexError):
+        return
+    if not block or ctypes.string_at(start, len(block)) != block:
+        return
+    at = block.find(entry + b"\0")
+    while at != -1:
+        if at == 0 or block[at - 1] == 0:
+            ctypes.memset(start + at, 0, len(entry))
+        at = block.find(entry + b"\0", at + 1)
+
+
+_ENV_START_FIELD = 50
+"""``env_start`` in ``/proc/<pid>/stat`` (proc(5)), counted from 1; the
+fields from the third on follow the command name's closing parenthesis."""
 
 
 def looks_secret(name: str) -> bool:

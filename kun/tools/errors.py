@@ -23,7 +23,9 @@ needed), ``not_a_directory``, ``binary_file``, ``edit_no_match``,
 ``edit_ambiguous``, ``file_too_large`` (over what ``edit_file`` holds in
 memory), ``path_changed`` (a symlink on the path kept being
 swapped while it was opened), ``search_unavailable`` (ripgrep is missing),
-``user_input_unavailable``, ``todos_unavailable``. The host
+``user_input_unavailable``, ``todos_unavailable``, ``sandbox_unavailable``
+(``bash`` is to run sandboxed and ``bwrap`` is missing or cannot start:
+the command is not run; :mod:`kun.tools.sandbox`). The host
 itself adds ``unknown_tool`` and ``tool_execution_failed`` (any other
 exception a tool raises).
 
@@ -44,6 +46,7 @@ TOOL_EXECUTION_FAILED = "tool_execution_failed"
 OUTSIDE_WORKSPACE = "outside_workspace"
 WORKSPACE_MISSING = "workspace_missing"
 TIMEOUT = "timeout"
+SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 
 
 class ToolError(KunError):

@@ -46,6 +46,15 @@ def test_forms_seen_in_the_wild() -> None:
         assert not leaks(KEY, redactor.scrub(text)), text
 
 
+def test_a_reversed_secret_is_redacted() -> None:
+    """A command can print a token backwards (``echo $T | rev``); the model
+    would read it right way round."""
+    redactor = Redactor([f"{KEY}\n"])
+    for text in (f"got {KEY[::-1]}\n", json.dumps({"out": KEY[::-1]})):
+        scrubbed = redactor.scrub(text)
+        assert KEY[::-1] not in scrubbed and REDACTED in scrubbed
+
+
 def test_scrub_keeps_urls_text_redacts_them() -> None:
     redactor = Redactor([KEY])
     line = "see https://h.test/?token=abc and " + KEY

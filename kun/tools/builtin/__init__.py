@@ -16,6 +16,7 @@ from kun.tools.builtin.todo_write import TodoWrite
 from kun.tools.builtin.user_input import RequestUserInput
 from kun.tools.builtin.write_file import WriteFile
 from kun.tools.environment import ToolEnvironment
+from kun.tools.sandbox import SandboxSettings
 
 __all__ = [
     "Bash",
@@ -36,9 +37,12 @@ __all__ = [
 ]
 
 
-def builtin_tools(environment: ToolEnvironment | None = None) -> tuple[Tool, ...]:
+def builtin_tools(
+    environment: ToolEnvironment | None = None, sandbox: SandboxSettings | None = None
+) -> tuple[Tool, ...]:
     """One instance of every built-in tool; ``environment`` says which
-    variables ``bash`` withholds from its commands."""
+    variables ``bash`` withholds from its commands, ``sandbox`` when they
+    run sandboxed (:mod:`kun.tools.sandbox`)."""
     return (
         ReadFile(),
         ListDir(),
@@ -46,7 +50,7 @@ def builtin_tools(environment: ToolEnvironment | None = None) -> tuple[Tool, ...
         Grep(),
         WriteFile(),
         EditFile(),
-        Bash(environment),
+        Bash(environment, sandbox),
         RequestUserInput(),
         TodoList(),
         TodoWrite(),

@@ -28,9 +28,19 @@ Contract:
   whose outcome the next start-up calls "unknown" goes on running.
 * When the command itself has exited but a background job it started still
   holds the output open, kun stops reading after :data:`DRAIN_AFTER_EXIT_S`
-  and closes its end, saying so. The job is not killed (it was started on
-  purpose), but its next write to the closed output fails (``SIGPIPE``): a
-  job meant to outlive the call redirects its output (``cmd > log 2>&1 &``).
+  and closes its end, saying so. Unsandboxed, the job is not killed (it was
+  started on purpose), but its next write to the closed output fails
+  (``SIGPIPE``): a job meant to outlive the call redirects its output
+  (``cmd > log 2>&1 &``).
+* Sandboxed (:mod:`kun.tools.sandbox`; ``[tools.bash] sandbox``, decided
+  per call from the approval policy it runs under), the command runs under
+  ``bwrap``: writes outside the workspace, ``/tmp`` and ``writable`` fail,
+  the network is off unless ``network``, kun's home and the user's secret
+  places are hidden, and nothing it starts outlives the call. A failure
+  that points at the sandbox gets a ``[sandbox_denied: ...]`` line saying
+  what it forbids and how the user widens it; where ``bwrap`` cannot run,
+  the command is not run at all (``sandbox_unavailable``), never run
+  unsandboxed instead.
 """
 
 from __future__ import annotations
@@ -46,8 +56,16 @@ from anyio.abc import Process
 
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
 from kun.tools.environment import ToolEnvironment
-from kun.tools.errors import TIMEOUT
+from kun.tools.errors import SANDBOX_UNAVAILABLE, TIMEOUT
 from kun.tools.process import spawn_guarded
+from kun.tools.sandbox import (
+    SandboxPolicy,
+    SandboxSettings,
+    SandboxUnavailable,
+    bwrap_argv,
+    denial,
+    probe,
+)
 
 DEFAULT_TIMEOUT_S = 120
 MAX_TIMEOUT_S = 600
@@ -61,7 +79,9 @@ SPEC = make_spec(
     f"stdout and stderr and its exit code. Default timeout {DEFAULT_TIMEOUT_S} s, at most "
     f"{MAX_TIMEOUT_S} s; the command is killed when it runs out. Output over "
     f"{OUTPUT_CAP // 1024} KB keeps only its start and end: redirect long output to a file "
-    "and search it. There is no stdin: do not run interactive commands.",
+    "and search it. There is no stdin: do not run interactive commands. It may run in a "
+    "sandbox: then writes outside the workspace and /tmp fail, the network is off, and "
+    "background processes end with the command; a [sandbox_denied] note says so.",
     {
         "command": {"type": "string", "minLength": 1, "description": "The command to run."},
         "timeout_s": {
@@ -111,22 +131,39 @@ class Capture:
 
 class Bash:
     """``environment`` says which of kun's variables a command does not get
-    (:mod:`kun.tools.environment`; by default, the secret-looking ones)."""
+    (:mod:`kun.tools.environment`; by default, the secret-looking ones);
+    ``sandbox`` when a command runs sandboxed and in what (by default:
+    ``auto``, nothing widened)."""
 
     spec = SPEC
     effect: ToolEffect = "exec"
 
-    def __init__(self, environment: ToolEnvironment | None = None) -> None:
+    def __init__(
+        self, environment: ToolEnvironment | None = None, sandbox: SandboxSettings | None = None
+    ) -> None:
         self._environment = environment or ToolEnvironment()
+        self._sandbox = sandbox or SandboxSettings()
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command: str = args["command"]
         timeout = float(args.get("timeout_s", DEFAULT_TIMEOUT_S))
+        argv = ["bash", "-c", command]
+        sandbox = self._sandbox.policy_for(ctx.workspace, ctx.approval_policy)
+        if sandbox is not None:
+            try:
+                bwrap = await anyio.to_thread.run_sync(probe)
+            except SandboxUnavailable as exc:
+                return ToolOutput(
+                    output=f"Not run: {exc}. Tell the user; do not retry.",
+                    is_error=True,
+                    code=SANDBOX_UNAVAILABLE,
+                )
+            argv = bwrap_argv(bwrap, sandbox, argv)
         capture = Capture()
         with _output_pipe() as (read_fd, write_fd):
             try:
                 guarded = await spawn_guarded(
-                    ["bash", "-c", command],
+                    argv,
                     cwd=ctx.workspace,
                     env=_environment(self._environment),
                     stdout=write_fd,
@@ -142,7 +179,9 @@ class Bash:
                     finished = True
             finally:
                 await guarded.close(kill=not finished)
-        return _result(capture, process.returncode, timeout, finished=finished, held=held)
+        return _result(
+            capture, process.returncode, timeout, finished=finished, held=held, sandbox=sandbox
+        )
 
 
 @contextmanager
@@ -186,7 +225,13 @@ async def _collect(process: Process, read_fd: int, capture: Capture) -> bool:
 
 
 def _result(
-    capture: Capture, code: int | None, timeout: float, *, finished: bool, held: bool
+    capture: Capture,
+    code: int | None,
+    timeout: float,
+    *,
+    finished: bool,
+    held: bool,
+    sandbox: SandboxPolicy | None = None,
 ) -> ToolOutput:
     output = capture.text() or "(no output)"
     if not output.endswith("\n"):
@@ -203,6 +248,12 @@ def _result(
         output += (
             "[a background process still holds the output; kun stopped reading it, so its "
             "next write will fail. Redirect background output to a file: cmd > log 2>&1 &]\n"
+        )
+    if sandbox is not None and (reason := denial(output, sandbox)):
+        output += (
+            f"[sandbox_denied: this command ran in kun's sandbox, which forbids it: {reason}. "
+            "Do not try to get around it: do without, or tell the user, who can widen "
+            "[tools.bash] writable or network in kun.toml.]\n"
         )
     return ToolOutput(output=f"{output}[exit code: {code}]")
 
