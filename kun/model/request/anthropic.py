@@ -21,9 +21,14 @@
   protocol every reasoning block goes back, signed or not). Anthropic insists
   that the assistant's final turn — every assistant message since the last
   user turn that is not only tool results — starts with a thinking block
-  when it is using tools: when it does not (its reasoning came from another
-  model, or was lost), the request is sent with thinking off rather than
-  refused. With thinking off no thinking block is sent, and a thinking block
+  when it is using tools. An assistant message that opens with signed
+  thinking is therefore never merged onto the assistant turn before it (an
+  answer whose next user message was blank, a step whose calls were
+  dropped): a one-line user turn (:data:`CONTINUE_TURN`) closes that turn
+  first, so the step that opens the final turn keeps it thinking. When the
+  final turn still does not start with thinking (its reasoning came from
+  another model, or was lost), the request is sent with thinking off rather
+  than refused. With thinking off no thinking block is sent, and a thinking block
   is never the last block of an assistant message. DeepSeek's endpoint in
   thinking mode wants the opposite: every assistant turn that uses tools
   must carry a thinking block ("Missing thinking block in the assistant
@@ -32,7 +37,12 @@
   ``reasoning_content: " "`` for the same rule.
 * A final assistant turn (the history ends with the model's answer, e.g. a
   blank user message dropped from an old log) is a prefill to Anthropic,
-  which refuses trailing whitespace there: its last text is stripped.
+  which refuses trailing whitespace there: its last text is stripped. A
+  prefill is refused with thinking on, so such a request is sent with
+  thinking off (DeepSeek's endpoint: ``thinking: {type: disabled}``).
+* A history with nothing left to send (its only user message was blank)
+  still sends one user turn, :data:`EMPTY_CONVERSATION`: Anthropic refuses
+  a body without messages.
 * Cache: three ``cache_control`` breakpoints — the last system block, and
   the last cacheable block (not thinking, not the per-request context text)
   of the last two turns that have one. :func:`cache_breakpoints` counts every
@@ -61,11 +71,23 @@ from kun.model.request.messages import (
 from kun.model.request.reasoning import anthropic_thinking
 from kun.model.request.wire_ids import ID_RULES
 
-__all__ = ["CACHE_BREAKPOINT_LIMIT", "FIRST_USER_TURN", "MessagesCodec", "cache_breakpoints"]
+__all__ = [
+    "CACHE_BREAKPOINT_LIMIT",
+    "CONTINUE_TURN",
+    "EMPTY_CONVERSATION",
+    "FIRST_USER_TURN",
+    "MessagesCodec",
+    "cache_breakpoints",
+]
 
 CACHE_BREAKPOINT_LIMIT = 4
 FIRST_USER_TURN = "(earlier conversation omitted)"
 """The user turn put before a conversation that starts with the assistant."""
+CONTINUE_TURN = "(continue)"
+"""The user turn put between an assistant turn and a message opening with
+signed thinking, which must start its own turn."""
+EMPTY_CONVERSATION = "(empty message)"
+"""The user turn of a body that would otherwise carry no message."""
 
 _EPHEMERAL = {"type": "ephemeral"}
 _THINKING = frozenset({"thinking", "redacted_thinking"})
@@ -109,8 +131,10 @@ class MessagesCodec(BaseCodec):
             mode = "all" if deepseek else "signed"
         turns = _build_turns(rest, mode)
         thinking = plan.thinking
-        if mode == "signed" and not _final_turn_thinks_first(turns):
-            turns, thinking = _build_turns(rest, "none"), None
+        prefill = turns[-1].role == "assistant"
+        unsigned = mode == "signed" and not _final_turn_thinks_first(turns)
+        if unsigned or (mode != "none" and prefill):
+            turns, thinking = _build_turns(rest, "none"), _thinking_off(mode)
         body: dict[str, Any] = {"model": model, "max_tokens": plan.max_tokens, "stream": stream}
         if thinking is not None:
             body["thinking"] = thinking
@@ -155,7 +179,11 @@ def _build_turns(messages: list[Message], thinking: ThinkingBlocks) -> list[_Tur
         elif isinstance(message, User):
             add("user", [_part(part) for part in message.content])
         elif isinstance(message, Assistant):
-            add("assistant", _assistant(message, thinking))
+            blocks = _assistant(message, thinking)
+            opens_signed = thinking == "signed" and bool(blocks) and blocks[0]["type"] in _THINKING
+            if opens_signed and turns and turns[-1].role == "assistant":
+                add("user", [{"type": "text", "text": CONTINUE_TURN}])
+            add("assistant", blocks)
         else:
             add("user", [_tool_result(message)])
             if message.images:
@@ -168,11 +196,19 @@ def _build_turns(messages: list[Message], thinking: ThinkingBlocks) -> list[_Tur
         if thinking == "all" and turn.role == "assistant" and _lacks_thinking(turn):
             turn.blocks.insert(0, dict(_NO_THINKING))
     _end_without_whitespace(turns)
-    if turns and turns[0].role == "assistant":
+    if not turns or turns[0].role == "assistant":
         first = _Turn("user")
-        first.blocks.append({"type": "text", "text": FIRST_USER_TURN})
+        first.blocks.append(
+            {"type": "text", "text": FIRST_USER_TURN if turns else EMPTY_CONVERSATION}
+        )
         turns.insert(0, first)
     return turns
+
+
+def _thinking_off(mode: ThinkingBlocks) -> dict[str, Any] | None:
+    """The ``thinking`` field of a request sent with thinking off: DeepSeek's
+    endpoint thinks unless told not to."""
+    return {"type": "disabled"} if mode == "all" else None
 
 
 def _lacks_thinking(turn: _Turn) -> bool:
