@@ -48,6 +48,7 @@ from kun.contracts.items import (
 )
 from kun.contracts.model import ModelRequest, WireFormat
 from kun.domain.history import HistoryRepair, ModelEntry, repair_history
+from kun.model.body import encode_body
 from kun.model.request_codec import codec_for
 from tests.model.request.histories import (
     CLAUDE_THINKING,
@@ -312,3 +313,30 @@ def test_wire_ids_of_settled_steps_never_change_as_the_thread_grows(
         shorter = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history[:split]))
         longer = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history))
         assert shorter[:kept] == longer[:kept], fmt
+
+
+@given(st.one_of(histories(), switching_threads()), st.data())
+def test_a_body_in_pieces_is_the_whole_body_byte_for_byte(
+    history: tuple[Item, ...], data: st.DataObject
+) -> None:
+    """Whatever the codec encoded before (earlier steps of the thread, with
+    or without context instructions), the pieces a step sends
+    (:mod:`kun.model.body`) are the bytes of its ``dict`` encoded whole."""
+    for fmt, capabilities, url, effort in SETTINGS:
+        warm = codec_for(fmt, capabilities=capabilities, endpoint_url=url, load_attachment=load)
+        ends = sorted(data.draw(st.lists(st.integers(0, len(history)), max_size=3)))
+        for end in [*ends, len(history)]:
+            context = data.draw(st.sampled_from([None, CONTEXT]))
+            request = ModelRequest(
+                system_prompt="sys",
+                history=history[:end],
+                context_instructions=context,
+                tools=TOOLS,
+            )
+            options: dict[str, Any] = {"model": "m", "stream": True, "max_tokens": None}
+            body = encode_body(warm, request, reasoning_effort=effort, **options)
+            fresh = codec_for(
+                fmt, capabilities=capabilities, endpoint_url=url, load_attachment=load
+            )
+            whole = fresh.encode(request, reasoning_effort=effort, **options)
+            assert body.join() == msgspec.json.encode(whole), (fmt, end)
