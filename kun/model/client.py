@@ -1,8 +1,10 @@
 """The HTTP adapter of the model port, for the three wire formats.
 
 :class:`HttpModelClient` encodes a :class:`ModelRequest` (a
-:class:`~kun.model.request_codec.RequestCodec`), posts it, and turns the
-answer into the seven chunks:
+:class:`~kun.model.request_codec.RequestCodec`), posts it in pieces with
+its exact ``Content-Length`` (:mod:`kun.model.body`: settled history
+messages are encoded once per thread, and no step holds the whole body in
+one buffer), and turns the answer into the seven chunks:
 
 * an event stream is read with ``aiter_bytes()`` (never ``aiter_lines()``:
   it splits on U+2028, which models put inside JSON strings), fed to the
