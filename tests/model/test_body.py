@@ -138,6 +138,22 @@ def test_settled_messages_are_encoded_once(
     assert all(a is b for a, b in zip(before[:settled], after, strict=False))
 
 
+def test_only_the_histories_used_last_keep_their_bytes() -> None:
+    """The encoded items copy a history's text: a codec serving many
+    threads (or a thread compacted many times) keeps them for four."""
+    codec = codec_for("chat_completions")
+    threads = [
+        tuple(msgspec.structs.replace(item, id=f"t{n}-{item.id}") for item in history(3))
+        for n in range(6)
+    ]
+    first = [pieces(codec, ModelRequest(history=t)).items for t in threads]
+    kept = []
+    for n in reversed(range(6)):
+        again = pieces(codec, ModelRequest(history=threads[n])).items
+        kept.append(again[0] is first[n][0])
+    assert kept == [True, True, True, True, False, False]
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_step_allocates_far_less_than_its_history(fmt: WireFormat) -> None:
     """Four MiB of settled tool output: building and streaming the next

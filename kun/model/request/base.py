@@ -15,8 +15,9 @@ afresh. Results never depend on the cache. Each codec class names the
 tool-call id rule of its format (``ids``, :mod:`.wire_ids`); the projection
 maps ids as it appends, so the cache keeps the mapping stable too.
 
-Beside each projection the cache keeps the encoded wire items of its
-messages (:class:`~kun.model.body.EncodedItems`): ``encode_body`` gives the
+Beside the projections of the four histories used last the cache keeps
+the encoded wire items of their messages
+(:class:`~kun.model.body.EncodedItems`): ``encode_body`` gives the
 body as pieces (:class:`~kun.model.body.RequestBody`), encoding only what
 the step added, byte for byte the ``dict`` of ``encode``. A codec writes its
 last list once, against :class:`WireItems` (``dict`` items for ``encode``)
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any, ClassVar, TypeVar
 
 from kun.contracts.capabilities import UNKNOWN, ModelCapabilities
@@ -52,6 +54,9 @@ __all__ = [
 ]
 
 _CACHED_HISTORIES = 16
+_ENCODED_HISTORIES = 4
+"""Encoded items are a copy of a history's text (a projection shares the
+items' strings): only the histories used last keep them."""
 _M = TypeVar("_M")
 
 
@@ -130,6 +135,9 @@ class BaseCodec:
         self._histories[key] = cached
         while len(self._histories) > _CACHED_HISTORIES:
             self._histories.popitem(last=False)
+        older = next(islice(reversed(self._histories.values()), _ENCODED_HISTORIES, None), None)
+        if older is not None:
+            older.encoded = EncodedItems()
         return cached.projection.messages(), cached.encoded
 
 
