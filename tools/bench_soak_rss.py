@@ -20,10 +20,11 @@ back on every later step. Printed per variant:
 Variants: ``old`` — kun as it was before the body came in pieces (issue
 19 item 24: the whole history's wire messages built and encoded as one
 ``bytes`` on every step), imported from ``--before DIR``, a copy of that
-tree (``git archive <commit> kun | tar -x -C DIR``); ``new`` — this tree:
+tree (``git archive 1a557ba kun | tar -x -C DIR``); ``new`` — this tree:
 settled messages encoded once, the body sent as pieces; ``trim`` — ``new``
-with glibc's ``malloc_trim(0)`` after every turn (by the benchmark). The ratios printed compare them
-within this run; without ``--before`` the ``old`` variant is skipped.
+with glibc's ``malloc_trim(0)`` after every turn (called by the benchmark,
+not by kun). The ratios printed compare them within this run; without
+``--before`` the ``old`` variant is skipped.
 
 Run: ``python tools/bench_soak_rss.py [--before DIR] [--turns 40] [--steps 6]
 [--output 16] [--format chat_completions|responses|messages]``.
