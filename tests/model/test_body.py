@@ -13,9 +13,11 @@ import pytest
 
 from kun.contracts.capabilities import ModelCapabilities
 from kun.contracts.items import Item
-from kun.contracts.model import ModelRequest, WireFormat
+from kun.contracts.model import CompletedChunk, ModelRequest, TextDeltaChunk, WireFormat
 from kun.model.body import CHUNK, EncodedItems, RequestBody, encode_body
+from kun.model.client import HttpModelClient
 from kun.model.request_codec import RequestCodec, codec_for
+from kun.testing.fake_provider import FakeProvider
 from tests.model.fake_http import REQUEST, Script, client, collect, sse
 from tests.model.request.histories import (
     CLAUDE_THINKING,
@@ -188,3 +190,25 @@ async def test_the_client_sends_the_pieces_with_their_exact_length() -> None:
         REQUEST, model="model-x", stream=True, max_tokens=None, reasoning_effort=None
     )
     assert sent.content == msgspec.json.encode(body)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("record", [True, False])
+async def test_a_large_body_crosses_a_real_socket_intact(record: bool) -> None:
+    """Through uvicorn on 127.0.0.1: the body arrives whole, with its exact
+    length; a provider told not to record keeps nothing (a long benchmark)."""
+    request = ModelRequest(system_prompt="sys", history=history(12, size=50_000), tools=TOOLS)
+    reply = [TextDeltaChunk(text="ok"), CompletedChunk(stop_reason="stop")]
+    async with FakeProvider([reply], format="messages", record=record) as provider:
+        async with HttpModelClient("fake", "m", provider.base_url, "messages") as model:
+            assert isinstance((await collect(model, request))[-1], CompletedChunk)
+        if not record:
+            assert provider.requests == []
+            return
+        (sent,) = provider.requests
+    body = codec_for("messages").encode(
+        request, model="m", stream=True, max_tokens=None, reasoning_effort=None
+    )
+    assert sent.body == msgspec.json.encode(body)
+    assert int(sent.headers["content-length"]) == len(sent.body) > 600_000
+    assert "transfer-encoding" not in sent.headers
