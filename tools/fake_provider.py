@@ -11,7 +11,9 @@ by ``kind``, as in the event log) or an object with the fields of
 ``retry_after``, ``stalls``, ``truncate_at``, ``per_event``, ...), where
 ``raw_text`` may stand for ``raw``. Responses are served in order and the
 script starts over when it runs out (``--once`` answers 501 instead).
-Without ``--script``, every request gets a short greeting.
+Without ``--script``, every request gets a short greeting. Requests are
+not kept (nothing reads them here, and a long benchmark would hold every
+body).
 
 Example script::
 
@@ -62,7 +64,8 @@ def load_script(path: Path) -> list[ScriptItem]:
 
 
 async def serve(script: list[ScriptItem], format: WireFormat | None, port: int, once: bool) -> None:
-    async with FakeProvider(script, format=format, port=port, cycle=not once) as provider:
+    provider = FakeProvider(script, format=format, port=port, cycle=not once, record=False)
+    async with provider:
         print(f"listening on {provider.base_url}", flush=True)
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for _ in signals:

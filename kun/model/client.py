@@ -1,8 +1,10 @@
 """The HTTP adapter of the model port, for the three wire formats.
 
 :class:`HttpModelClient` encodes a :class:`ModelRequest` (a
-:class:`~kun.model.request_codec.RequestCodec`), posts it, and turns the
-answer into the seven chunks:
+:class:`~kun.model.request_codec.RequestCodec`), posts it in pieces with
+its exact ``Content-Length`` (:mod:`kun.model.body`: settled history
+messages are encoded once per thread, and no step holds the whole body in
+one buffer), and turns the answer into the seven chunks:
 
 * an event stream is read with ``aiter_bytes()`` (never ``aiter_lines()``:
   it splits on U+2028, which models put inside JSON strings), fed to the
@@ -50,7 +52,7 @@ import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, aclosing
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 import anyio
 import httpx
@@ -64,6 +66,7 @@ from kun.contracts.model import (
     UsageChunk,
     WireFormat,
 )
+from kun.model.body import RequestBody, encode_body
 from kun.model.classify import classify_response
 from kun.model.endpoints import (
     EndpointFormat,
@@ -260,10 +263,9 @@ class HttpModelClient:
                 if delay > 0:
                     await self._sleep(delay)
                 failure: Failure | None = None
-                body = msgspec.json.encode(payload)
                 if tap is not None:
-                    tap.request(body)
-                async with aclosing(self._attempt(body, call, tap)) as items:
+                    tap.request(payload.join())
+                async with aclosing(self._attempt(payload, call, tap)) as items:
                     async for item in items:
                         if isinstance(item, Failure):
                             failure = item
@@ -289,7 +291,7 @@ class HttpModelClient:
                 tap.finish(stats)
 
     async def _attempt(
-        self, payload: bytes, call: CallRecord, tap: CallTap | None = None
+        self, payload: RequestBody, call: CallRecord, tap: CallTap | None = None
     ) -> AsyncGenerator[ModelStreamChunk | Failure, None]:
         """One send: its chunks, or a :class:`Failure` as the last item."""
         call.attempts += 1
@@ -327,7 +329,7 @@ class HttpModelClient:
             with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
                 await response.aclose()
 
-    async def _send(self, payload: bytes, call: CallRecord) -> httpx.Response:
+    async def _send(self, payload: RequestBody, call: CallRecord) -> httpx.Response:
         if self._unsendable is not None:
             raise self._unsendable
         accept = "text/event-stream" if self._streaming else "application/json"
@@ -335,12 +337,13 @@ class HttpModelClient:
             request = self._shared.http.build_request(
                 "POST",
                 self._url,
-                content=payload,
+                content=payload.stream(),
                 headers={
                     **self._headers,
                     **(TRACE_HEADERS.get() or {}),
                     "accept": accept,
                     "content-type": "application/json",
+                    "content-length": str(len(payload)),
                 },
                 timeout=self._timeout,
             )
@@ -353,7 +356,7 @@ class HttpModelClient:
         raise StreamIdleTimeout(f"the provider did not answer within {format_wait(self._idle)}")
 
     async def _refusal(
-        self, response: httpx.Response, body: ResponseBody, payload: bytes
+        self, response: httpx.Response, body: ResponseBody, payload: RequestBody
     ) -> Failure:
         raw = await body.read_all(_ERROR_BODY_LIMIT)
         status = response.status_code
@@ -367,16 +370,17 @@ class HttpModelClient:
         lowered = raw.lower()
         drop = (
             status in (400, 422)
-            and b'"stream_options"' in payload
+            and "stream_options" in payload.fields
             and (b"stream_options" in lowered or b"include_usage" in lowered)
         )
         return Failure(error, drop_stream_options=drop, server_now=server_date(response.headers))
 
-    def _payload(self, request: ModelRequest) -> dict[str, Any] | ErrorChunk:
+    def _payload(self, request: ModelRequest) -> RequestBody | ErrorChunk:
         """The request body, or the error chunk saying why it cannot be sent
         (the port promises chunks, not exceptions)."""
         try:
-            payload = self._codec.encode(
+            payload = encode_body(
+                self._codec,
                 request,
                 model=self._model,
                 stream=self._streaming,
@@ -386,7 +390,7 @@ class HttpModelClient:
         except AttachmentTooLarge as exc:
             return ErrorChunk(message=str(exc), code="attachment_too_large")
         if self._url in self._shared.no_stream_options:
-            payload.pop("stream_options", None)
+            payload.fields.pop("stream_options", None)
         return payload
 
     def _seen(
@@ -414,12 +418,12 @@ class HttpModelClient:
         return msgspec.structs.replace(chunk, usage=usage, price_source=cost.source)
 
     async def _after(
-        self, failure: Failure, call: CallRecord, payload: dict[str, Any]
+        self, failure: Failure, call: CallRecord, payload: RequestBody
     ) -> float | list[ModelStreamChunk]:
         """After a failed attempt: the wait before resending, or the final chunks."""
         error = failure.error
-        if failure.drop_stream_options and "stream_options" in payload:
-            del payload["stream_options"]
+        if failure.drop_stream_options and "stream_options" in payload.fields:
+            del payload.fields["stream_options"]
             self._shared.no_stream_options.add(self._url)
             call.free_resends += 1
             _log.info("resending without stream_options to %s", redact_url(self._url))

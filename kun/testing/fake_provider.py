@@ -153,7 +153,8 @@ class FakeProvider:
     """The server (see the module docstring). ``format`` fixes the wire
     format of every response that does not name its own; ``port`` 0 picks a
     free one; ``cycle`` starts the script over instead of running out (for
-    benchmarks and the standalone script)."""
+    benchmarks and the standalone script); ``record=False`` keeps no
+    request (a long benchmark would otherwise hold every body it sent)."""
 
     def __init__(
         self,
@@ -163,9 +164,11 @@ class FakeProvider:
         port: int = 0,
         cycle: bool = False,
         shutdown_timeout: float = 5.0,
+        record: bool = True,
     ) -> None:
         self.format = format
         self.cycle = cycle
+        self.record = record
         self.shutdown_timeout = shutdown_timeout
         self.requests: list[RecordedRequest] = []
         self.app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["GET", "POST"])])
@@ -263,20 +266,8 @@ class FakeProvider:
 
     async def _handle(self, request: Request) -> Response:
         body = await request.body()
-        try:
-            decoded = msgspec.json.decode(body) if body else None
-        except msgspec.DecodeError:
-            decoded = None
-        self.requests.append(
-            RecordedRequest(
-                method=request.method,
-                path=request.url.path,
-                query=request.url.query,
-                headers=dict(request.headers),
-                body=body,
-                json=decoded,
-            )
-        )
+        if self.record:
+            self.requests.append(_recorded(request, body))
         path = request.url.path
         if request.method == "GET":
             if path.endswith("/models"):
@@ -297,6 +288,21 @@ class FakeProvider:
             return JSONResponse({"error": {"message": message}}, status_code=404)
         assert self._closing is not None
         return _Reply(response, format, self._answered, self._closing)
+
+
+def _recorded(request: Request, body: bytes) -> RecordedRequest:
+    try:
+        decoded = msgspec.json.decode(body) if body else None
+    except msgspec.DecodeError:
+        decoded = None
+    return RecordedRequest(
+        method=request.method,
+        path=request.url.path,
+        query=request.url.query,
+        headers=dict(request.headers),
+        body=body,
+        json=decoded,
+    )
 
 
 class _Reply(Response):

@@ -15,9 +15,12 @@ keep the same rules — ids unique and in each format's pattern and length,
 every output answering exactly one call, tool names in
 ``^[a-zA-Z0-9_-]{1,64}$``, no empty message, no whitespace at the end of a
 final Anthropic assistant turn, DeepSeek's thinking block on every
-tool-using turn — and Claude keeps thinking on when the final turn starts
-with a signed thinking block, wherever the log recorded it. Ids of settled
-steps never change as the thread grows (the cache prefix).
+tool-using turn, at least one Anthropic message even when the only user
+message was blank, no Anthropic prefill with thinking on — and Claude keeps
+thinking on when the step that opens the final turn has a signed thinking
+block, wherever the log recorded it and whatever came before the user's
+last (possibly blank) message. Ids of settled steps never change as the
+thread grows (the cache prefix).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ from kun.contracts.items import (
     WarningItem,
 )
 from kun.contracts.model import ModelRequest, WireFormat
-from kun.domain.history import HistoryRepair, ModelEntry, UserEntry, repair_history
+from kun.domain.history import HistoryRepair, ModelEntry, repair_history
+from kun.model.body import encode_body
 from kun.model.request_codec import codec_for
 from tests.model.request.histories import (
     CLAUDE_THINKING,
@@ -56,7 +60,11 @@ from tests.model.request.histories import (
     VISION,
     load,
 )
-from tests.model.request.rules import violations
+from tests.model.request.rules import (
+    anthropic_thinking_dropped,
+    opening_step_signed,
+    violations,
+)
 from tests.properties.request_strategies import switching_threads
 
 CONTEXT = "<context marker>"
@@ -193,12 +201,19 @@ def context_is_last(fmt: WireFormat, body: dict[str, Any]) -> bool:
     return bool(last["role"] == "user" and last["content"][-1] == {"type": "text", "text": CONTEXT})
 
 
-@given(histories())
-def test_every_body_keeps_the_providers_rules(history: tuple[Item, ...]) -> None:
+@given(histories(), st.booleans())
+def test_every_body_keeps_the_providers_rules(
+    history: tuple[Item, ...], with_context: bool
+) -> None:
     for fmt, capabilities, url, effort in SETTINGS:
-        body = encode(fmt, capabilities, url, effort, history)
-        assert violations(fmt, body) == [], (fmt, capabilities.reasoning_protocol)
-        assert context_is_last(fmt, body), fmt
+        context = CONTEXT if with_context else None
+        body = encode(fmt, capabilities, url, effort, history, context)
+        broken = violations(fmt, body)
+        if capabilities is CLAUDE_THINKING:
+            broken += anthropic_thinking_dropped(history, body)
+        assert broken == [], (fmt, capabilities.reasoning_protocol)
+        if with_context:
+            assert context_is_last(fmt, body), fmt
 
 
 @given(histories())
@@ -252,39 +267,17 @@ def test_threads_that_switch_provider_keep_every_formats_rules(
     history: tuple[Item, ...], with_context: bool
 ) -> None:
     """Without context instructions the body may end on the model's answer:
-    the final-turn rules apply. A history with nothing to send is refused
-    before any request (blank prompts), so "no messages" is not checked
-    for it."""
-    nothing = not repair_history(history)
+    the final-turn rules apply. A history with nothing left to send (an old
+    or imported log whose only user message was blank) still gives a body
+    with a message."""
     for fmt, capabilities, url, effort in SETTINGS:
         body = encode(fmt, capabilities, url, effort, history, CONTEXT if with_context else None)
         broken = violations(fmt, body)
-        if nothing and not with_context:
-            broken = [rule for rule in broken if rule != "no messages"]
+        if capabilities is CLAUDE_THINKING:
+            broken += anthropic_thinking_dropped(history, body)
         assert broken == [], (fmt, capabilities.reasoning_protocol)
         if with_context:
             assert context_is_last(fmt, body), fmt
-
-
-def _final_turn_starts_signed(history: tuple[Item, ...]) -> bool | None:
-    """Whether the step that opens the final user turn calls tools and has a
-    signed thinking block (``None``: the user's words share a turn with tool
-    results — a turn that failed after its tools ran — so Anthropic's
-    assistant turn goes on from before them)."""
-    entries = repair_history(history)
-    last = max((n for n, e in enumerate(entries) if isinstance(e, UserEntry)), default=None)
-    if last is None or last + 1 >= len(entries):
-        return False
-    before = last - 1
-    while before >= 0 and isinstance(entries[before], UserEntry):
-        before -= 1
-    previous = entries[before] if before >= 0 else None
-    if isinstance(previous, ModelEntry) and previous.results:
-        return None
-    first = entries[last + 1]
-    assert isinstance(first, ModelEntry)
-    signed = any(isinstance(o, AssistantReasoning) and o.signature for o in first.output)
-    return bool(first.calls) and signed
 
 
 @given(switching_threads(last="claude"))
@@ -292,8 +285,9 @@ def test_claude_keeps_thinking_when_the_final_turn_starts_signed(
     history: tuple[Item, ...],
 ) -> None:
     """Whatever order the log recorded the thinking block in (a
-    signature-only one used to land after the calls), thinking stays on."""
-    if not _final_turn_starts_signed(history):
+    signature-only one used to land after the calls), and whatever answer
+    came before a blank last prompt, thinking stays on."""
+    if not opening_step_signed(history):
         return
     body = encode("messages", CLAUDE_THINKING, None, "high", history)
     assert body.get("thinking", {}).get("type") == "enabled"
@@ -319,3 +313,30 @@ def test_wire_ids_of_settled_steps_never_change_as_the_thread_grows(
         shorter = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history[:split]))
         longer = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history))
         assert shorter[:kept] == longer[:kept], fmt
+
+
+@given(st.one_of(histories(), switching_threads()), st.data())
+def test_a_body_in_pieces_is_the_whole_body_byte_for_byte(
+    history: tuple[Item, ...], data: st.DataObject
+) -> None:
+    """Whatever the codec encoded before (earlier steps of the thread, with
+    or without context instructions), the pieces a step sends
+    (:mod:`kun.model.body`) are the bytes of its ``dict`` encoded whole."""
+    for fmt, capabilities, url, effort in SETTINGS:
+        warm = codec_for(fmt, capabilities=capabilities, endpoint_url=url, load_attachment=load)
+        ends = sorted(data.draw(st.lists(st.integers(0, len(history)), max_size=3)))
+        for end in [*ends, len(history)]:
+            context = data.draw(st.sampled_from([None, CONTEXT]))
+            request = ModelRequest(
+                system_prompt="sys",
+                history=history[:end],
+                context_instructions=context,
+                tools=TOOLS,
+            )
+            options: dict[str, Any] = {"model": "m", "stream": True, "max_tokens": None}
+            body = encode_body(warm, request, reasoning_effort=effort, **options)
+            fresh = codec_for(
+                fmt, capabilities=capabilities, endpoint_url=url, load_attachment=load
+            )
+            whole = fresh.encode(request, reasoning_effort=effort, **options)
+            assert body.join() == msgspec.json.encode(whole), (fmt, end)

@@ -21,9 +21,14 @@
   protocol every reasoning block goes back, signed or not). Anthropic insists
   that the assistant's final turn — every assistant message since the last
   user turn that is not only tool results — starts with a thinking block
-  when it is using tools: when it does not (its reasoning came from another
-  model, or was lost), the request is sent with thinking off rather than
-  refused. With thinking off no thinking block is sent, and a thinking block
+  when it is using tools. An assistant message that opens with signed
+  thinking is therefore never merged onto the assistant turn before it (an
+  answer whose next user message was blank, a step whose calls were
+  dropped): a one-line user turn (:data:`CONTINUE_TURN`) closes that turn
+  first, so the step that opens the final turn keeps it thinking. When the
+  final turn still does not start with thinking (its reasoning came from
+  another model, or was lost), the request is sent with thinking off rather
+  than refused. With thinking off no thinking block is sent, and a thinking block
   is never the last block of an assistant message. DeepSeek's endpoint in
   thinking mode wants the opposite: every assistant turn that uses tools
   must carry a thinking block ("Missing thinking block in the assistant
@@ -32,7 +37,12 @@
   ``reasoning_content: " "`` for the same rule.
 * A final assistant turn (the history ends with the model's answer, e.g. a
   blank user message dropped from an old log) is a prefill to Anthropic,
-  which refuses trailing whitespace there: its last text is stripped.
+  which refuses trailing whitespace there: its last text is stripped. A
+  prefill is refused with thinking on, so such a request is sent with
+  thinking off (DeepSeek's endpoint: ``thinking: {type: disabled}``).
+* A history with nothing left to send (its only user message was blank)
+  still sends one user turn, :data:`EMPTY_CONVERSATION`: Anthropic refuses
+  a body without messages.
 * Cache: three ``cache_control`` breakpoints — the last system block, and
   the last cacheable block (not thinking, not the per-request context text)
   of the last two turns that have one. :func:`cache_breakpoints` counts every
@@ -42,9 +52,11 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 from kun.contracts.model import ModelRequest
+from kun.model.body import RequestBody, encode_item
 from kun.model.request.base import BaseCodec, split_leading_system
 from kun.model.request.chat_completions import tool_images_intro
 from kun.model.request.images import Image
@@ -61,11 +73,23 @@ from kun.model.request.messages import (
 from kun.model.request.reasoning import anthropic_thinking
 from kun.model.request.wire_ids import ID_RULES
 
-__all__ = ["CACHE_BREAKPOINT_LIMIT", "FIRST_USER_TURN", "MessagesCodec", "cache_breakpoints"]
+__all__ = [
+    "CACHE_BREAKPOINT_LIMIT",
+    "CONTINUE_TURN",
+    "EMPTY_CONVERSATION",
+    "FIRST_USER_TURN",
+    "MessagesCodec",
+    "cache_breakpoints",
+]
 
 CACHE_BREAKPOINT_LIMIT = 4
 FIRST_USER_TURN = "(earlier conversation omitted)"
 """The user turn put before a conversation that starts with the assistant."""
+CONTINUE_TURN = "(continue)"
+"""The user turn put between an assistant turn and a message opening with
+signed thinking, which must start its own turn."""
+EMPTY_CONVERSATION = "(empty message)"
+"""The user turn of a body that would otherwise carry no message."""
 
 _EPHEMERAL = {"type": "ephemeral"}
 _THINKING = frozenset({"thinking", "redacted_thinking"})
@@ -76,13 +100,15 @@ ThinkingBlocks = Literal["none", "signed", "all"]
 
 
 class _Turn:
-    __slots__ = ("blocks", "role", "volatile")
+    __slots__ = ("blocks", "role", "sources", "volatile")
 
     def __init__(self, role: str) -> None:
         self.role = role
         self.blocks: list[dict[str, Any]] = []
         self.volatile = 0
         """How many trailing blocks are per-request text (never cached)."""
+        self.sources: list[Message] = []
+        """The messages the blocks come from (none: kun's own text)."""
 
 
 class MessagesCodec(BaseCodec):
@@ -99,18 +125,64 @@ class MessagesCodec(BaseCodec):
         max_tokens: int | None,
         reasoning_effort: str | None,
     ) -> dict[str, Any]:
+        body, turns, _ = self._turns(
+            request, self.messages(request), model, stream, max_tokens, reasoning_effort
+        )
+        body["messages"] = [_turn_dict(turn) for turn in turns]
+        return body
+
+    def encode_body(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> RequestBody:
+        """:meth:`encode` as pieces (:mod:`kun.model.body`). A turn's bytes
+        depend only on its messages and the thinking mode, except those of
+        the last turn and of turns carrying a breakpoint: every other turn
+        made of the history's messages is encoded once."""
+        messages, encoded = self.messages_and_items(request)
+        head, turns, mode = self._turns(
+            request, messages, model, stream, max_tokens, reasoning_effort
+        )
+        items: list[bytes] = []
+        for n, turn in enumerate(turns):
+            if not turn.sources or n == len(turns) - 1 or _marked(turn):
+                items.append(encode_item(_turn_dict(turn)))
+                continue
+            first, *rest = turn.sources
+            items += encoded.items(first, partial(_turn_items, turn), (mode, *rest))
+        return RequestBody(head, "messages", items)
+
+    def _turns(
+        self,
+        request: ModelRequest,
+        messages: list[Message],
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> tuple[dict[str, Any], list[_Turn], ThinkingBlocks]:
+        """Every field but ``messages``, the turns, and the thinking mode
+        they were built in."""
         plan = anthropic_thinking(
             self.capabilities, reasoning_effort, self.endpoint_url, max_tokens
         )
-        system, rest = split_leading_system(self.messages(request))
+        system, rest = split_leading_system(messages)
         mode: ThinkingBlocks = "none"
         if plan.enabled:
             deepseek = self.capabilities.reasoning_protocol == "deepseek-chat-completions"
             mode = "all" if deepseek else "signed"
         turns = _build_turns(rest, mode)
         thinking = plan.thinking
-        if mode == "signed" and not _final_turn_thinks_first(turns):
-            turns, thinking = _build_turns(rest, "none"), None
+        prefill = turns[-1].role == "assistant"
+        unsigned = mode == "signed" and not _final_turn_thinks_first(turns)
+        if unsigned or (mode != "none" and prefill):
+            turns, thinking = _build_turns(rest, "none"), _thinking_off(mode)
+            mode = "none"
         body: dict[str, Any] = {"model": model, "max_tokens": plan.max_tokens, "stream": stream}
         if thinking is not None:
             body["thinking"] = thinking
@@ -128,8 +200,19 @@ class MessagesCodec(BaseCodec):
             blocks[-1]["cache_control"] = dict(_EPHEMERAL)
             body["system"] = blocks
         _mark_last_turns(turns, CACHE_BREAKPOINT_LIMIT - cache_breakpoints(body))
-        body["messages"] = [{"role": turn.role, "content": turn.blocks} for turn in turns]
-        return body
+        return body, turns, mode
+
+
+def _turn_dict(turn: _Turn) -> dict[str, Any]:
+    return {"role": turn.role, "content": turn.blocks}
+
+
+def _turn_items(turn: _Turn) -> list[dict[str, Any]]:
+    return [_turn_dict(turn)]
+
+
+def _marked(turn: _Turn) -> bool:
+    return any("cache_control" in block for block in turn.blocks)
 
 
 def _build_turns(messages: list[Message], thinking: ThinkingBlocks) -> list[_Turn]:
@@ -137,7 +220,12 @@ def _build_turns(messages: list[Message], thinking: ThinkingBlocks) -> list[_Tur
     turns: list[_Turn] = []
     images: list[dict[str, Any]] = []
 
-    def add(role: str, blocks: list[dict[str, Any]], volatile: bool = False) -> None:
+    def add(
+        role: str,
+        blocks: list[dict[str, Any]],
+        source: Message | None = None,
+        volatile: bool = False,
+    ) -> None:
         if not blocks:
             return
         if not turns or turns[-1].role != role:
@@ -145,34 +233,54 @@ def _build_turns(messages: list[Message], thinking: ThinkingBlocks) -> list[_Tur
         turn = turns[-1]
         turn.blocks += blocks
         turn.volatile = turn.volatile + len(blocks) if volatile else 0
+        if source is not None:
+            turn.sources.append(source)
 
     for message in messages:
         if images and not isinstance(message, ToolOutput):
             add("user", images)
             images = []
         if isinstance(message, System):
-            add("user", [{"type": "text", "text": message.text}], volatile=True)
+            add("user", [{"type": "text", "text": message.text}], message, volatile=True)
         elif isinstance(message, User):
-            add("user", [_part(part) for part in message.content])
+            add("user", [_part(part) for part in message.content], message)
         elif isinstance(message, Assistant):
-            add("assistant", _assistant(message, thinking))
+            blocks = _assistant(message, thinking)
+            opens_signed = thinking == "signed" and bool(blocks) and blocks[0]["type"] in _THINKING
+            if opens_signed and turns and turns[-1].role == "assistant":
+                add("user", [{"type": "text", "text": CONTINUE_TURN}])
+            add("assistant", blocks, message)
         else:
-            add("user", [_tool_result(message)])
+            add("user", [_tool_result(message)], message)
             if message.images:
                 images.append({"type": "text", "text": tool_images_intro(message)})
                 images += (_image(image) for image in message.images)
     add("user", images)
+    _finish(turns, thinking)
+    return turns
+
+
+def _finish(turns: list[_Turn], thinking: ThinkingBlocks) -> None:
+    """No assistant turn ends with thinking; DeepSeek's tool-using turns
+    start with it; no prefill ends with whitespace; the user speaks first."""
     for turn in turns:
         while turn.role == "assistant" and turn.blocks and turn.blocks[-1]["type"] in _THINKING:
             turn.blocks.pop()
         if thinking == "all" and turn.role == "assistant" and _lacks_thinking(turn):
             turn.blocks.insert(0, dict(_NO_THINKING))
     _end_without_whitespace(turns)
-    if turns and turns[0].role == "assistant":
+    if not turns or turns[0].role == "assistant":
         first = _Turn("user")
-        first.blocks.append({"type": "text", "text": FIRST_USER_TURN})
+        first.blocks.append(
+            {"type": "text", "text": FIRST_USER_TURN if turns else EMPTY_CONVERSATION}
+        )
         turns.insert(0, first)
-    return turns
+
+
+def _thinking_off(mode: ThinkingBlocks) -> dict[str, Any] | None:
+    """The ``thinking`` field of a request sent with thinking off: DeepSeek's
+    endpoint thinks unless told not to."""
+    return {"type": "disabled"} if mode == "all" else None
 
 
 def _lacks_thinking(turn: _Turn) -> bool:

@@ -14,17 +14,27 @@ of the same thread) only projects the items added; anything else starts
 afresh. Results never depend on the cache. Each codec class names the
 tool-call id rule of its format (``ids``, :mod:`.wire_ids`); the projection
 maps ids as it appends, so the cache keeps the mapping stable too.
+
+Beside the projections of the four histories used last the cache keeps
+the encoded wire items of their messages
+(:class:`~kun.model.body.EncodedItems`): ``encode_body`` gives the
+body as pieces (:class:`~kun.model.body.RequestBody`), encoding only what
+the step added, byte for byte the ``dict`` of ``encode``. A codec writes its
+last list once, against :class:`WireItems` (``dict`` items for ``encode``)
+or :class:`EncodedWireItems` (``bytes`` items, kept per message).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from itertools import islice
+from typing import Any, ClassVar, TypeVar
 
 from kun.contracts.capabilities import UNKNOWN, ModelCapabilities
 from kun.contracts.items import Item
 from kun.contracts.model import ModelRequest, ToolSpec
+from kun.model.body import EncodedItems, encode_item
 from kun.model.request.images import (
     DEFAULT_FALLBACK_LIMIT,
     AttachmentLoader,
@@ -34,9 +44,50 @@ from kun.model.request.images import (
 from kun.model.request.messages import HistoryProjection, Message, System, Text, assemble
 from kun.model.request.wire_ids import ID_RULES, IdRule
 
-__all__ = ["BaseCodec", "function_tools", "openai_content", "split_leading_system"]
+__all__ = [
+    "BaseCodec",
+    "EncodedWireItems",
+    "WireItems",
+    "function_tools",
+    "openai_content",
+    "split_leading_system",
+]
 
 _CACHED_HISTORIES = 16
+_ENCODED_HISTORIES = 4
+"""Encoded items are a copy of a history's text (a projection shares the
+items' strings): only the histories used last keep them."""
+_M = TypeVar("_M")
+
+
+class WireItems:
+    """The items of a body's last list, built as ``dict`` values:
+    :meth:`add` those of one message (``build(message)``), :meth:`extra`
+    those that come from several (images of tool outputs) or none."""
+
+    def __init__(self) -> None:
+        self.out: list[Any] = []
+
+    def add(self, message: _M, build: Callable[[_M], list[dict[str, Any]]]) -> None:
+        self.out += build(message)
+
+    def extra(self, items: list[dict[str, Any]]) -> None:
+        self.out += items
+
+
+class EncodedWireItems(WireItems):
+    """The same items encoded, those of a message kept in ``encoded`` (so a
+    settled message is built and encoded once per history)."""
+
+    def __init__(self, encoded: EncodedItems) -> None:
+        super().__init__()
+        self.encoded = encoded
+
+    def add(self, message: _M, build: Callable[[_M], list[dict[str, Any]]]) -> None:
+        self.out += self.encoded.items(message, lambda: build(message))
+
+    def extra(self, items: list[dict[str, Any]]) -> None:
+        self.out += (encode_item(item) for item in items)
 
 
 class BaseCodec:
@@ -57,29 +108,49 @@ class BaseCodec:
         self.reader = AttachmentReader(
             load_attachment, takes_images=capabilities.takes_images, limit=fallback_limit
         )
-        self._histories: OrderedDict[str, tuple[list[Item], HistoryProjection]] = OrderedDict()
+        self._histories: OrderedDict[str, _Cached] = OrderedDict()
 
     def messages(self, request: ModelRequest) -> list[Message]:
         """The request's neutral messages, in cache order."""
-        items = (*request.prefix, *request.history)
-        return assemble(request, self._history(items), self.reader)
+        return self.messages_and_items(request)[0]
 
-    def _history(self, items: Sequence[Item]) -> list[Message]:
+    def messages_and_items(self, request: ModelRequest) -> tuple[list[Message], EncodedItems]:
+        """The request's neutral messages, and the encoded items kept for
+        its history (started afresh for this request, :meth:`EncodedItems.begin`)."""
+        items = (*request.prefix, *request.history)
+        history, encoded = self._history(items)
+        encoded.begin()
+        return assemble(request, history, self.reader), encoded
+
+    def _history(self, items: Sequence[Item]) -> tuple[list[Message], EncodedItems]:
         if not items:
-            return []
+            return [], EncodedItems()
         key = items[0].id
         cached = self._histories.pop(key, None)
-        if cached is not None and _starts_with(items, cached[0]):
-            seen, projection = cached
-        else:
-            seen, projection = [], HistoryProjection(self.reader, self.ids)
-        added = items[len(seen) :]
-        projection.extend(added)
-        seen += added
-        self._histories[key] = (seen, projection)
+        if cached is None or not _starts_with(items, cached.seen):
+            cached = _Cached(HistoryProjection(self.reader, self.ids))
+        added = items[len(cached.seen) :]
+        cached.projection.extend(added)
+        cached.seen += added
+        self._histories[key] = cached
         while len(self._histories) > _CACHED_HISTORIES:
             self._histories.popitem(last=False)
-        return projection.messages()
+        older = next(islice(reversed(self._histories.values()), _ENCODED_HISTORIES, None), None)
+        if older is not None:
+            older.encoded = EncodedItems()
+        return cached.projection.messages(), cached.encoded
+
+
+class _Cached:
+    """One history's projection, the items it was built from, and the
+    encoded wire items of its messages."""
+
+    __slots__ = ("encoded", "projection", "seen")
+
+    def __init__(self, projection: HistoryProjection) -> None:
+        self.projection = projection
+        self.seen: list[Item] = []
+        self.encoded = EncodedItems()
 
 
 def split_leading_system(messages: list[Message]) -> tuple[list[str], list[Message]]:

@@ -29,7 +29,14 @@ from __future__ import annotations
 from typing import Any
 
 from kun.contracts.model import ModelRequest
-from kun.model.request.base import BaseCodec, function_tools, openai_content
+from kun.model.body import RequestBody
+from kun.model.request.base import (
+    BaseCodec,
+    EncodedWireItems,
+    WireItems,
+    function_tools,
+    openai_content,
+)
 from kun.model.request.images import Image
 from kun.model.request.messages import Assistant, Message, System, Text, ToolOutput, User
 from kun.model.request.reasoning import chat_reasoning
@@ -52,6 +59,32 @@ class ChatCompletionsCodec(BaseCodec):
         max_tokens: int | None,
         reasoning_effort: str | None,
     ) -> dict[str, Any]:
+        body = self._head(request, model, stream, max_tokens, reasoning_effort)
+        body["messages"] = self.wire_messages(self.messages(request))
+        return body
+
+    def encode_body(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> RequestBody:
+        """:meth:`encode` as pieces (:mod:`kun.model.body`)."""
+        head = self._head(request, model, stream, max_tokens, reasoning_effort)
+        messages, encoded = self.messages_and_items(request)
+        return RequestBody(head, "messages", self._wire(messages, EncodedWireItems(encoded)))
+
+    def _head(
+        self,
+        request: ModelRequest,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": model, "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -60,33 +93,33 @@ class ChatCompletionsCodec(BaseCodec):
         body.update(chat_reasoning(self.capabilities, reasoning_effort, self.endpoint_url))
         if request.tools:
             body["tools"] = function_tools(request.tools)
-        body["messages"] = self.wire_messages(self.messages(request))
         return body
 
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
+        dicts: list[dict[str, Any]] = self._wire(messages, WireItems())
+        return dicts
+
+    def _wire(self, messages: list[Message], wire: WireItems) -> list[Any]:
         reasoning_back = self.capabilities.reasoning_history == "required"
-        wire: list[dict[str, Any]] = []
         images: list[dict[str, Any]] = []
         for message in messages:
             if images and not isinstance(message, ToolOutput):
-                wire.append({"role": "user", "content": images})
+                wire.extra([{"role": "user", "content": images}])
                 images = []
             if isinstance(message, System):
-                wire.append({"role": "system", "content": message.text})
+                wire.add(message, _system)
             elif isinstance(message, User):
-                wire.append({"role": "user", "content": _content(message.content)})
+                wire.add(message, _user)
             elif isinstance(message, Assistant):
-                wire.append(_assistant(message, reasoning_back))
+                wire.add(message, _assistant_with if reasoning_back else _assistant_without)
             else:
-                wire.append(
-                    {"role": "tool", "tool_call_id": message.call_id, "content": message.text}
-                )
+                wire.add(message, _tool)
                 if message.images:
                     images.append({"type": "text", "text": tool_images_intro(message)})
                     images += (_image_part(image) for image in message.images)
         if images:
-            wire.append({"role": "user", "content": images})
-        return wire
+            wire.extra([{"role": "user", "content": images}])
+        return wire.out
 
 
 def tool_images_intro(output: ToolOutput) -> str:
@@ -108,6 +141,26 @@ def _assistant(message: Assistant, reasoning_back: bool) -> dict[str, Any]:
             for call in calls
         ]
     return wire
+
+
+def _system(message: System) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": message.text}]
+
+
+def _user(message: User) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": _content(message.content)}]
+
+
+def _assistant_with(message: Assistant) -> list[dict[str, Any]]:
+    return [_assistant(message, True)]
+
+
+def _assistant_without(message: Assistant) -> list[dict[str, Any]]:
+    return [_assistant(message, False)]
+
+
+def _tool(output: ToolOutput) -> list[dict[str, Any]]:
+    return [{"role": "tool", "tool_call_id": output.call_id, "content": output.text}]
 
 
 def _content(parts: tuple[Text | Image, ...]) -> str | list[dict[str, Any]]:

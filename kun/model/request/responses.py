@@ -26,7 +26,14 @@ from __future__ import annotations
 from typing import Any
 
 from kun.contracts.model import ModelRequest
-from kun.model.request.base import BaseCodec, openai_content, split_leading_system
+from kun.model.body import RequestBody
+from kun.model.request.base import (
+    BaseCodec,
+    EncodedWireItems,
+    WireItems,
+    openai_content,
+    split_leading_system,
+)
 from kun.model.request.chat_completions import tool_images_intro
 from kun.model.request.images import Image
 from kun.model.request.messages import Assistant, Call, Message, System, Text, ToolOutput, User
@@ -50,11 +57,41 @@ class ResponsesCodec(BaseCodec):
         max_tokens: int | None,
         reasoning_effort: str | None,
     ) -> dict[str, Any]:
+        body, rest = self._head(
+            request, self.messages(request), model, stream, max_tokens, reasoning_effort
+        )
+        body["input"] = wire_input(rest)
+        return body
+
+    def encode_body(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> RequestBody:
+        """:meth:`encode` as pieces (:mod:`kun.model.body`)."""
+        messages, encoded = self.messages_and_items(request)
+        head, rest = self._head(request, messages, model, stream, max_tokens, reasoning_effort)
+        return RequestBody(head, "input", _wire(rest, EncodedWireItems(encoded)))
+
+    def _head(
+        self,
+        request: ModelRequest,
+        messages: list[Message],
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> tuple[dict[str, Any], list[Message]]:
+        """Every field but ``input``, and the messages ``input`` is made of."""
         body: dict[str, Any] = {"model": model, "stream": stream}
         if max_tokens is not None:
             body["max_output_tokens"] = max_tokens
         body.update(responses_reasoning(self.capabilities, reasoning_effort, self.endpoint_url))
-        instructions, rest = split_leading_system(self.messages(request))
+        instructions, rest = split_leading_system(messages)
         if instructions:
             body["instructions"] = "\n\n".join(instructions)
         if request.tools:
@@ -68,34 +105,47 @@ class ResponsesCodec(BaseCodec):
                 }
                 for tool in request.tools
             ]
-        body["input"] = wire_input(rest)
-        return body
+        return body, rest
 
 
 def wire_input(messages: list[Message]) -> list[dict[str, Any]]:
     """The ``input`` items of ``messages`` (leading system messages removed)."""
-    wire: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = _wire(messages, WireItems())
+    return items
+
+
+def _wire(messages: list[Message], wire: WireItems) -> list[Any]:
     images: list[dict[str, Any]] = []
     for message in messages:
         if images and not isinstance(message, ToolOutput):
-            wire.append({"role": "user", "content": images})
+            wire.extra([{"role": "user", "content": images}])
             images = []
         if isinstance(message, System):
-            wire.append({"role": "developer", "content": message.text})
+            wire.add(message, _developer)
         elif isinstance(message, User):
-            wire.append({"role": "user", "content": _content(message.content)})
+            wire.add(message, _user)
         elif isinstance(message, Assistant):
-            wire += _assistant(message)
+            wire.add(message, _assistant)
         else:
-            wire.append(
-                {"type": "function_call_output", "call_id": message.call_id, "output": message.text}
-            )
+            wire.add(message, _output)
             if message.images:
                 images.append({"type": "input_text", "text": tool_images_intro(message)})
                 images += (_image_part(image) for image in message.images)
     if images:
-        wire.append({"role": "user", "content": images})
-    return wire
+        wire.extra([{"role": "user", "content": images}])
+    return wire.out
+
+
+def _developer(message: System) -> list[dict[str, Any]]:
+    return [{"role": "developer", "content": message.text}]
+
+
+def _user(message: User) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": _content(message.content)}]
+
+
+def _output(output: ToolOutput) -> list[dict[str, Any]]:
+    return [{"type": "function_call_output", "call_id": output.call_id, "output": output.text}]
 
 
 def _assistant(message: Assistant) -> list[dict[str, Any]]:

@@ -8,17 +8,27 @@ unique"; Responses pairs an output with the call of its id), at most 40
 characters on chat completions (OpenAI), at most 64 on Responses, and
 ``^[a-zA-Z0-9_-]+$`` on Anthropic. Tool names, advertised or called:
 ``^[a-zA-Z0-9_-]{1,64}$`` (OpenAI and Anthropic). No empty message.
-Anthropic: a final assistant turn does not end with whitespace (it is a
-prefill); with DeepSeek's thinking mode (``thinking`` without a budget) every
-assistant turn that uses tools carries a thinking block.
+Anthropic: at least one message, even when the history's only user message
+was blank; a final assistant turn does not end with whitespace (it is a
+prefill), and there is no prefill at all with thinking on; with DeepSeek's
+thinking mode (``thinking`` without a budget) every assistant turn that
+uses tools carries a thinking block.
+
+One rule needs the log as well as the body:
+:func:`anthropic_thinking_dropped` — with thinking asked for, a body may turn
+it off only when the step that opens the final turn has no signed reasoning
+to start it with.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from kun.contracts.items import AssistantReasoning, Item, UserMessage
+from kun.domain.history import ModelEntry, UserEntry, repair_history
 
 THINKING = ("thinking", "redacted_thinking")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -132,15 +142,17 @@ def anthropic_violations(body: dict[str, Any]) -> list[str]:
     broken += _ids([b["id"] for b in uses], None, ANTHROPIC_ID)
     broken += _names("tool", (t["name"] for t in body.get("tools", ())))
     broken += _names("call", (b["name"] for b in uses))
+    thinking = body.get("thinking") or {}
+    thinking_on = thinking.get("type") == "enabled"
     if turns and turns[-1]["role"] == "assistant":
         last = turns[-1]["content"][-1] if turns[-1]["content"] else {}
         if last.get("type") == "text" and last["text"] != last["text"].rstrip():
             broken.append("the final assistant turn ends with whitespace")
+        if thinking_on:
+            broken.append("a final assistant turn (a prefill) with thinking on")
     breakpoints = _breakpoints(body)
     if breakpoints > 4:
         broken.append(f"{breakpoints} cache_control breakpoints")
-    thinking = body.get("thinking") or {}
-    thinking_on = thinking.get("type") == "enabled"
     for n, turn in enumerate(turns):
         broken += _turn_violations(n, turn, turns, thinking_on=thinking_on)
     if thinking_on and "budget_tokens" not in thinking:
@@ -206,6 +218,56 @@ def _final_turn_violations(turns: list[dict[str, Any]]) -> list[str]:
             break
     if first is not None and uses_tools and first["content"][0]["type"] not in THINKING:
         return ["thinking on, but the final assistant turn does not start with thinking"]
+    return []
+
+
+def opening_step_signed(history: Sequence[Item]) -> bool | None:
+    """Whether the step that opens the final turn — the first model step
+    calling tools after the log's last prompt (a user message, blank or
+    not, that is not steering; the start of the log if there is none), with
+    only text before it — carries a signed thinking block.
+
+    ``None`` when Anthropic's assistant turn goes on from before that
+    prompt (the step before it ended on tool results: a turn that failed
+    after its tools ran, or a blank prompt right after them) or the user
+    spoke again before that step.
+    """
+    prompts = [
+        n for n, item in enumerate(history) if isinstance(item, UserMessage) and not item.steered
+    ]
+    at = prompts[-1] if prompts else -1
+    where = {id(item): n for n, item in enumerate(history)}
+    entries = repair_history(history)
+    opening = next(
+        (
+            k
+            for k, entry in enumerate(entries)
+            if isinstance(entry, ModelEntry) and where[id(entry.output[0])] > at
+        ),
+        None,
+    )
+    if opening is None:
+        return False
+    previous = next((e for e in reversed(entries[:opening]) if isinstance(e, ModelEntry)), None)
+    if isinstance(previous, ModelEntry) and previous.results:
+        return None
+    for entry in entries[opening:]:
+        if isinstance(entry, UserEntry):
+            return None
+        if entry.calls:
+            return any(isinstance(o, AssistantReasoning) and o.signature for o in entry.output)
+    return False
+
+
+def anthropic_thinking_dropped(history: Sequence[Item], body: dict[str, Any]) -> list[str]:
+    """For a body asked to think: thinking is off although the step that
+    opens the final turn has its signed reasoning in the log (and the body
+    is no prefill, which must go without thinking)."""
+    turns = body["messages"]
+    if (body.get("thinking") or {}).get("type") == "enabled" or turns[-1]["role"] == "assistant":
+        return []
+    if opening_step_signed(history):
+        return ["thinking turned off, but the step opening the final turn is signed"]
     return []
 
 
