@@ -121,7 +121,13 @@ class Backend:
 
     async def create(self, body: CreateThread) -> str:
         workspace = Path(body.workspace) if body.workspace else Path.cwd()
-        if not await anyio.Path(workspace).is_dir():
+        try:
+            folder = await anyio.Path(workspace).is_dir()
+        except OSError as exc:  # a name too long for the filesystem, a loop
+            raise ApiError(
+                400, "invalid_workspace", f"{workspace}: {exc.strerror}", "workspace"
+            ) from None
+        if not folder:
             raise ApiError(
                 400, "invalid_workspace", f"{workspace} is not a folder here", "workspace"
             )

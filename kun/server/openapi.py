@@ -35,11 +35,11 @@ OPERATIONS: tuple[tuple[str, str, str, type[Any] | None, int], ...] = (
      bodies.Interrupt, 200),
     ("POST", "/v1/threads/{thread_id}/rewind", "Hide a turn and every later one", bodies.Rewind,
      200),
-    ("POST", "/v1/threads/{thread_id}/rewind/undo", "Undo the latest rewind", None, 200),
+    ("POST", "/v1/threads/{thread_id}/rewind/undo", "Undo the latest rewind", bodies.NoBody, 200),
     ("POST", "/v1/threads/{thread_id}/fork", "Fork the thread", bodies.Fork, 201),
     ("POST", "/v1/threads/{thread_id}/compact",
      "Compact the history now, as its own short turn (200 and turn_id null: nothing to "
-     "summarise yet)", None, 202),
+     "summarise yet)", bodies.NoBody, 202),
     ("POST", "/v1/approvals/{approval_id}", "Answer an approval", bodies.AnswerApproval, 200),
     ("POST", "/v1/user-inputs/{request_id}", "Answer a question", bodies.AnswerUserInput, 200),
     ("GET", "/v1/threads/{thread_id}/usage", "The thread's usage (kun usage)", None, 200),

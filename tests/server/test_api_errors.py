@@ -29,8 +29,9 @@ def _error(response: httpx.Response, status: int, code: str, field: str | None =
 async def test_bodies_that_do_not_decode(tmp_path: Path) -> None:
     async with api(tmp_path) as a:
         post = a.client.post
-        _error(await post("/v1/threads", content=b"{nope"), 400, "malformed_json")
-        _error(await post("/v1/threads", content=b"[1]"), 400, "invalid_body")
+        json = {"content-type": "application/json"}
+        _error(await post("/v1/threads", content=b"{nope", headers=json), 400, "malformed_json")
+        _error(await post("/v1/threads", content=b"[1]", headers=json), 400, "invalid_body")
         _error(await post("/v1/threads", json={"titel": "x"}), 400, "invalid_body", "titel")
         _error(
             await post("/v1/threads", json={"limits": {"max_steps": "3"}}),
@@ -73,13 +74,18 @@ async def test_bodies_that_do_not_decode(tmp_path: Path) -> None:
 async def test_oversize_bodies_are_refused_before_decoding(tmp_path: Path) -> None:
     async with api(tmp_path) as a:
         big = b'{"text": "' + b"x" * MAX_BODY_BYTES + b'"}'
-        _error(await a.client.post("/v1/threads", content=big), 413, "body_too_large")
+        json = {"content-type": "application/json"}
+        _error(await a.client.post("/v1/threads", content=big, headers=json), 413, "body_too_large")
 
         async def chunks() -> Any:
             for _ in range(MAX_BODY_BYTES // (1 << 20) + 1):
                 yield b" " * (1 << 20)
 
-        _error(await a.client.post("/v1/threads", content=chunks()), 413, "body_too_large")
+        _error(
+            await a.client.post("/v1/threads", content=chunks(), headers=json),
+            413,
+            "body_too_large",
+        )
 
 
 @pytest.mark.parametrize(
