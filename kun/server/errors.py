@@ -8,16 +8,24 @@ the thread's state refuses is 409, any other user mistake is 400. A
 failure kun can explain (a corrupt log, a lost lock) is a 500 that still
 names its code; anything else is ``internal`` and logged with its
 traceback.
+
+A message never shows where the server keeps its home: a path inside it
+is written ``<home>/threads/<id>/...`` (:func:`home_relative`), so an
+error body tells a client which thread or file, not the server's layout
+or user name. A client that hangs up before its body arrived is no
+error of the server's: one line at info, no traceback.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+from pathlib import Path
 
 import msgspec
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from kun.domain.turnref import NoSuchTurn, NothingToUndo
@@ -34,7 +42,7 @@ from kun.runtime.errors import (
 )
 from kun.store.errors import InvalidThreadId, ThreadLocked, ThreadNotFound
 
-__all__ = ["ApiError", "error_response", "exception_handlers", "status_of"]
+__all__ = ["ApiError", "error_response", "exception_handlers", "home_relative", "status_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -91,9 +99,27 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+def home_relative(message: str, home: Path | None) -> str:
+    """``message`` with every path under ``home`` (as given or resolved)
+    written ``<home>/...``."""
+    if home is None:
+        return message
+    for root in sorted({str(home), str(home.resolve())}, key=len, reverse=True):
+        message = message.replace(root + os.sep, "<home>/")
+        message = re.sub(re.escape(root) + r"(?![\w.-])", "<home>", message)
+    return message
+
+
+def _home_of(request: Request) -> Path | None:
+    backend = getattr(request.app.state, "backend", None)
+    home = getattr(backend, "home", None)
+    return home if isinstance(home, Path) else None
+
+
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.code, exc.message, exc.field)
+    message = home_relative(exc.message, _home_of(request))
+    return error_response(exc.status, exc.code, message, exc.field)
 
 
 async def _kun_error(request: Request, exc: Exception) -> Response:
@@ -101,7 +127,12 @@ async def _kun_error(request: Request, exc: Exception) -> Response:
     status, code, field = status_of(exc)
     if status >= 500:
         _log.error("%s %s: %s", request.method, request.url.path, exc)
-    return error_response(status, code, str(exc), field)
+    return error_response(status, code, home_relative(str(exc), _home_of(request)), field)
+
+
+async def _hung_up(request: Request, exc: Exception) -> Response:
+    _log.info("%s %s: the client hung up before its body arrived", request.method, request.url.path)
+    return error_response(400, "client_disconnected", "the client hung up before its body arrived")
 
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
@@ -129,6 +160,7 @@ async def _internal(request: Request, exc: Exception) -> Response:
 def exception_handlers() -> dict[type[Exception] | int, object]:
     return {
         ApiError: _api_error,
+        ClientDisconnect: _hung_up,
         KunError: _kun_error,
         HTTPException: _http_error,
         Exception: _internal,

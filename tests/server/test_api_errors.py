@@ -11,8 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from kun.model.scripted import text_reply
 from kun.server.auth import NeedsToken, check_bind, is_loopback
 from kun.server.bodies import MAX_BODY_BYTES
+from kun.store.jsonl import JsonlEventStore
 from tests.server.support import api
 
 pytestmark = pytest.mark.anyio
@@ -143,3 +145,24 @@ def test_only_loopback_may_go_without_a_token() -> None:
         with pytest.raises(NeedsToken):
             check_bind(host, None)
         check_bind(host, "token")
+
+
+async def test_error_messages_name_files_under_the_home_not_where_it_is(tmp_path: Path) -> None:
+    async with api(tmp_path, [text_reply("one")]) as a:
+        thread = await a.new_thread()
+        await a.wait(thread, await a.start(thread, "first"))
+    log = tmp_path / "home" / "threads" / thread / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    async with JsonlEventStore(a.home) as other:
+        await other.claim(thread)
+        async with api(tmp_path) as b:
+            locked = await b.client.post(f"/v1/threads/{thread}/turns", json={"text": "x"})
+    log.write_bytes(b"".join([lines[0], b"{not an event}\n", *lines[1:]]))
+    async with api(tmp_path) as c:
+        corrupt = await c.client.post(f"/v1/threads/{thread}/turns", json={"text": "x"})
+    said = {"thread_locked": locked, "corrupt_log": corrupt}
+    for code, response in said.items():
+        assert response.json()["error"]["code"] == code, response.text
+        message = response.json()["error"]["message"]
+        assert str(tmp_path) not in message, message
+        assert f"<home>/threads/{thread}/" in message, message
