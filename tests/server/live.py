@@ -16,6 +16,7 @@ import anyio
 from kun.model.scripted import ScriptedModelClient
 from kun.server.app import create_app
 from kun.server.backend import backend_over
+from kun.server.connections import ConnectionLimits
 from kun.server.runner import KunServer, server_for
 
 WAIT_SECONDS = 10.0
@@ -80,14 +81,13 @@ class Live:
 
 
 @contextlib.asynccontextmanager
-async def live(tmp_path: Path, **options: float) -> AsyncIterator[Live]:
-    """A server over ``tmp_path / "home"``; ``options`` are
-    :func:`server_for`'s keyword arguments."""
+async def live(tmp_path: Path, limits: ConnectionLimits | None = None) -> AsyncIterator[Live]:
+    """A server over ``tmp_path / "home"`` with these connection limits."""
     app = create_app(lambda: backend_over(tmp_path / "home", ScriptedModelClient([])))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = _Served(server_for(app, "127.0.0.1", port, **options).config, app)  # type: ignore[arg-type]
+    server = _Served(server_for(app, "127.0.0.1", port, limits=limits).config, app)
     server.ready = anyio.Event()
     records = Records()
     loggers = [
