@@ -43,7 +43,7 @@ __all__ = [
     "Interrupt",
     "Limits",
     "NoBody",
-    "Rewind",
+    "RewindThread",
     "StartTurn",
     "Steer",
     "UpdateThread",
@@ -72,6 +72,10 @@ _Path = Annotated[
     str, msgspec.Meta(min_length=1, max_length=4096, description="a path, at most 4096 bytes")
 ]
 _Positive = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]
+_TurnRef = _Positive | _Name
+"""A turn, in every body that names one: its number as the transcript
+shows it (1-based, hidden turns counted), as a JSON number or a string of
+digits; or its id, or an unambiguous prefix of its id."""
 
 
 class _Body(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -119,7 +123,7 @@ class Upload(_Body):
     on the server)."""
 
     name: _Name
-    mime_type: Annotated[str, msgspec.Meta(pattern=r"^[\w.+-]+/[\w.+-]+$")]
+    mime_type: Annotated[str, msgspec.Meta(pattern=r"^[\w.+-]+/[\w.+-]+$", examples=["image/png"])]
     data: bytes
 
 
@@ -144,21 +148,21 @@ class Interrupt(_Body):
     discard: bool = False
 
 
-class Rewind(_Body):
-    """The first turn to hide: its number as the transcript shows it, its
-    id, or an unambiguous prefix of its id. ``files``: also put the
-    workspace's files back as they were before it (where unchanged since)."""
+class RewindThread(_Body):
+    """Hide turn ``before_turn`` and every later one (a turn named as
+    :data:`_TurnRef` says). ``files``: also put the workspace's files back
+    as they were before it (where unchanged since)."""
 
-    before_turn: _Name
+    before_turn: _TurnRef
     files: bool = False
 
 
 class Fork(_Body):
-    """Keep turns 1..``at_turn``, or the log up to ``at_seq`` (neither:
-    all of it)."""
+    """Keep turns 1..``at_turn`` (a turn named as :data:`_TurnRef` says),
+    or the log up to ``at_seq`` (neither: all of it)."""
 
     at_seq: _Positive | None = None
-    at_turn: _Positive | None = None
+    at_turn: _TurnRef | None = None
 
 
 class AnswerApproval(_Body):

@@ -27,6 +27,7 @@ import msgspec
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.routing import Match, Route
 
 from kun.domain.turnref import NoSuchTurn, NothingToUndo
 from kun.errors import KunError, RuntimeFailure
@@ -149,7 +150,20 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     response = error_response(exc.status_code, code, message)
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(_allowed(request))
     return response
+
+
+def _allowed(request: Request) -> list[str]:
+    """Every method some route of the path takes: a path served by several
+    routes (``GET`` and ``POST /v1/threads``) would otherwise name only
+    the first one's."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
 
 
 async def _internal(request: Request, exc: Exception) -> Response:

@@ -37,6 +37,7 @@ from starlette.routing import BaseRoute, Route
 from kun.portable.bundle import default_bundle_name, export_thread
 from kun.portable.errors import BundleRefused, ImportConflict, SourceRefused
 from kun.portable.unbundle import ImportResult, import_bundle
+from kun.server.answers import ImportDone
 from kun.server.errors import ApiError
 from kun.server.threads import backend_of, json_response
 
@@ -116,7 +117,7 @@ async def import_(request: Request) -> Response:
     finally:
         await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
     status = 200 if result.outcome == "already_imported" else 201
-    answer = {"thread_id": result.thread_id, "outcome": result.outcome, "events": result.events}
+    answer = ImportDone(thread_id=result.thread_id, outcome=result.outcome, events=result.events)
     return json_response(answer, status)
 
 

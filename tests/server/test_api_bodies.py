@@ -23,7 +23,7 @@ FIELD: dict[type[object], tuple[str, str, str]] = {
     bodies.StartTurn: ("text", '"one"', '"two"'),
     bodies.Steer: ("text", '"one"', '"two"'),
     bodies.Interrupt: ("discard", "false", "true"),
-    bodies.Rewind: ("before_turn", '"1"', '"2"'),
+    bodies.RewindThread: ("before_turn", '"1"', '"2"'),
     bodies.Fork: ("at_turn", "1", "2"),
     bodies.AnswerApproval: ("decision", '"denied"', '"approved"'),
     bodies.AnswerUserInput: ("answer", '"no"', '"yes"'),

@@ -44,7 +44,7 @@ async def test_export_and_import_are_described_as_files(tmp_path: Path) -> None:
     assert set(export["responses"]["200"]["content"]) == {"application/gzip", "application/x-tar"}
     imported = doc["paths"]["/v1/threads/import"]["post"]
     params = _query(doc, "post", "/v1/threads/import")
-    assert set(params) == {"from", "as", "name"}
+    assert set(params) == {"from", "as", "name", "workspace"}
     assert set(params["from"]["schema"]["enum"]) == portable._SOURCES
     body = imported["requestBody"]["content"]["application/octet-stream"]["schema"]
     assert body == {"type": "string", "format": "binary"}
