@@ -120,3 +120,22 @@ async def test_a_workspace_too_long_for_the_machine_is_a_400(
         response = await a.client.post("/v1/threads", json={"workspace": workspace})
         assert response.status_code == 400, response.text[:300]
         assert response.json()["error"]["field"] == "workspace"
+
+
+@pytest.mark.parametrize("workspace", ["/" + "w" * 60_000, "/tmp/" + "w" * 300])
+async def test_an_import_workspace_too_long_for_the_machine_is_a_400(
+    tmp_path: Path, workspace: str
+) -> None:
+    async with api(tmp_path) as a:
+        url = "/v1/threads/import"
+        response = await a.client.post(url, params={"workspace": workspace}, content=b"x")
+        _refused(response, 400, "invalid_workspace", "workspace")
+
+
+async def test_an_import_file_name_too_long_for_the_machine_is_cut(tmp_path: Path) -> None:
+    async with api(tmp_path) as a:
+        response = await a.client.post(
+            "/v1/threads/import", params={"name": "w" * 60_000}, content=b"x"
+        )
+        assert response.status_code == 400, response.text[:300]
+        assert response.json()["error"]["code"] == "bundle_refused"
