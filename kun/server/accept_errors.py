@@ -4,10 +4,13 @@ When ``accept()`` fails for want of a resource (``EMFILE``: too many open
 files), asyncio's accept loop reports it to the loop's exception handler,
 with a traceback, once per connection waiting in the backlog (up to
 2,048 per wake on Linux, every second while it lasts): hundreds of
-megabytes of log in a minute, and the CPU spent writing them. The handler
-here says it once, with the limit and what to do, then at most once a
-minute how many more there were; every other report goes to the handler
-that was there before.
+megabytes of log in a minute, and the CPU spent writing them. Each of
+those reports also schedules a retry a second later; the retries still
+pending when the server stops find its socket closed and each report a
+``ValueError`` traceback. The handler here says the first once, with the
+limit and what to do, then at most once a minute how many more there
+were, and drops the stale retries' reports; every other report goes to
+the handler that was there before.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ _log = logging.getLogger(__name__)
 
 
 class AcceptErrors:
-    """A loop exception handler: install it with :meth:`install`."""
+    """A loop exception handler: install it with :meth:`install`, for the
+    loop's life (stale retries come after the server has stopped)."""
 
     def __init__(self, *, every: float = 60.0) -> None:
         self.every = every
@@ -38,11 +42,9 @@ class AcceptErrors:
         self._before = loop.get_exception_handler()
         loop.set_exception_handler(self)
 
-    def uninstall(self, loop: asyncio.AbstractEventLoop) -> None:
-        if loop.get_exception_handler() is self:
-            loop.set_exception_handler(self._before)
-
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if self._said_at is not None and _stale_retry(context):
+            return
         if context.get("message") != ACCEPT_FAILED:
             if self._before is not None:
                 self._before(loop, context)
@@ -66,3 +68,11 @@ class AcceptErrors:
             self._said_at, self._unsaid = now, 0
         else:
             self._unsaid += 1
+
+
+def _stale_retry(context: dict[str, Any]) -> bool:
+    """A retry of ``accept()`` scheduled after a resource error that ran
+    once the listening socket was closed."""
+    return isinstance(context.get("exception"), ValueError) and "_start_serving" in repr(
+        context.get("handle")
+    )

@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kun.domain.turnref import NoSuchTurn, NothingToUndo
 from kun.errors import KunError, RuntimeFailure
@@ -43,7 +44,14 @@ from kun.runtime.errors import (
 )
 from kun.store.errors import InvalidThreadId, ThreadLocked, ThreadNotFound
 
-__all__ = ["ApiError", "error_response", "exception_handlers", "home_relative", "status_of"]
+__all__ = [
+    "ApiError",
+    "InternalErrors",
+    "error_response",
+    "exception_handlers",
+    "home_relative",
+    "status_of",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -166,16 +174,40 @@ def _allowed(request: Request) -> list[str]:
     return sorted(methods)
 
 
-async def _internal(request: Request, exc: Exception) -> Response:
-    _log.exception("%s %s failed", request.method, request.url.path)
-    return error_response(500, "internal", f"internal error: {type(exc).__name__}")
-
-
 def exception_handlers() -> dict[type[Exception] | int, object]:
     return {
         ApiError: _api_error,
         ClientDisconnect: _hung_up,
         KunError: _kun_error,
         HTTPException: _http_error,
-        Exception: _internal,
     }
+
+
+class InternalErrors:
+    """The outermost of the app's middleware: an exception nothing else
+    answered is logged once, with its traceback, and answered 500
+    ``internal`` (when the answer has not begun). Starlette's own last
+    handler would answer it and raise it again, so the server logged the
+    same traceback a second time."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:
+            _log.exception("%s %s failed", scope["method"], scope["path"])
+            if not started:
+                answer = error_response(500, "internal", f"internal error: {type(exc).__name__}")
+                await answer(scope, receive, send)

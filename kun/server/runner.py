@@ -66,7 +66,6 @@ class KunServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await begin_shutdown(self.kun_app)
         await super().shutdown(sockets=sockets)
-        self.accept_errors.uninstall(asyncio.get_running_loop())
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

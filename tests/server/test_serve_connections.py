@@ -146,3 +146,22 @@ async def test_over_the_cap_a_new_connection_gets_503_while_the_open_ones_go_on(
                     break
         await idle.send(b"GET /v1/threads HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert b"HTTP/1.1 200" in await idle.receive()
+
+
+async def test_an_unexpected_error_is_one_json_500_and_one_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("kun.server.threads.list_threads", broken)
+    async with live(tmp_path) as server, httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.get("/v1/threads")
+        assert response.status_code == 500
+        assert response.json()["error"] == {
+            "code": "internal",
+            "message": "internal error: RuntimeError",
+        }
+        assert (await client.get("/openapi.json")).status_code == 200
+    assert server.records.tracebacks() == ["GET /v1/threads failed"]
+    assert not [line for line in server.records.lines() if "Exception in ASGI" in line]
