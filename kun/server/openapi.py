@@ -9,6 +9,7 @@ answers that are (an export) are described as binary.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import msgspec
@@ -243,8 +244,14 @@ def spec() -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _encoded() -> bytes:
+    """The document, built once (its schemas take tens of milliseconds)."""
+    return msgspec.json.encode(spec())
+
+
 async def openapi(request: Request) -> Response:
-    return Response(msgspec.json.encode(spec()), media_type="application/json")
+    return Response(_encoded(), media_type="application/json")
 
 
 async def docs(request: Request) -> Response:
