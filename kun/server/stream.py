@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 from starlette.requests import Request
@@ -49,6 +50,7 @@ from starlette.types import ASGIApp
 
 from kun.contracts.events import Event
 from kun.runtime.service import TurnService
+from kun.server.errors import home_relative
 from kun.server.sse_frames import comment, event_frame, preview_frame, retry_frame
 from kun.server.sse_response import (
     SSE_HEADERS,
@@ -109,6 +111,13 @@ def _come_back(settings: StreamSettings, why: str) -> Response:
     )
 
 
+def _home(service: TurnService) -> Path | None:
+    """Where the service's store keeps its threads, to leave out of what
+    a client is told (:func:`~kun.server.errors.home_relative`)."""
+    home = getattr(service.recorder.store, "home", None)
+    return home if isinstance(home, Path) else None
+
+
 def _shutdown(request: Request) -> anyio.Event | None:
     shutdown: anyio.Event | None = getattr(request.app.state, "shutdown", None)
     return shutdown
@@ -157,7 +166,7 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
 
     def note(reason: str, last: int | None) -> str:
         why = "the server is shutting down" if reason == "shutdown" else reason
-        return f"{why}; resume with Last-Event-ID: {last}"
+        return f"{home_relative(why, _home(service))}; resume with Last-Event-ID: {last}"
 
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=after, note=note)
 
@@ -226,7 +235,8 @@ def _firehose(request: Request, settings: StreamSettings) -> Response | ASGIApp:
     def note(reason: str, last: int | None) -> str:
         if reason == "shutdown":
             return "the server is shutting down"
-        return f"{reason}; events may be missing: catch each thread up with ?after=<its last seq>"
+        why = home_relative(reason, _home(service))
+        return f"{why}; events may be missing: catch each thread up with ?after=<its last seq>"
 
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=None, note=note)
 

@@ -160,9 +160,12 @@ async def test_error_messages_name_files_under_the_home_not_where_it_is(tmp_path
     log.write_bytes(b"".join([lines[0], b"{not an event}\n", *lines[1:]]))
     async with api(tmp_path) as c:
         corrupt = await c.client.post(f"/v1/threads/{thread}/turns", json={"text": "x"})
+        streamed = await c.client.get(f"/v1/threads/{thread}/events", params={"until": 3})
     said = {"thread_locked": locked, "corrupt_log": corrupt}
     for code, response in said.items():
         assert response.json()["error"]["code"] == code, response.text
         message = response.json()["error"]["message"]
         assert str(tmp_path) not in message, message
         assert f"<home>/threads/{thread}/" in message, message
+    assert streamed.text.endswith("resume with Last-Event-ID: 0\n\n"), streamed.text
+    assert str(tmp_path) not in streamed.text and "<home>/threads/" in streamed.text
