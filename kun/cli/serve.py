@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import home_option
+
+if TYPE_CHECKING:
+    from kun.server.connections import ConnectionLimits
 
 __all__ = ["serve"]
 
@@ -50,10 +54,41 @@ def _refuse(message: str) -> None:
     default=None,
     help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
 )
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="Open connections (event streams too) before new ones get 503; "
+    "at most half the open-files limit.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A request's headers must arrive within this, else 408 and the connection closes.",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A body's grace before it must keep up 16 KiB/s, else 408.",
+)
 @runtime_options
 @home_option
 def serve(
-    host: str, port: int, token_env: str | None, config: Path | None, home: Path | None
+    host: str,
+    port: int,
+    token_env: str | None,
+    config: Path | None,
+    max_connections: int,
+    header_timeout: float,
+    body_timeout: float,
+    home: Path | None,
 ) -> None:
     """Serve the HTTP API: threads and turns over HTTP, followed by
     Server-Sent Events. Ctrl-C (or SIGTERM) interrupts running turns (the
@@ -73,7 +108,12 @@ def serve(
     except NeedsToken as exc:
         _refuse(str(exc))
     _check_free(host, port)
-    _run(host, port, token, config, home)
+    from kun.server.connections import ConnectionLimits
+
+    limits = ConnectionLimits(
+        header_seconds=header_timeout, body_seconds=body_timeout, max_connections=max_connections
+    )
+    _run(host, port, token, config, home, limits)
 
 
 def _check_free(host: str, port: int) -> None:
@@ -89,7 +129,14 @@ def _check_free(host: str, port: int) -> None:
         _refuse(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 
-def _run(host: str, port: int, token: str | None, config: Path | None, home: Path | None) -> None:
+def _run(
+    host: str,
+    port: int,
+    token: str | None,
+    config: Path | None,
+    home: Path | None,
+    limits: ConnectionLimits,
+) -> None:
     from kun.app.sandboxing import require_sandbox, sandbox_settings, serving
     from kun.config import load_config
     from kun.model.factory import build_router
@@ -114,4 +161,4 @@ def _run(host: str, port: int, token: str | None, config: Path | None, home: Pat
         token=token,
         wait_listening=True,
     )
-    run_server(app, host, port)
+    run_server(app, host, port, limits)

@@ -37,7 +37,7 @@ from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.server.auth import BearerAuth
 from kun.server.backend import Backend
 from kun.server.compact import compact_routes
-from kun.server.errors import exception_handlers
+from kun.server.errors import InternalErrors, exception_handlers
 from kun.server.openapi import openapi_routes
 from kun.server.origin import OriginGuard
 from kun.server.portable import portable_routes
@@ -88,7 +88,7 @@ def create_app(
                     await begin_shutdown(app)
                 tg.cancel_scope.cancel()
 
-    middleware = [Middleware(OriginGuard, check_host=not token)]
+    middleware = [Middleware(InternalErrors), Middleware(OriginGuard, check_host=not token)]
     if token:
         middleware.append(Middleware(BearerAuth, token=token))
     app = Starlette(

@@ -40,6 +40,7 @@ from kun.model.router import MultiProviderClient
 from kun.runtime.context import TurnLimits
 from kun.runtime.errors import UnknownTurn
 from kun.runtime.service import TurnService
+from kun.server.answers import ThreadOptions, TurnLimitsShown
 from kun.server.bodies import CreateThread, Limits, UpdateThread
 from kun.server.errors import ApiError
 from kun.store.errors import ThreadLocked, ThreadNotFound
@@ -57,16 +58,21 @@ class TurnOptions:
     reasoning_effort: str | None
     limits: TurnLimits
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "reasoning_effort": self.reasoning_effort,
-            "limits": {
-                "max_steps": self.limits.max_steps,
-                "max_wall_seconds": self.limits.max_wall_seconds,
-                "max_cost_usd": self.limits.cost_budget_usd,
-                "max_turn_tokens": self.limits.max_turn_tokens,
-            },
-        }
+    def answer(self, settings: ThreadSettings, thread_id: str) -> ThreadOptions:
+        """What the API answers about a thread created or changed."""
+        limits = self.limits
+        shown = TurnLimitsShown(
+            max_steps=limits.max_steps,
+            max_wall_seconds=limits.max_wall_seconds,
+            max_cost_usd=limits.cost_budget_usd,
+            max_turn_tokens=limits.max_turn_tokens,
+        )
+        return ThreadOptions(
+            thread_id=thread_id,
+            settings=settings,
+            reasoning_effort=self.reasoning_effort,
+            limits=shown,
+        )
 
 
 class Backend:
@@ -205,9 +211,13 @@ class Backend:
 
 async def _folder(path: Path) -> Path:
     """``path`` resolved, when it is a folder on this machine (a ``workspace``)."""
-    if not await anyio.Path(path).is_dir():
-        raise ApiError(400, "invalid_workspace", f"{path} is not a folder here", "workspace")
-    return Path(await anyio.Path(path).resolve())
+    try:
+        folder = await anyio.Path(path).is_dir()
+        if folder:
+            return Path(await anyio.Path(path).resolve())
+    except OSError as exc:  # a name too long for the filesystem, a loop
+        raise ApiError(400, "invalid_workspace", f"{path}: {exc.strerror}", "workspace") from None
+    raise ApiError(400, "invalid_workspace", f"{path} is not a folder here", "workspace")
 
 
 @asynccontextmanager

@@ -7,6 +7,15 @@ up to :data:`MAX_BODY_BYTES` (32 MiB: a few base64 images) and refused
 with 413 past it, before it is decoded; a decode error names the field
 (msgspec's path, ``$.limits.max_steps``) in the 400.
 
+A body is JSON by its ``Content-Type`` (``application/json``, UTF-8 if a
+charset is named), else 415 before it is read: a form or ``text/plain``
+post is what a page on another site can send without asking. An empty
+body may come without one. A key given twice in one object is refused
+(400 ``duplicate_key``): JSON leaves it undefined and msgspec keeps the
+last value, so ``{"decision": "denied", "decision": "approved"}`` would
+approve. The check is one more C-speed parse of a body that already
+decoded, calling back once per object.
+
 A name (a title, a model, a file name) is one line of printable text: a
 control character (a newline or a tab too) would corrupt a listing, a log
 line or the terminal that shows it. A count is at most 2^63 - 1, what every
@@ -15,6 +24,7 @@ store and client can hold, so no value is silently wrapped or refused later.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Literal, TypeVar
 
@@ -33,12 +43,13 @@ __all__ = [
     "Interrupt",
     "Limits",
     "NoBody",
-    "Rewind",
+    "RewindThread",
     "StartTurn",
     "Steer",
     "UpdateThread",
     "Upload",
     "field_of",
+    "is_json",
     "read_body",
 ]
 
@@ -57,7 +68,14 @@ _Name = Annotated[
 ]
 _REGEX_SAID = f"`str` matching regex {_ONE_LINE!r}"
 _ONE_LINE_SAID = "one line of text without control characters (no newline or tab)"
+_Path = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=4096, description="a path, at most 4096 bytes")
+]
 _Positive = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]
+_TurnRef = _Positive | _Name
+"""A turn, in every body that names one: its number as the transcript
+shows it (1-based, hidden turns counted), as a JSON number or a string of
+digits; or its id, or an unambiguous prefix of its id."""
 
 
 class _Body(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -78,7 +96,7 @@ class CreateThread(_Body):
     """``workspace`` is a folder on the server's machine (default: where
     the server runs); the rest as in :class:`UpdateThread`."""
 
-    workspace: str | None = None
+    workspace: _Path | None = None
     title: _Name | None = None
     provider: _Name | None = None
     model: _Name | None = None
@@ -108,7 +126,7 @@ class Upload(_Body):
     on the server)."""
 
     name: _Name
-    mime_type: Annotated[str, msgspec.Meta(pattern=r"^[\w.+-]+/[\w.+-]+$")]
+    mime_type: Annotated[str, msgspec.Meta(pattern=r"^[\w.+-]+/[\w.+-]+$", examples=["image/png"])]
     data: bytes
 
 
@@ -133,21 +151,21 @@ class Interrupt(_Body):
     discard: bool = False
 
 
-class Rewind(_Body):
-    """The first turn to hide: its number as the transcript shows it, its
-    id, or an unambiguous prefix of its id. ``files``: also put the
-    workspace's files back as they were before it (where unchanged since)."""
+class RewindThread(_Body):
+    """Hide turn ``before_turn`` and every later one (a turn named as
+    :data:`_TurnRef` says). ``files``: also put the workspace's files back
+    as they were before it (where unchanged since)."""
 
-    before_turn: _Name
+    before_turn: _TurnRef
     files: bool = False
 
 
 class Fork(_Body):
-    """Keep turns 1..``at_turn``, or the log up to ``at_seq`` (neither:
-    all of it)."""
+    """Keep turns 1..``at_turn`` (a turn named as :data:`_TurnRef` says),
+    or the log up to ``at_seq`` (neither: all of it)."""
 
     at_seq: _Positive | None = None
-    at_turn: _Positive | None = None
+    at_turn: _TurnRef | None = None
 
 
 class AnswerApproval(_Body):
@@ -175,14 +193,51 @@ _PATH = re.compile(r"at `\$\.?([^`]*)`")
 
 async def read_body(request: Request, kind: type[T], *, limit: int = MAX_BODY_BYTES) -> T:
     """The request's body decoded as ``kind``; an empty body is ``{}``."""
+    declared = request.headers.get("content-type")
+    if declared is not None and not is_json(declared):
+        raise _not_json(declared)
     raw = await _read(request, limit)
+    if raw and declared is None:
+        raise _not_json(None)
     try:
-        return msgspec.json.decode(raw or b"{}", type=kind)
+        body = msgspec.json.decode(raw or b"{}", type=kind)
     except msgspec.ValidationError as exc:
         message = str(exc).replace(_REGEX_SAID, _ONE_LINE_SAID)
         raise ApiError(400, "invalid_body", message, field_of(message)) from None
     except msgspec.DecodeError as exc:
         raise ApiError(400, "malformed_json", f"the body is not JSON: {exc}") from None
+    if raw:
+        json.loads(raw, object_pairs_hook=_refuse_duplicates)
+    return body
+
+
+def is_json(content_type: str) -> bool:
+    """``application/json``, with no charset or UTF-8."""
+    media, *params = (part.strip().lower() for part in content_type.split(";"))
+    if media != "application/json":
+        return False
+    charsets = [p.partition("=")[2].strip('"') for p in params if p.startswith("charset=")]
+    return all(charset in ("utf-8", "utf8") for charset in charsets)
+
+
+def _not_json(declared: str | None) -> ApiError:
+    said = f"not {declared!r}" if declared is not None else "and the request names none"
+    return ApiError(
+        415,
+        "unsupported_media_type",
+        f"the body must be JSON sent as Content-Type: application/json, {said}",
+        "Content-Type",
+    )
+
+
+def _refuse_duplicates(pairs: list[tuple[str, object]]) -> None:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ApiError(
+                400, "duplicate_key", f"the key {key!r} is given twice in one object", key
+            )
+        seen.add(key)
 
 
 async def _read(request: Request, limit: int) -> bytes:

@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from kun.observe.propagation import caller_trace
 from kun.runtime.compact_turn import NOTHING_TO_COMPACT
+from kun.server.answers import CompactionStarted
 from kun.server.bodies import NoBody, read_body
 from kun.server.threads import backend_of, json_response
 
@@ -34,9 +35,9 @@ async def compact(request: Request) -> Response:
         )
     if turn_id is None:
         return json_response(
-            {"thread_id": thread_id, "turn_id": None, "reason": NOTHING_TO_COMPACT}
+            CompactionStarted(thread_id=thread_id, turn_id=None, reason=NOTHING_TO_COMPACT)
         )
-    return json_response({"thread_id": thread_id, "turn_id": turn_id}, 202)
+    return json_response(CompactionStarted(thread_id=thread_id, turn_id=turn_id), 202)
 
 
 def compact_routes() -> list[BaseRoute]:

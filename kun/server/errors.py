@@ -8,17 +8,27 @@ the thread's state refuses is 409, any other user mistake is 400. A
 failure kun can explain (a corrupt log, a lost lock) is a 500 that still
 names its code; anything else is ``internal`` and logged with its
 traceback.
+
+A message never shows where the server keeps its home: a path inside it
+is written ``<home>/threads/<id>/...`` (:func:`home_relative`), so an
+error body tells a client which thread or file, not the server's layout
+or user name. A client that hangs up before its body arrived is no
+error of the server's: one line at info, no traceback.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+from pathlib import Path
 
 import msgspec
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+from starlette.routing import Match, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kun.domain.turnref import NoSuchTurn, NothingToUndo
 from kun.errors import KunError, RuntimeFailure
@@ -35,7 +45,14 @@ from kun.runtime.errors import (
 )
 from kun.store.errors import InvalidThreadId, ThreadLocked, ThreadNotFound
 
-__all__ = ["ApiError", "error_response", "exception_handlers", "status_of"]
+__all__ = [
+    "ApiError",
+    "InternalErrors",
+    "error_response",
+    "exception_handlers",
+    "home_relative",
+    "status_of",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -98,9 +115,27 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+def home_relative(message: str, home: Path | None) -> str:
+    """``message`` with every path under ``home`` (as given or resolved)
+    written ``<home>/...``."""
+    if home is None:
+        return message
+    for root in sorted({str(home), str(home.resolve())}, key=len, reverse=True):
+        message = message.replace(root + os.sep, "<home>/")
+        message = re.sub(re.escape(root) + r"(?![\w.-])", "<home>", message)
+    return message
+
+
+def _home_of(request: Request) -> Path | None:
+    backend = getattr(request.app.state, "backend", None)
+    home = getattr(backend, "home", None)
+    return home if isinstance(home, Path) else None
+
+
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.code, exc.message, exc.field)
+    message = home_relative(exc.message, _home_of(request))
+    return error_response(exc.status, exc.code, message, exc.field)
 
 
 async def _kun_error(request: Request, exc: Exception) -> Response:
@@ -109,7 +144,12 @@ async def _kun_error(request: Request, exc: Exception) -> Response:
     if status >= 500:
         _log.error("%s %s: %s", request.method, request.url.path, exc)
     message = exc.over_http() if isinstance(exc, WorkspaceMissing) else str(exc)
-    return error_response(status, code, message, field)
+    return error_response(status, code, home_relative(message, _home_of(request)), field)
+
+
+async def _hung_up(request: Request, exc: Exception) -> Response:
+    _log.info("%s %s: the client hung up before its body arrived", request.method, request.url.path)
+    return error_response(400, "client_disconnected", "the client hung up before its body arrived")
 
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
@@ -126,18 +166,56 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     response = error_response(exc.status_code, code, message)
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(_allowed(request))
     return response
 
 
-async def _internal(request: Request, exc: Exception) -> Response:
-    _log.exception("%s %s failed", request.method, request.url.path)
-    return error_response(500, "internal", f"internal error: {type(exc).__name__}")
+def _allowed(request: Request) -> list[str]:
+    """Every method some route of the path takes: a path served by several
+    routes (``GET`` and ``POST /v1/threads``) would otherwise name only
+    the first one's."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
 
 
 def exception_handlers() -> dict[type[Exception] | int, object]:
     return {
         ApiError: _api_error,
+        ClientDisconnect: _hung_up,
         KunError: _kun_error,
         HTTPException: _http_error,
-        Exception: _internal,
     }
+
+
+class InternalErrors:
+    """The outermost of the app's middleware: an exception nothing else
+    answered is logged once, with its traceback, and answered 500
+    ``internal`` (when the answer has not begun). Starlette's own last
+    handler would answer it and raise it again, so the server logged the
+    same traceback a second time."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:
+            _log.exception("%s %s failed", scope["method"], scope["path"])
+            if not started:
+                answer = error_response(500, "internal", f"internal error: {type(exc).__name__}")
+                await answer(scope, receive, send)

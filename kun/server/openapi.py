@@ -9,52 +9,94 @@ answers that are (an export) are described as binary.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from kun.server import bodies
+from kun.domain.state import ThreadState, TurnState
+from kun.server import answers, bodies
+from kun.server.web import send_page
 
-__all__ = ["OPERATIONS", "QUERY", "openapi_routes", "spec"]
+__all__ = ["OPERATIONS", "QUERY", "Operation", "openapi_routes", "spec"]
 
-# (method, path, summary, request body, success status)
-OPERATIONS: tuple[tuple[str, str, str, type[Any] | None, int], ...] = (
-    ("POST", "/v1/threads", "Create a thread", bodies.CreateThread, 201),
-    ("GET", "/v1/threads", "List threads, newest first (limit, cursor, all, q)", None, 200),
-    ("GET", "/v1/threads/{thread_id}", "The thread's projection", None, 200),
-    ("PATCH", "/v1/threads/{thread_id}", "Change the thread's settings", bodies.UpdateThread, 200),
-    ("POST", "/v1/threads/{thread_id}/turns", "Start a turn (runs in the background)",
-     bodies.StartTurn, 202),
-    ("GET", "/v1/threads/{thread_id}/turns/{turn_id}", "One turn", None, 200),
-    ("POST", "/v1/threads/{thread_id}/turns/{turn_id}/steer", "Steer the running turn",
-     bodies.Steer, 202),
-    ("POST", "/v1/threads/{thread_id}/turns/{turn_id}/interrupt", "Interrupt the running turn",
-     bodies.Interrupt, 200),
-    ("POST", "/v1/threads/{thread_id}/rewind", "Hide a turn and every later one", bodies.Rewind,
-     200),
-    ("POST", "/v1/threads/{thread_id}/rewind/undo", "Undo the latest rewind", None, 200),
-    ("POST", "/v1/threads/{thread_id}/fork", "Fork the thread", bodies.Fork, 201),
-    ("POST", "/v1/threads/{thread_id}/compact",
-     "Compact the history now, as its own short turn (200 and turn_id null: nothing to "
-     "summarise yet)", None, 202),
-    ("POST", "/v1/approvals/{approval_id}", "Answer an approval", bodies.AnswerApproval, 200),
-    ("POST", "/v1/user-inputs/{request_id}", "Answer a question", bodies.AnswerUserInput, 200),
-    ("GET", "/v1/threads/{thread_id}/usage", "The thread's usage (kun usage)", None, 200),
-    ("GET", "/v1/usage", "Usage of two threads side by side (?thread=A&thread=B)", None, 200),
-    ("GET", "/v1/threads/{thread_id}/transcript", "The transcript (kun replay)", None, 200),
-    ("GET", "/v1/threads/{thread_id}/log", "The raw log (JSON lines)", None, 200),
-    ("GET", "/v1/threads/{thread_id}/export",
-     "The thread's bundle, streamed (kun export; ?compress=false: a plain tar)", None, 200),
-    ("POST", "/v1/threads/import",
-     "Import the body: a bundle, or ?from=codex|claude-code a session (kun import; ?as=ID, "
-     "?name=FILE); 201 added, 200 already there", None, 201),
-    ("GET", "/v1/threads/{thread_id}/events", "The thread's events as Server-Sent Events",
-     None, 200),
-    ("GET", "/v1/events", "Every thread's live events as Server-Sent Events", None, 200),
-    ("GET", "/openapi.json", "This document", None, 200),
+_BINARY = {"type": "string", "format": "binary"}
+
+
+class Operation(NamedTuple):
+    """A route: its request body's Struct (``None``: no body) and its
+    success answers, by status: a Struct (JSON), or media types and
+    their schemas for what is not JSON."""
+
+    method: str
+    path: str
+    summary: str
+    body: type[Any] | None
+    answers: dict[int, type[Any] | dict[str, dict[str, Any]]]
+
+
+def _media(kind: str, schema: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    return {kind: {"schema": schema or {"type": "string"}}}
+
+
+_THREAD = "/v1/threads/{thread_id}"
+_TURN = "/v1/threads/{thread_id}/turns/{turn_id}"
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("POST", "/v1/threads", "Create a thread", bodies.CreateThread,
+              {201: answers.ThreadOptions}),
+    Operation("GET", "/v1/threads", "List threads, newest first (limit, cursor, all, q)", None,
+              {200: answers.ThreadPage}),
+    Operation("GET", _THREAD, "The thread's projection (kun replay --json)", None,
+              {200: ThreadState}),
+    Operation("PATCH", _THREAD, "Change the thread's settings", bodies.UpdateThread,
+              {200: answers.ThreadOptions}),
+    Operation("POST", f"{_THREAD}/turns", "Start a turn (runs in the background)",
+              bodies.StartTurn, {202: answers.TurnStarted}),
+    Operation("GET", _TURN, "One turn", None, {200: TurnState}),
+    Operation("POST", f"{_TURN}/steer", "Steer the running turn", bodies.Steer,
+              {202: answers.Steered}),
+    Operation("POST", f"{_TURN}/interrupt", "Interrupt the running turn; the turn as the log "
+              "then has it", bodies.Interrupt, {200: TurnState}),
+    Operation("POST", f"{_THREAD}/rewind", "Hide a turn and every later one", bodies.RewindThread,
+              {200: answers.RewindDone}),
+    Operation("POST", f"{_THREAD}/rewind/undo", "Undo the latest rewind", bodies.NoBody,
+              {200: answers.RewindUndone}),
+    Operation("POST", f"{_THREAD}/fork", "Fork the thread", bodies.Fork, {201: answers.Forked}),
+    Operation("POST", f"{_THREAD}/compact",
+              "Compact the history now, as its own short turn (200 and turn_id null: nothing to "
+              "summarise yet)", bodies.NoBody,
+              {202: answers.CompactionStarted, 200: answers.CompactionStarted}),
+    Operation("POST", "/v1/approvals/{approval_id}", "Answer an approval",
+              bodies.AnswerApproval, {200: answers.ApprovalAnswered}),
+    Operation("POST", "/v1/user-inputs/{request_id}", "Answer a question",
+              bodies.AnswerUserInput, {200: answers.UserInputAnswered}),
+    Operation("GET", f"{_THREAD}/usage", "The thread's usage (kun usage)", None,
+              {200: answers.UsageReport}),
+    Operation("GET", "/v1/usage", "Usage of two threads side by side (?thread=A&thread=B)",
+              None, {200: answers.UsageReport}),
+    Operation("GET", f"{_THREAD}/transcript", "The transcript (kun replay)", None,
+              {200: _media("text/plain")}),
+    Operation("GET", f"{_THREAD}/log", "The raw log (JSON lines)", None,
+              {200: _media("application/x-ndjson")}),
+    Operation("GET", f"{_THREAD}/export",
+              "The thread's bundle, streamed (kun export; ?compress=false: a plain tar)", None,
+              {200: {**_media("application/gzip", _BINARY),
+                     **_media("application/x-tar", _BINARY)}}),
+    Operation("POST", "/v1/threads/import",
+              "Import the body: a bundle, or ?from=codex|claude-code a session (kun import; "
+              "?as=ID, ?name=FILE, ?workspace=DIR); 201 added, 200 already there", None,
+              {201: answers.ImportDone, 200: answers.ImportDone}),
+    Operation("GET", f"{_THREAD}/events",
+              "The thread's events as Server-Sent Events (204: already past ?until)", None,
+              {200: _media("text/event-stream"), 204: {}}),
+    Operation("GET", "/v1/events", "Every thread's live events as Server-Sent Events", None,
+              {200: _media("text/event-stream")}),
+    Operation("GET", "/openapi.json", "This document", None,
+              {200: _media("application/json", {"type": "object"})}),
+    Operation("GET", "/docs", "This document as a page", None, {200: _media("text/html")}),
 )  # fmt: skip
 
 
@@ -110,23 +152,18 @@ QUERY: dict[tuple[str, str], tuple[dict[str, Any], ...]] = {
         _q("workspace", {"type": "string"},
            "Where the thread's new turns run: an absolute path to a folder on the server"),
         _q("name", {"type": "string"}, "The uploaded file's name"),
+        _q("workspace", {"type": "string"},
+           "An absolute folder on the server where the thread's new turns run"),
     ),
 }  # fmt: skip
 
-# Routes whose body or answer is not JSON.
+# Routes whose body is not JSON.
 _BINARY_BODY: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/threads/import"): {
         "required": True,
-        "content": {"application/octet-stream": {"schema": {"type": "string",
-                                                             "format": "binary"}}},
+        "content": {"application/octet-stream": {"schema": _BINARY}},
     },
-}  # fmt: skip
-_BINARY_ANSWER: dict[tuple[str, str], dict[str, Any]] = {
-    ("GET", "/v1/threads/{thread_id}/export"): {
-        "application/gzip": {"schema": {"type": "string", "format": "binary"}},
-        "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
-    },
-}  # fmt: skip
+}
 
 _ERROR = {
     "type": "object",
@@ -145,37 +182,52 @@ _ERROR = {
 }
 
 
+_REFUSED = {
+    "description": "Refused; the error names the field or the reason",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+_BUSY = {
+    "description": "Too many open connections: retry after Retry-After seconds",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+
+
 def spec() -> dict[str, Any]:
-    kinds = [kind for *_, kind, _ in OPERATIONS if kind is not None]
+    """The document, every schema from the Structs the routes decode and
+    encode."""
+    kinds: list[type[Any]] = []
+    for op in OPERATIONS:
+        found = [op.body, *op.answers.values()]
+        kinds += [k for k in found if isinstance(k, type) and k not in kinds]
     refs, components = msgspec.json.schema_components(
         kinds, ref_template="#/components/schemas/{name}"
     )
     ref_of = dict(zip(kinds, refs, strict=True))
     components["Error"] = _ERROR
     paths: dict[str, dict[str, Any]] = {}
-    for method, path, summary, kind, status in OPERATIONS:
-        operation: dict[str, Any] = {
-            "summary": summary,
-            "responses": {
-                str(status): {"description": "OK"},
-                "4XX": {
-                    "description": "Refused; the error names the field or the reason",
-                    "content": {
-                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
-                    },
-                },
-            },
-        }
-        if kind is not None:
+    for method, path, summary, body, answered in OPERATIONS:
+        responses: dict[str, Any] = {}
+        for status, answer in answered.items():
+            content = (
+                {"application/json": {"schema": ref_of[answer]}}
+                if isinstance(answer, type)
+                else answer
+            )
+            responses[str(status)] = {
+                "description": "OK",
+                **({"content": content} if content else {}),
+            }
+        responses["4XX"] = _REFUSED
+        responses["503"] = _BUSY
+        operation: dict[str, Any] = {"summary": summary, "responses": responses}
+        if body is not None:
             operation["requestBody"] = {
                 "required": False,
-                "content": {"application/json": {"schema": ref_of[kind]}},
+                "content": {"application/json": {"schema": ref_of[body]}},
             }
         key = (method, path)
         if key in _BINARY_BODY:
             operation["requestBody"] = _BINARY_BODY[key]
-        if key in _BINARY_ANSWER:
-            operation["responses"][str(status)]["content"] = _BINARY_ANSWER[key]
         parameters = [
             {"name": part[1:-1], "in": "path", "required": True, "schema": {"type": "string"}}
             for part in path.split("/")
@@ -192,13 +244,29 @@ def spec() -> dict[str, Any]:
             "schemas": components,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
+        "security": [{"bearer": []}],
         "paths": paths,
     }
 
 
+@functools.cache
+def _encoded() -> bytes:
+    """The document, built once (its schemas take tens of milliseconds)."""
+    return msgspec.json.encode(spec())
+
+
 async def openapi(request: Request) -> Response:
-    return Response(msgspec.json.encode(spec()), media_type="application/json")
+    return Response(_encoded(), media_type="application/json")
+
+
+async def docs(request: Request) -> Response:
+    """The document as a page (``kun/web/static/docs.js`` draws it from
+    ``/openapi.json``): no other host, no inline script."""
+    return send_page(request, "docs.html")
 
 
 def openapi_routes() -> list[BaseRoute]:
-    return [Route("/openapi.json", openapi, methods=["GET"])]
+    return [
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
+    ]

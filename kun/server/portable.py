@@ -40,6 +40,7 @@ from kun.portable.bundle import default_bundle_name, export_thread
 from kun.portable.errors import BundleRefused, ImportChanged, ImportConflict, SourceRefused
 from kun.portable.reimport import HTTP_HINT, ImportResult
 from kun.portable.unbundle import import_bundle
+from kun.server.answers import ImportDone
 from kun.server.errors import ApiError
 from kun.server.threads import backend_of, json_response
 
@@ -49,6 +50,8 @@ MAX_IMPORT_BYTES = 4 * 1024**3
 _CHUNK = 1 << 20
 _SOURCES = frozenset({"kun", "codex", "claude-code"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME_MAX = 200
+"""Characters of ``?name=`` kept for the scratch file (a file name may have 255 bytes)."""
 
 
 async def export(request: Request) -> Response:
@@ -109,7 +112,9 @@ async def import_(request: Request) -> Response:
         )
     workspace = _workspace(request.query_params.get("workspace"))
     _check_length(request)
-    name = _UNSAFE.sub("_", request.query_params.get("name", "")).lstrip(".") or "upload"
+    name = (
+        _UNSAFE.sub("_", request.query_params.get("name", "")).lstrip(".")[:_NAME_MAX] or "upload"
+    )
     scratch = _scratch(backend.home, ".serve-import-")
     try:
         body = scratch / name
@@ -123,13 +128,13 @@ async def import_(request: Request) -> Response:
     trashed = None
     if result.trashed is not None:
         trashed = result.trashed.relative_to(backend.home).as_posix()
-    answer = {
-        "thread_id": result.thread_id,
-        "outcome": result.outcome,
-        "events": result.events,
-        "detail": result.detail,
-        "trashed": trashed,
-    }
+    answer = ImportDone(
+        thread_id=result.thread_id,
+        outcome=result.outcome,
+        events=result.events,
+        detail=result.detail,
+        trashed=trashed,
+    )
     return json_response(answer, status)
 
 
@@ -176,7 +181,11 @@ def _workspace(given: str | None) -> Path | None:
     if not given:
         return None
     path = Path(given)
-    if not path.is_absolute() or not path.is_dir():
+    try:
+        folder = path.is_absolute() and path.is_dir()
+    except OSError:  # a name too long for the filesystem, a loop
+        folder = False
+    if not folder:
         raise ApiError(
             400, "invalid_workspace", "workspace: an absolute path to a directory", "workspace"
         )

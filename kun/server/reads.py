@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 from starlette.requests import Request
@@ -22,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 from kun.contracts.usage import UsageTotals
 from kun.domain.transcript import render_transcript
 from kun.domain.usage_report import render_usage
+from kun.server.answers import ThreadUsage, UsageReport
 from kun.server.backend import Backend
 from kun.server.errors import ApiError
 from kun.server.threads import backend_of, json_response, query_bool, query_int
@@ -40,26 +40,26 @@ async def _log_of(backend: Backend, text: str) -> tuple[str, Path]:
     return thread_id, log_path(backend.home, thread_id)
 
 
-def usage_report(logs: list[tuple[str, Path]]) -> dict[str, Any]:
+def usage_report(logs: list[tuple[str, Path]]) -> UsageReport:
     """``kun usage --json``'s document for one or two logs, plus ``text``:
     the table ``kun usage`` prints."""
     totals: list[UsageTotals] = []
     labels: list[str] = []
-    shown: list[dict[str, Any]] = []
+    shown: list[ThreadUsage] = []
     for name, (thread_id, path) in zip("AB", logs, strict=False):
         total, report = usage_of_log(path)
         totals.append(total)
         labels.append(f"{name}: {thread_id}" if len(logs) == 2 else thread_id)
         priced = not (total.calls and total.unpriced_calls == total.calls)
         shown.append(
-            {
-                "thread_id": thread_id,
-                "usage": total,
-                "cost_usd": total.cost_usd if priced else None,
-                "skipped_lines": skipped_lines(report),
-            }
+            ThreadUsage(
+                thread_id=thread_id,
+                usage=total,
+                cost_usd=total.cost_usd if priced else None,
+                skipped_lines=skipped_lines(report),
+            )
         )
-    return {"threads": shown, "text": "\n".join(render_usage(labels, totals))}
+    return UsageReport(threads=shown, text="\n".join(render_usage(labels, totals)))
 
 
 async def thread_usage(request: Request) -> Response:

@@ -8,12 +8,19 @@ to end, running turns are interrupted and recorded as aborted), then lets
 uvicorn wait, bounded by ``GRACE_SECONDS``. It also tells the app when
 the socket is bound, which starts orphan reconciliation, and exits 0
 after a stop by SIGINT or SIGTERM (uvicorn would raise the signal again).
+
+Connections get deadlines and a cap (:mod:`kun.server.connections`), and
+running out of file descriptors is logged once, not per failed accept
+(:mod:`kun.server.accept_errors`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import logging
+import resource
 import socket
 import sys
 from collections.abc import Iterator
@@ -22,7 +29,9 @@ import uvicorn
 from starlette.applications import Starlette
 
 from kun.model.redact import redact_url
+from kun.server.accept_errors import AcceptErrors
 from kun.server.app import begin_shutdown
+from kun.server.connections import ConnectionLimits, KunH11Protocol, connection_cap
 
 __all__ = ["GRACE_SECONDS", "KunServer", "RedactedAccess", "serve"]
 
@@ -33,8 +42,10 @@ class KunServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
         super().__init__(config)
         self.kun_app = app
+        self.accept_errors = AcceptErrors()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self.accept_errors.install(asyncio.get_running_loop())
         await super().startup(sockets=sockets)
         listening = getattr(self.kun_app.state, "listening", None)
         if self.started and listening is not None:
@@ -65,15 +76,29 @@ class KunServer(uvicorn.Server):
             self._captured_signals.clear()
 
 
-def server_for(app: Starlette, host: str, port: int, *, log_level: str = "info") -> KunServer:
+def server_for(
+    app: Starlette,
+    host: str,
+    port: int,
+    *,
+    log_level: str = "info",
+    limits: ConnectionLimits | None = None,
+) -> KunServer:
+    """The server ``kun serve`` runs; ``limits``: the connections' deadlines
+    and cap (the cap at most half the file descriptor limit)."""
+    wanted = limits or ConnectionLimits()
+    fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    cap = connection_cap(wanted.max_connections, fd_limit)
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=KunH11Protocol,
         lifespan="on",
         log_level=log_level,
         timeout_graceful_shutdown=GRACE_SECONDS,
     )
+    setattr(config, "kun_limits", dataclasses.replace(wanted, max_connections=cap))  # noqa: B010
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, RedactedAccess) for f in access.filters):
         access.addFilter(RedactedAccess())
@@ -92,6 +117,6 @@ class RedactedAccess(logging.Filter):
         return True
 
 
-def serve(app: Starlette, host: str, port: int) -> None:
+def serve(app: Starlette, host: str, port: int, limits: ConnectionLimits | None = None) -> None:
     """Serve until SIGINT or SIGTERM, then stop gracefully."""
-    server_for(app, host, port).run()
+    server_for(app, host, port, limits=limits).run()

@@ -46,7 +46,7 @@ from starlette.types import Receive, Scope, Send
 
 from kun.server.sse_frames import HEARTBEAT, comment, retry_frame
 
-__all__ = ["EventStreamResponse", "FellBehind", "Put", "Source", "StreamSettings"]
+__all__ = ["SSE_HEADERS", "EventStreamResponse", "FellBehind", "Put", "Source", "StreamSettings"]
 
 _log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ Source = Callable[[Put], Awaitable[None]]
 """Produces frames through ``put`` until it returns (the stream ends) or
 raises :class:`FellBehind`."""
 
-_HEADERS = [
+SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-store"),
     (b"x-accel-buffering", b"no"),
@@ -118,7 +118,7 @@ class EventStreamResponse:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         outbox = _Outbox(self._settings.queue_bytes, self._settings.lag_timeout)
-        await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await send(_body(retry_frame(self._settings.retry_ms)))
         async with anyio.create_task_group() as tg:
             tg.start_soon(_until_disconnect, receive, tg.cancel_scope)

@@ -28,7 +28,11 @@ then catches up each thread it cares about with that thread's stream and
 
 The app provides ``app.state.service`` (the :class:`TurnService`) and, for a
 clean shutdown, ``app.state.shutdown`` (an ``anyio.Event``; once set, every
-open stream ends with a closing comment and new ones get 503).
+open stream ends with a closing comment). A stream asked for while the
+server stops is a 200 event stream that only sets ``retry:`` and says why
+in a comment, then ends: a 503 would tell a browser's ``EventSource`` to
+give up for good, where this makes it reconnect to the restarted server,
+with its ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 from starlette.requests import Request
@@ -45,8 +50,15 @@ from starlette.types import ASGIApp
 
 from kun.contracts.events import Event
 from kun.runtime.service import TurnService
-from kun.server.sse_frames import comment, event_frame, preview_frame
-from kun.server.sse_response import EventStreamResponse, FellBehind, Put, StreamSettings
+from kun.server.errors import home_relative
+from kun.server.sse_frames import comment, event_frame, preview_frame, retry_frame
+from kun.server.sse_response import (
+    SSE_HEADERS,
+    EventStreamResponse,
+    FellBehind,
+    Put,
+    StreamSettings,
+)
 from kun.store.errors import InvalidThreadId
 from kun.store.paths import validate_thread_id
 
@@ -90,6 +102,22 @@ def _error(status: int, code: str, message: str, field: str | None = None) -> JS
     return JSONResponse({"error": error}, status_code=status)
 
 
+def _come_back(settings: StreamSettings, why: str) -> Response:
+    """An event stream that ends at once, asking to be reconnected in
+    ``retry_ms``."""
+    return Response(
+        retry_frame(settings.retry_ms) + comment(why),
+        headers=dict((k.decode(), v.decode()) for k, v in SSE_HEADERS),
+    )
+
+
+def _home(service: TurnService) -> Path | None:
+    """Where the service's store keeps its threads, to leave out of what
+    a client is told (:func:`~kun.server.errors.home_relative`)."""
+    home = getattr(service.recorder.store, "home", None)
+    return home if isinstance(home, Path) else None
+
+
 def _shutdown(request: Request) -> anyio.Event | None:
     shutdown: anyio.Event | None = getattr(request.app.state, "shutdown", None)
     return shutdown
@@ -110,7 +138,9 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
         return _error(404, "thread_not_found", f"no thread {thread_id!r}", "thread_id")
     shutdown = _shutdown(request)
     if shutdown is not None and shutdown.is_set():
-        return _error(503, "shutting_down", "the server is shutting down")
+        return _come_back(
+            settings, f"the server is shutting down; resume with Last-Event-ID: {after}"
+        )
     if after:
         # Every id a client saw was in the log first: one past the end was
         # never sent by this thread (another server's, or a lost tail).
@@ -136,7 +166,7 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
 
     def note(reason: str, last: int | None) -> str:
         why = "the server is shutting down" if reason == "shutdown" else reason
-        return f"{why}; resume with Last-Event-ID: {last}"
+        return f"{home_relative(why, _home(service))}; resume with Last-Event-ID: {last}"
 
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=after, note=note)
 
@@ -194,7 +224,7 @@ def _firehose(request: Request, settings: StreamSettings) -> Response | ASGIApp:
         return _error(400, "invalid_parameter", f"unknown parameter {name!r}", name)
     shutdown = _shutdown(request)
     if shutdown is not None and shutdown.is_set():
-        return _error(503, "shutting_down", "the server is shutting down")
+        return _come_back(settings, "the server is shutting down")
     if request.method == "HEAD":
         return Response(headers={"content-type": "text/event-stream; charset=utf-8"})
     tap = service.recorder.bus.tap
@@ -205,7 +235,8 @@ def _firehose(request: Request, settings: StreamSettings) -> Response | ASGIApp:
     def note(reason: str, last: int | None) -> str:
         if reason == "shutdown":
             return "the server is shutting down"
-        return f"{reason}; events may be missing: catch each thread up with ?after=<its last seq>"
+        why = home_relative(reason, _home(service))
+        return f"{why}; events may be missing: catch each thread up with ?after=<its last seq>"
 
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=None, note=note)
 

@@ -17,9 +17,11 @@ from starlette.routing import BaseRoute, Route
 from kun.app.listing import ThreadSummary, list_threads
 from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
 from kun.contracts.events import FilesRestore
+from kun.domain.turnref import find_turn
 from kun.runtime.checkpoints import UNTRACKED_NOTE
+from kun.server.answers import Forked, RewindDone, RewindUndone, ThreadPage
 from kun.server.backend import Backend
-from kun.server.bodies import CreateThread, Fork, NoBody, Rewind, UpdateThread, read_body
+from kun.server.bodies import CreateThread, Fork, NoBody, RewindThread, UpdateThread, read_body
 from kun.server.errors import ApiError
 
 __all__ = ["backend_of", "json_response", "query_bool", "query_int", "thread_routes"]
@@ -60,15 +62,8 @@ async def create_thread(request: Request) -> Response:
     backend = backend_of(request)
     body = await read_body(request, CreateThread)
     thread_id = await backend.create(body)
-    state = backend.service.state(thread_id)
-    return json_response(
-        {
-            "thread_id": thread_id,
-            "settings": state.settings,
-            **backend.options(thread_id).to_json(),
-        },
-        201,
-    )
+    settings = backend.service.state(thread_id).settings
+    return json_response(backend.options(thread_id).answer(settings, thread_id), 201)
 
 
 async def get_threads(request: Request) -> Response:
@@ -91,9 +86,8 @@ async def get_threads(request: Request) -> Response:
         found = [s for s in found if (s.updated_at, s.thread_id) < after]
     page = found[:limit]
     more = len(found) > limit
-    return json_response(
-        {"threads": page, "next_cursor": _cursor_of(page[-1]) if more and page else None}
-    )
+    cursor = _cursor_of(page[-1]) if more and page else None
+    return json_response(ThreadPage(threads=page, next_cursor=cursor))
 
 
 def _matches(summary: ThreadSummary, needle: str) -> bool:
@@ -125,38 +119,33 @@ async def update_thread(request: Request) -> Response:
     backend = backend_of(request)
     body = await read_body(request, UpdateThread)
     state = await backend.update(request.path_params["thread_id"], body)
-    return json_response(
-        {
-            "thread_id": state.thread_id,
-            "settings": state.settings,
-            **backend.options(state.thread_id).to_json(),
-        }
-    )
+    return json_response(backend.options(state.thread_id).answer(state.settings, state.thread_id))
 
 
 async def rewind(request: Request) -> Response:
     backend = backend_of(request)
-    body = await read_body(request, Rewind)
+    body = await read_body(request, RewindThread)
     thread_id = backend.thread_id(request.path_params["thread_id"])
-    done = await rewind_before(backend.service, thread_id, body.before_turn, files=body.files)
+    ref = str(body.before_turn)
+    done = await rewind_before(backend.service, thread_id, ref, files=body.files)
+    restored = done.files if isinstance(done.files, FilesRestore) else None
     return json_response(
-        {
-            "thread_id": thread_id,
-            "seq": done.seq,
-            "turn_id": done.turn.turn_id,
-            "turn_number": done.number,
-            "hidden": done.hidden,
-            **_files(done.files),
-        }
+        RewindDone(
+            thread_id=thread_id,
+            seq=done.seq,
+            turn_id=done.turn.turn_id,
+            turn_number=done.number,
+            hidden=done.hidden,
+            files=restored,
+            files_note=_note(restored),
+        )
     )
 
 
-def _files(done: object) -> dict[str, Any]:
-    """A restore's report (``restored``/``skipped``, and that ``bash`` is not
-    tracked), for a rewind or undo that put files back; else nothing."""
-    if not isinstance(done, FilesRestore):
-        return {}
-    return {"files": done, "files_note": UNTRACKED_NOTE}
+def _note(restored: FilesRestore | None) -> str | None:
+    """That ``bash``'s changes are not tracked, for a rewind or undo that
+    put files back."""
+    return UNTRACKED_NOTE if restored is not None else None
 
 
 async def undo_rewind(request: Request) -> Response:
@@ -164,13 +153,15 @@ async def undo_rewind(request: Request) -> Response:
     await read_body(request, NoBody)
     thread_id = backend.thread_id(request.path_params["thread_id"])
     undone = await undo_latest_rewind(backend.service, thread_id)
+    restored = undone.undo_files if isinstance(undone.undo_files, FilesRestore) else None
     return json_response(
-        {
-            "thread_id": thread_id,
-            "rewind_seq": undone.seq,
-            "restored": len(undone.hidden_turn_ids),
-            **_files(undone.undo_files),
-        }
+        RewindUndone(
+            thread_id=thread_id,
+            rewind_seq=undone.seq,
+            restored=len(undone.hidden_turn_ids),
+            files=restored,
+            files_note=_note(restored),
+        )
     )
 
 
@@ -180,8 +171,11 @@ async def fork(request: Request) -> Response:
     if body.at_seq is not None and body.at_turn is not None:
         raise ApiError(400, "invalid_body", "give at_seq or at_turn, not both", "at_turn")
     thread_id = backend.thread_id(request.path_params["thread_id"])
-    new, seq = await fork_at(backend.service, thread_id, at_seq=body.at_seq, at_turn=body.at_turn)
-    return json_response({"thread_id": new, "source_thread_id": thread_id, "source_seq": seq}, 201)
+    at_turn = None
+    if body.at_turn is not None:
+        at_turn, _ = find_turn(await backend.state(thread_id), str(body.at_turn))
+    new, seq = await fork_at(backend.service, thread_id, at_seq=body.at_seq, at_turn=at_turn)
+    return json_response(Forked(thread_id=new, source_thread_id=thread_id, source_seq=seq), 201)
 
 
 def thread_routes() -> list[BaseRoute]:

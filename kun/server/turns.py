@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 import anyio
 from starlette.requests import Request
@@ -25,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 from kun.contracts.items import Attachment
 from kun.ids import new_id
 from kun.observe.propagation import caller_trace
+from kun.server.answers import ApprovalAnswered, Steered, TurnStarted, UserInputAnswered
 from kun.server.bodies import (
     AnswerApproval,
     AnswerUserInput,
@@ -65,7 +67,7 @@ async def start_turn(request: Request) -> Response:
     except BaseException:
         await _remove(saved)
         raise
-    return json_response({"thread_id": thread_id, "turn_id": turn_id}, 202)
+    return json_response(TurnStarted(thread_id=thread_id, turn_id=turn_id), 202)
 
 
 async def _save(folder: Path, uploads: tuple[Upload, ...]) -> list[Attachment]:
@@ -112,7 +114,7 @@ async def steer(request: Request) -> Response:
         request.path_params["thread_id"], request.path_params["turn_id"]
     )
     await backend.service.steer_turn(thread_id, turn.turn_id, body.text)
-    return json_response({"thread_id": thread_id, "turn_id": turn.turn_id, "queued": True}, 202)
+    return json_response(Steered(thread_id=thread_id, turn_id=turn.turn_id, queued=True), 202)
 
 
 async def interrupt(request: Request) -> Response:
@@ -142,7 +144,7 @@ async def answer_approval(request: Request) -> Response:
     await _reconciled(request)
     approval_id = request.path_params["approval_id"]
     await backend_of(request).service.answer_approval(approval_id, body.decision, body.reason)
-    return json_response({"approval_id": approval_id, "decision": body.decision})
+    return json_response(ApprovalAnswered(approval_id=approval_id, decision=body.decision))
 
 
 async def answer_user_input(request: Request) -> Response:
@@ -150,8 +152,10 @@ async def answer_user_input(request: Request) -> Response:
     await _reconciled(request)
     request_id = request.path_params["request_id"]
     await backend_of(request).service.answer_user_input(request_id, body.answer)
-    status = "answered" if body.answer is not None else "cancelled"
-    return json_response({"request_id": request_id, "status": status})
+    status: Literal["answered", "cancelled"] = (
+        "answered" if body.answer is not None else "cancelled"
+    )
+    return json_response(UserInputAnswered(request_id=request_id, status=status))
 
 
 def turn_routes() -> list[BaseRoute]:

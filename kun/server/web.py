@@ -36,7 +36,15 @@ from starlette.types import Scope
 from kun.store.errors import InvalidThreadId
 from kun.store.paths import validate_thread_id
 
-__all__ = ["COOKIE", "STATIC", "cookie_token", "locked_page", "token_exchange", "web_routes"]
+__all__ = [
+    "COOKIE",
+    "STATIC",
+    "cookie_token",
+    "locked_page",
+    "send_page",
+    "token_exchange",
+    "web_routes",
+]
 
 COOKIE = "kun_token"
 _TYPES = {
@@ -77,7 +85,7 @@ def _load() -> dict[str, StaticFile]:
 STATIC: dict[str, StaticFile] = _load()
 
 
-def _send(request: Request, name: str, status: int = 200) -> Response:
+def send_page(request: Request, name: str, status: int = 200) -> Response:
     file = STATIC[name]
     headers = {"ETag": file.etag, "Cache-Control": "no-cache", **_PAGE_HEADERS}
     if status == 200 and request.headers.get("if-none-match") == file.etag:
@@ -86,7 +94,7 @@ def _send(request: Request, name: str, status: int = 200) -> Response:
 
 
 async def thread_list(request: Request) -> Response:
-    return _send(request, "index.html")
+    return send_page(request, "index.html")
 
 
 async def thread_page(request: Request) -> Response:
@@ -96,17 +104,17 @@ async def thread_page(request: Request) -> Response:
     try:
         validate_thread_id(text)
     except InvalidThreadId:
-        return _send(request, "missing.html", 404)
+        return send_page(request, "missing.html", 404)
     if not request.app.state.service.recorder.store.exists(text):
-        return _send(request, "missing.html", 404)
-    return _send(request, "thread.html")
+        return send_page(request, "missing.html", 404)
+    return send_page(request, "thread.html")
 
 
 async def static_file(request: Request) -> Response:
     name = request.path_params["name"]
     if name not in STATIC:
         return Response("not found\n", status_code=404, media_type="text/plain; charset=utf-8")
-    return _send(request, name)
+    return send_page(request, name)
 
 
 def web_routes() -> list[BaseRoute]:

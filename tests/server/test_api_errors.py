@@ -11,8 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from kun.model.scripted import text_reply
 from kun.server.auth import NeedsToken, check_bind, is_loopback
 from kun.server.bodies import MAX_BODY_BYTES
+from kun.store.jsonl import JsonlEventStore
 from tests.server.support import api
 
 pytestmark = pytest.mark.anyio
@@ -29,8 +31,9 @@ def _error(response: httpx.Response, status: int, code: str, field: str | None =
 async def test_bodies_that_do_not_decode(tmp_path: Path) -> None:
     async with api(tmp_path) as a:
         post = a.client.post
-        _error(await post("/v1/threads", content=b"{nope"), 400, "malformed_json")
-        _error(await post("/v1/threads", content=b"[1]"), 400, "invalid_body")
+        json = {"content-type": "application/json"}
+        _error(await post("/v1/threads", content=b"{nope", headers=json), 400, "malformed_json")
+        _error(await post("/v1/threads", content=b"[1]", headers=json), 400, "invalid_body")
         _error(await post("/v1/threads", json={"titel": "x"}), 400, "invalid_body", "titel")
         _error(
             await post("/v1/threads", json={"limits": {"max_steps": "3"}}),
@@ -73,13 +76,18 @@ async def test_bodies_that_do_not_decode(tmp_path: Path) -> None:
 async def test_oversize_bodies_are_refused_before_decoding(tmp_path: Path) -> None:
     async with api(tmp_path) as a:
         big = b'{"text": "' + b"x" * MAX_BODY_BYTES + b'"}'
-        _error(await a.client.post("/v1/threads", content=big), 413, "body_too_large")
+        json = {"content-type": "application/json"}
+        _error(await a.client.post("/v1/threads", content=big, headers=json), 413, "body_too_large")
 
         async def chunks() -> Any:
             for _ in range(MAX_BODY_BYTES // (1 << 20) + 1):
                 yield b" " * (1 << 20)
 
-        _error(await a.client.post("/v1/threads", content=chunks()), 413, "body_too_large")
+        _error(
+            await a.client.post("/v1/threads", content=chunks(), headers=json),
+            413,
+            "body_too_large",
+        )
 
 
 @pytest.mark.parametrize(
@@ -137,3 +145,27 @@ def test_only_loopback_may_go_without_a_token() -> None:
         with pytest.raises(NeedsToken):
             check_bind(host, None)
         check_bind(host, "token")
+
+
+async def test_error_messages_name_files_under_the_home_not_where_it_is(tmp_path: Path) -> None:
+    async with api(tmp_path, [text_reply("one")]) as a:
+        thread = await a.new_thread()
+        await a.wait(thread, await a.start(thread, "first"))
+    log = tmp_path / "home" / "threads" / thread / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    async with JsonlEventStore(a.home) as other:
+        await other.claim(thread)
+        async with api(tmp_path) as b:
+            locked = await b.client.post(f"/v1/threads/{thread}/turns", json={"text": "x"})
+    log.write_bytes(b"".join([lines[0], b"{not an event}\n", *lines[1:]]))
+    async with api(tmp_path) as c:
+        corrupt = await c.client.post(f"/v1/threads/{thread}/turns", json={"text": "x"})
+        streamed = await c.client.get(f"/v1/threads/{thread}/events", params={"until": 3})
+    said = {"thread_locked": locked, "corrupt_log": corrupt}
+    for code, response in said.items():
+        assert response.json()["error"]["code"] == code, response.text
+        message = response.json()["error"]["message"]
+        assert str(tmp_path) not in message, message
+        assert f"<home>/threads/{thread}/" in message, message
+    assert streamed.text.endswith("resume with Last-Event-ID: 0\n\n"), streamed.text
+    assert str(tmp_path) not in streamed.text and "<home>/threads/" in streamed.text

@@ -177,3 +177,28 @@ async def test_a_threads_turn_token_limit_is_set_over_http_and_ends_its_turns(
         assert limits["max_turn_tokens"] == 500 and limits["max_steps"] == 200
         turn = await a.wait(thread, await a.start(thread, "read a.py"))
         assert turn["status"] == "failed" and turn["error"]["code"] == "turn_token_limit"
+
+
+async def test_a_turn_is_named_the_same_ways_in_rewind_and_fork(tmp_path: Path) -> None:
+    """Its number as a JSON number or a string of digits, its id, or an
+    unambiguous prefix of its id: ``before_turn`` and ``at_turn`` alike."""
+    async with api(tmp_path, [text_reply(w) for w in ("one", "two", "three")]) as a:
+        thread = await a.new_thread()
+        turns = [await a.wait(thread, await a.start(thread, w)) for w in ("1", "2", "3")]
+        second = turns[1]["turn_id"]
+        names = [2, "2", second, second[:-3]]
+        fork = f"/v1/threads/{thread}/fork"
+        forked = [await a.client.post(fork, json={"at_turn": name}) for name in names]
+        assert [f.status_code for f in forked] == [201] * 4, [f.text for f in forked]
+        assert len({f.json()["source_seq"] for f in forked}) == 1
+        for name in names:
+            rewound = await a.client.post(
+                f"/v1/threads/{thread}/rewind", json={"before_turn": name}
+            )
+            assert rewound.status_code == 200, rewound.text
+            assert (rewound.json()["turn_number"], rewound.json()["turn_id"]) == (2, second)
+            await a.client.post(f"/v1/threads/{thread}/rewind/undo")
+        for field, route in (("at_turn", "fork"), ("before_turn", "rewind")):
+            missing = await a.client.post(f"/v1/threads/{thread}/{route}", json={field: 4})
+            assert missing.status_code == 404, missing.text
+            assert missing.json()["error"]["code"] == "turn_not_found"

@@ -350,9 +350,28 @@ def test_shutdown_ends_open_streams_cleanly(served: Callable[..., Served]) -> No
     got = follow(s.events_url(), stop=shut_down_at_three)
     assert [m.seq for m in got if m.seq] == [1, 2, 3]
     assert got[-1].comments == ["the server is shutting down; resume with Last-Event-ID: 3"]
+
+
+def test_a_stream_asked_for_while_stopping_says_when_to_come_back(
+    served: Callable[..., Served],
+) -> None:
+    """Not a 503, which an ``EventSource`` takes as final: a stream that
+    sets ``retry:`` and ends, so the browser reconnects to the restarted
+    server from where it was."""
+    s = served(settings=StreamSettings(retry_ms=4321))
+    s.warn(2)
+    s.shutdown()
     with client() as c:
-        assert c.get(s.events_url()).status_code == 503
-        assert c.get(s.url + "/v1/events").status_code == 503
+        for url, headers, said in (
+            (s.events_url(), {"Last-Event-ID": "2"}, "resume with Last-Event-ID: 2"),
+            (s.url + "/v1/events", {}, "the server is shutting down"),
+        ):
+            response = c.get(url, headers=headers)
+            assert response.status_code == 200, response.text
+            assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+            assert response.headers["cache-control"] == "no-store"
+            assert response.text.startswith("retry: 4321\n\n: ")
+            assert said in response.text and "data:" not in response.text
 
 
 def test_head_answers_without_streaming(served: Callable[..., Served]) -> None:

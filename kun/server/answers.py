@@ -1,0 +1,158 @@
+"""The JSON answers of the API as msgspec Structs: the handlers encode
+these, and :mod:`kun.server.openapi` publishes their schemas, so a
+documented answer is the answer sent. The projections a route hands out
+as they are (a thread, a turn, a thread list row, usage totals) are the
+domain's own Structs.
+
+A field with a default is left out of the answer when it holds it
+(``omit_defaults``): ``files`` and ``files_note`` appear only when a
+rewind put files back, ``reason`` only when a compaction had nothing to
+do. A field that is always there has no default.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from kun.app.listing import ThreadSummary
+from kun.contracts.events import FilesRestore
+from kun.contracts.threads import ThreadSettings
+from kun.contracts.usage import UsageTotals
+
+__all__ = [
+    "ApprovalAnswered",
+    "CompactionStarted",
+    "Forked",
+    "ImportDone",
+    "RewindDone",
+    "RewindUndone",
+    "Steered",
+    "ThreadOptions",
+    "ThreadPage",
+    "ThreadUsage",
+    "TurnLimitsShown",
+    "TurnStarted",
+    "UsageReport",
+    "UserInputAnswered",
+]
+
+
+class _Answer(msgspec.Struct, kw_only=True, omit_defaults=True):
+    pass
+
+
+class TurnLimitsShown(_Answer):
+    """The limits the thread's turns run with here (``null``: none)."""
+
+    max_steps: int | None
+    max_wall_seconds: float | None
+    max_cost_usd: float | None
+    max_turn_tokens: int | None
+
+
+class ThreadOptions(_Answer):
+    """A thread created or changed: its logged settings and what its turns
+    get from this server."""
+
+    thread_id: str
+    settings: ThreadSettings
+    reasoning_effort: str | None
+    limits: TurnLimitsShown
+
+
+class ThreadPage(_Answer):
+    """``next_cursor``: give it as ``cursor`` for the next page; ``null``
+    on the last one."""
+
+    threads: list[ThreadSummary]
+    next_cursor: str | None
+
+
+class TurnStarted(_Answer):
+    thread_id: str
+    turn_id: str
+
+
+class Steered(_Answer):
+    thread_id: str
+    turn_id: str
+    queued: bool
+
+
+class RewindDone(_Answer):
+    """``turn_number``/``turn_id``: the first turn hidden; ``hidden``: how
+    many turns the rewind hid; ``seq``: the rewind's, for an undo."""
+
+    thread_id: str
+    seq: int
+    turn_id: str
+    turn_number: int
+    hidden: int
+    files: FilesRestore | None = None
+    files_note: str | None = None
+
+
+class RewindUndone(_Answer):
+    """``restored``: how many turns came back."""
+
+    thread_id: str
+    rewind_seq: int
+    restored: int
+    files: FilesRestore | None = None
+    files_note: str | None = None
+
+
+class Forked(_Answer):
+    """``thread_id``: the new thread; ``source_seq``: where it was cut."""
+
+    thread_id: str
+    source_thread_id: str
+    source_seq: int
+
+
+class CompactionStarted(_Answer):
+    """``turn_id`` ``null``: nothing to summarise yet, and ``reason`` says so."""
+
+    thread_id: str
+    turn_id: str | None
+    reason: str | None = None
+
+
+class ApprovalAnswered(_Answer):
+    approval_id: str
+    decision: Literal["approved", "denied"]
+
+
+class UserInputAnswered(_Answer):
+    request_id: str
+    status: Literal["answered", "cancelled"]
+
+
+class ThreadUsage(_Answer):
+    """``cost_usd`` ``null``: no call of the thread had a price."""
+
+    thread_id: str
+    usage: UsageTotals
+    cost_usd: float | None
+    skipped_lines: int
+
+
+class UsageReport(_Answer):
+    """``text``: the table ``kun usage`` prints."""
+
+    threads: list[ThreadUsage]
+    text: str
+
+
+class ImportDone(_Answer):
+    """``events``: how many the thread's log holds; ``detail``: what else to
+    say (the turns run in kun since an unchanged import); ``trashed``: where
+    a replaced thread went, relative to the home."""
+
+    thread_id: str
+    outcome: Literal["imported", "already_imported", "replaced"]
+    events: int
+    detail: str
+    trashed: str | None
