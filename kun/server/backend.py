@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ from kun.app.overrides import RuntimeFlags
 from kun.app.selection import Router, choose_model
 from kun.app.session import SYSTEM_PROMPT, open_service
 from kun.app.settings import RuntimeSettings, runtime_settings
-from kun.app.threadops import thread_state
 from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import ThreadState, TurnState
@@ -42,9 +40,8 @@ from kun.runtime.errors import UnknownTurn
 from kun.runtime.service import TurnService
 from kun.server.bodies import CreateThread, Limits, UpdateThread
 from kun.server.errors import ApiError
-from kun.store.errors import ThreadLocked, ThreadNotFound
-from kun.store.paths import log_path, validate_thread_id
-from kun.store.replay import replay_log
+from kun.store.errors import ThreadNotFound
+from kun.store.paths import validate_thread_id
 from kun.tools.host import ToolHost
 
 __all__ = ["Backend", "TurnOptions", "backend_from_config", "backend_over"]
@@ -95,22 +92,16 @@ class Backend:
         return text
 
     async def state(self, text: str) -> ThreadState:
-        return await thread_state(self.service, self.thread_id(text))
+        """The thread as its log holds it now. A read never takes the
+        thread's writer lock (:meth:`EventRecorder.view
+        <kun.runtime.recorder.EventRecorder.view>`): a thread the server
+        only reads stays free for a terminal's ``kun -c``, and holds no fd."""
+        return await self.service.recorder.view(self.thread_id(text))
 
-    async def view(self, text: str) -> ThreadState:
-        """The thread to read: as its writer here, or, while another
-        process writes it, a replay of its log (read only)."""
-        thread_id = self.thread_id(text)
-        try:
-            return await thread_state(self.service, thread_id)
-        except ThreadLocked:
-            path = log_path(self.home, thread_id)
-            return await anyio.to_thread.run_sync(partial(replay_log, path, mode="tolerant"))
+    view = state
 
-    async def turn(
-        self, thread_text: str, turn_id: str, *, read_only: bool = False
-    ) -> tuple[str, TurnState]:
-        state = await (self.view if read_only else self.state)(thread_text)
+    async def turn(self, thread_text: str, turn_id: str) -> tuple[str, TurnState]:
+        state = await self.state(thread_text)
         turn = next((t for t in state.turns if t.turn_id == turn_id), None)
         if turn is None:
             raise UnknownTurn(state.thread_id, turn_id)

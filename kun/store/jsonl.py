@@ -2,7 +2,11 @@
 
 Layout: ``<home>/threads/<thread_id>/events.jsonl``, one event per line, and
 ``writer.lock`` beside it. A store instance becomes a thread's writer on its
-first ``claim`` or ``append``:
+first ``claim`` or ``append``, and stops being it on ``release`` (its two
+fds closed, the lock free for another process); the next ``claim`` or
+``append`` takes it again and reads the tail afresh, so appends another
+process made meanwhile are counted, and an ``expected_seq`` that missed them
+is a ``SeqConflict``:
 
 1. create the directory; take an exclusive, non-blocking ``flock`` on
    ``writer.lock`` and write our pid into it (see :mod:`kun.store.lock`):
@@ -188,6 +192,25 @@ class JsonlEventStore:
             except OSError as exc:
                 self._discard(writer)
                 raise LogWriteFailed(writer.path, str(exc)) from exc
+
+    async def release(self, thread_id: str) -> None:
+        """See :meth:`kun.store.port.EventStore.release`."""
+        writer = self._writers.get(thread_id)
+        if writer is None:
+            return
+        async with writer.lock:
+            if writer.fd < 0:
+                return
+            try:
+                writer.sync()
+            except OSError as exc:
+                raise LogWriteFailed(writer.path, str(exc)) from exc
+            finally:
+                self._discard(writer)
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether this store is the thread's writer now (its lock held)."""
+        return thread_id in self._writers
 
     def blobs(self, thread_id: str) -> FileBlobStore:
         return FileBlobStore(blobs_dir(self.home, thread_id), thread_id)
