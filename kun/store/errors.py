@@ -119,8 +119,9 @@ class ThreadLocked(RuntimeFailure):
             server = url or "URL"
             message = (
                 f"thread {thread_id!r} is being written by {kind} ({where}): a turn runs or "
-                f"waits for an answer there; go through it (kun --server {server} run "
-                f"--thread {thread_id} PROMPT), or wait until it ends"
+                f"waits for an answer there; go through it (kun --server {server} resume "
+                f"{thread_id}, or kun --server {server} run --thread {thread_id} PROMPT), "
+                "or wait until it ends"
             )
         else:
             holder = "an unknown process" if holder_pid is None else f"process {holder_pid}"

@@ -84,6 +84,7 @@ async def test_a_thread_held_by_kun_serve_is_refused_naming_it_and_its_url(
     message = str(refused)
     assert f"kun serve (process {os.getpid()}, http://127.0.0.1:8765)" in message
     assert f"kun --server http://127.0.0.1:8765 run --thread {TID}" in message
+    assert f"kun --server http://127.0.0.1:8765 resume {TID}" in message
     assert "\n" not in message
 
 

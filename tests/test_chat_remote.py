@@ -1,0 +1,145 @@
+"""The interactive session over ``--server URL``, driven in a real
+pseudo-terminal against a real ``kun serve`` (and the loopback provider):
+a message and its streamed reply, an approval answered, Esc interrupting
+the turn on the server, then ``-c`` and ``resume`` back to the thread."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pexpect
+import pytest
+
+from kun.contracts.items import UserMessage
+from kun.model.scripted import tool_reply
+from kun.testing.fake_provider import FakeResponse
+from tests.server.test_serve import _free_port
+from tests.terminal_support import (
+    TIMEOUT,
+    answer,
+    environ,
+    finish,
+    only_thread,
+    serve,
+    slow_answer,
+    spawn,
+    state_of,
+    write_config,
+)
+
+pytestmark = pytest.mark.slow
+
+READY = "Ctrl-D leaves"
+ENTER = "\r"
+
+
+@contextmanager
+def _kun_serve(tmp_path: Path, config: Path) -> Iterator[str]:
+    """A real ``kun serve`` over ``tmp_path/home``; its URL."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [
+        sys.executable, "-m", "kun", "serve", "--port", str(port), "--config", str(config),
+        "--home", str(tmp_path / "home"),
+    ]  # fmt: skip
+    with (tmp_path / "serve.out").open("wb") as out:
+        process = subprocess.Popen(
+            command, env=environ(), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                httpx.get(f"{url}/v1/threads", timeout=5)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, (tmp_path / "serve.out").read_text()
+                assert time.monotonic() < deadline, "kun serve did not start"
+                time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(TIMEOUT)
+
+
+def _session(workspace: Path, *args: str) -> pexpect.spawn:
+    child = spawn(list(args), cwd=workspace)
+    child.expect(READY)
+    return child
+
+
+def test_a_session_over_the_server_talks_approves_interrupts_and_comes_back(
+    tmp_path: Path,
+) -> None:
+    write = FakeResponse(chunks=tuple(tool_reply("write_file", {"path": "b.py", "content": "x"})))
+    script = [
+        answer("first answer"),
+        write,
+        answer("wrote it"),
+        slow_answer(sep="\n"),
+        answer("after coming back"),
+    ]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    with (
+        serve(script) as provider,
+        _kun_serve(tmp_path, write_config(tmp_path, provider.base_url)) as url,
+    ):
+        child = _session(workspace, "--server", url, "--approval", "untrusted")
+        child.send("hello" + ENTER)
+        child.expect("first answer")
+        child.expect("turn completed")
+        child.send("write b.py" + ENTER)
+        child.expect("allow")
+        child.send("y" + ENTER)
+        child.expect("wrote it")
+        child.expect("turn completed")
+        child.send("talk" + ENTER)
+        child.expect("word3")
+        child.send("\x1b")
+        child.expect("turn aborted")
+        child.send("\x04")
+        code, text = finish(child)
+        assert code == 0 and "Traceback" not in text, text
+        thread = only_thread(home)
+        assert f"kun --server {url} resume {thread}" in text
+        assert (workspace / "b.py").read_text() == "x"
+
+        child = _session(workspace, "--server", url, "-c")
+        child.send("again" + ENTER)
+        child.expect("after coming back")
+        child.expect("turn completed")
+        child.send("\x04")
+        code, text = finish(child)
+        assert code == 0 and f"resumed {thread}" in text, text
+
+        child = _session(workspace, "--server", url, "resume", thread[:10])
+        child.send("/quit" + ENTER)
+        code, text = finish(child)
+        assert code == 0 and f"resumed {thread}" in text and "4 turns" in text, text
+    state = state_of(home, thread)
+    assert [t.status for t in state.turns] == ["completed", "completed", "aborted", "completed"]
+    said = [i.text for t in state.turns for i in t.items if isinstance(i, UserMessage)]
+    assert said == ["hello", "write b.py", "talk", "again"]
+    assert state.settings.approval_policy == "untrusted"
+
+
+def test_without_a_thread_of_this_workspace_continue_is_one_line(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with (
+        serve([]) as provider,
+        _kun_serve(tmp_path, write_config(tmp_path, provider.base_url)) as url,
+    ):
+        child = spawn(["--server", url, "-c"], cwd=workspace)
+        code, text = finish(child)
+    assert code == 1 and "Traceback" not in text
+    assert "kun: error: the server has no thread of this workspace" in text
