@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import msgspec
 import pexpect
 import pytest
 
@@ -143,3 +144,55 @@ def test_without_a_thread_of_this_workspace_continue_is_one_line(tmp_path: Path)
         code, text = finish(child)
     assert code == 1 and "Traceback" not in text
     assert "kun: error: the server has no thread of this workspace" in text
+
+
+def test_a_question_over_the_server_is_asked_here_and_answered_there(tmp_path: Path) -> None:
+    ask = FakeResponse(
+        chunks=tuple(tool_reply("request_user_input", {"question": "which colour?"}))
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with (
+        serve([ask, answer("blue it is")]) as provider,
+        _kun_serve(tmp_path, write_config(tmp_path, provider.base_url)) as url,
+    ):
+        child = _session(workspace, "--server", url)
+        child.send("paint it" + ENTER)
+        child.expect("which colour")
+        child.expect("answer:")
+        child.send("blue" + ENTER)
+        child.expect("blue it is")
+        child.expect("turn completed")
+        child.send("\x04")
+        code, text = finish(child)
+    assert code == 0, text
+    turn = state_of(tmp_path / "home", only_thread(tmp_path / "home")).turns[0]
+    assert turn.status == "completed"
+    assert "blue" in msgspec.json.encode(provider.requests[-1].json).decode()
+
+
+def test_the_local_session_on_a_thread_serve_runs_says_who_and_how(tmp_path: Path) -> None:
+    """``kun -c`` while ``kun serve`` runs a turn of this workspace's
+    thread: one line naming kun serve and the way through it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    stalled = FakeResponse(chunks=answer("slow").chunks, stalls=((0, 60.0),))
+    with serve([stalled]) as provider:
+        config = write_config(tmp_path, provider.base_url)
+        with _kun_serve(tmp_path, config) as url:
+            with httpx.Client(base_url=url) as client:
+                created = client.post("/v1/threads", json={"workspace": str(workspace)})
+                thread = created.json()["thread_id"]
+                turn = client.post(f"/v1/threads/{thread}/turns", json={"text": "hang"})
+                assert turn.status_code == 202
+                child = spawn(
+                    ["-c", "--config", str(config), "--home", str(tmp_path / "home")],
+                    cwd=workspace,
+                )
+                code, text = finish(child)
+                client.post(
+                    f"/v1/threads/{thread}/turns/{turn.json()['turn_id']}/interrupt", json={}
+                )
+    assert code == 1 and "Traceback" not in text, text
+    assert "kun: error: " in text and "is being written by kun serve (process" in text
+    assert f"kun --server {url} resume {thread}" in text
