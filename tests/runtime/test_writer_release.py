@@ -113,3 +113,32 @@ async def test_reading_a_thread_never_takes_its_lock(tmp_path: Path) -> None:
             assert isinstance(store, JsonlEventStore) and not store.holds(h.thread_id)
             await h.service.update_thread(h.thread_id, title="while read")
             assert (await other.recorder.view(h.thread_id)).settings.title == "while read"
+
+
+async def test_a_follower_sees_a_turn_another_writer_runs_without_any_read(
+    tmp_path: Path,
+) -> None:
+    """Nothing is published here for another process's events: the
+    recorder looks at the log's end of the threads followed here."""
+    async with harness(tmp_path, [text_reply("first")]) as h:
+        await h.run("one")
+        after = h.state().last_seq
+        follower = h.service.recorder.subscribe(h.thread_id, after=after)
+        seen: list[ev.Event] = []
+
+        async def follow() -> None:
+            with anyio.fail_after(10):
+                async for event in follower:
+                    seen.append(event)
+                    if isinstance(event, ev.TurnCompleted):
+                        return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            async with other_process(h.home, text_reply("second")) as other:
+                await other.open_thread(h.thread_id)
+                turn_id = await other.start_turn(h.thread_id, "two")
+                with anyio.fail_after(10):
+                    await other.wait_turn(h.thread_id, turn_id)
+        assert [e.seq for e in seen] == list(range(after + 1, after + 1 + len(seen)))
+        assert all(e.turn_id == turn_id for e in seen if e.turn_id is not None)
