@@ -345,10 +345,11 @@ class EventRecorder:
                 thread.claimed = False
                 self._threads[thread_id] = thread
         elif not thread.claimed and not thread.lock.busy:
-            if await self.store.last_seq(thread_id) != thread.last_seq:
+            last = await self.store.last_seq(thread_id)
+            if last != thread.last_seq:
                 async with thread.lock:
                     if not thread.claimed:
-                        self._follow_log(thread)
+                        self._follow_log(thread, last)
         return thread.projector.snapshot()
 
     async def release(self, thread_id: str) -> None:
@@ -364,10 +365,12 @@ class EventRecorder:
         async with thread.lock:
             if not thread.claimed or self._threads.get(thread_id) is not thread:
                 return
-            await self._write_pending(thread)
-            thread.raise_deferred()
-            thread.claimed = False
-            await self.store.release(thread_id)
+            try:
+                await self._write_pending(thread)
+                thread.raise_deferred()
+            finally:
+                thread.claimed = False
+                await self.store.release(thread_id)
 
     def claimed(self, thread_id: str) -> bool:
         """Whether this recorder is the thread's writer now."""
@@ -379,16 +382,22 @@ class EventRecorder:
         the log gained while it was released."""
         last = await self.store.claim(thread.id)
         thread.claimed = True
-        if last != thread.last_seq:
-            self._follow_log(thread)
+        self._follow_log(thread, last)
 
-    def _follow_log(self, thread: _Thread) -> None:
+    def _follow_log(self, thread: _Thread, last: int) -> None:
         """Apply and publish the events another process appended after the
-        projection's last seq (a log that does not continue it is replayed
-        whole instead)."""
+        projection's last seq, up to ``last``, the log's (a log that does
+        not continue the projection is replayed whole instead)."""
+        if last == thread.last_seq:
+            return
         thread.streams.clear()
+        if last < thread.last_seq:
+            self._rebuild(thread)
+            return
         try:
             events = list(self.store.read(thread.id, after=thread.last_seq, mode="strict"))
+            if events and events[0].seq != thread.last_seq + 1:
+                raise ProjectionError(events[0].seq, "the log does not continue the projection")
             thread.projector.apply_all(events)
         except ProjectionError:
             self._rebuild(thread)

@@ -142,3 +142,22 @@ async def test_a_follower_sees_a_turn_another_writer_runs_without_any_read(
                     await other.wait_turn(h.thread_id, turn_id)
         assert [e.seq for e in seen] == list(range(after + 1, after + 1 + len(seen)))
         assert all(e.turn_id == turn_id for e in seen if e.turn_id is not None)
+
+
+async def test_a_log_replaced_while_released_is_read_again_whole(tmp_path: Path) -> None:
+    """Another process put a different, shorter log in its place (an import
+    that replaced it): the projection is rebuilt, not extended."""
+    import shutil
+
+    async with harness(tmp_path, [text_reply("first"), text_reply("second")]) as h:
+        await h.run("one")
+        await h.run("two")
+        shutil.rmtree(h.home / "threads" / h.thread_id)
+        async with other_process(h.home) as other:
+            await other.create_thread(thread_id=h.thread_id)
+        assert len((await h.service.recorder.view(h.thread_id)).turns) == 0
+        await h.service.update_thread(h.thread_id, title="after")
+        state = h.state()
+        assert state.turns == () and state.settings.title == "after"
+    seqs = [e.seq for e in JsonlEventStore(h.home).read(h.thread_id)]
+    assert seqs == list(range(1, len(seqs) + 1))
