@@ -26,6 +26,7 @@ from tests.terminal_support import (
     answer,
     environ,
     finish,
+    kun,
     only_thread,
     serve,
     slow_answer,
@@ -196,3 +197,11 @@ def test_the_local_session_on_a_thread_serve_runs_says_who_and_how(tmp_path: Pat
     assert code == 1 and "Traceback" not in text, text
     assert "kun: error: " in text and "is being written by kun serve (process" in text
     assert f"kun --server {url} resume {thread}" in text
+
+
+def test_resume_over_the_server_names_its_thread(tmp_path: Path) -> None:
+    code, _, err = kun("--server", "http://127.0.0.1:9", "resume", cwd=tmp_path)
+    assert code == 1 and err.count("\n") == 1
+    assert "with --server, name the thread: kun --server http://127.0.0.1:9 resume THREAD" in err
+    code, _, err = kun("--server", "http://127.0.0.1:9", "--config", "k.toml", cwd=tmp_path)
+    assert code == 1 and "--config does not go with --server" in err
