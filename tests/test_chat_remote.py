@@ -205,3 +205,49 @@ def test_resume_over_the_server_names_its_thread(tmp_path: Path) -> None:
     assert "with --server, name the thread: kun --server http://127.0.0.1:9 resume THREAD" in err
     code, _, err = kun("--server", "http://127.0.0.1:9", "--config", "k.toml", cwd=tmp_path)
     assert code == 1 and "--config does not go with --server" in err
+
+
+def test_an_idle_local_session_and_kun_serve_take_turns_on_one_thread(tmp_path: Path) -> None:
+    """The terminal's session continues a thread kun serve serves: while
+    it sits idle (just opened, then after its own turn) the server runs
+    turns on that thread: neither holds the thread between its turns."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = [answer("serve 1"), answer("serve 2"), answer("terminal 3"), answer("serve 4")]
+    with serve(script) as provider:
+        config = write_config(tmp_path, provider.base_url)
+        with _kun_serve(tmp_path, config) as url, httpx.Client(base_url=url) as client:
+            thread = client.post("/v1/threads", json={"workspace": str(workspace)}).json()
+            thread_id = thread["thread_id"]
+            _settled(client, thread_id, "one")
+            home = str(tmp_path / "home")
+            child = _session(workspace, "-c", "--config", str(config), "--home", home)
+            assert _settled(client, thread_id, "two")["status"] == "completed"
+            child.send("three" + ENTER)
+            child.expect("terminal 3")
+            child.expect("turn completed")
+            assert _settled(client, thread_id, "four")["status"] == "completed"
+            child.send("\x04")
+            code, text = finish(child)
+    assert code == 0 and "Traceback" not in text, text
+    said = [
+        i.text
+        for t in state_of(tmp_path / "home", thread_id).turns
+        for i in t.items
+        if isinstance(i, UserMessage)
+    ]
+    assert said == ["one", "two", "three", "four"]
+
+
+def _settled(client: httpx.Client, thread_id: str, text: str) -> dict[str, object]:
+    started = client.post(f"/v1/threads/{thread_id}/turns", json={"text": text})
+    assert started.status_code == 202, started.text
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        turn: dict[str, object] = client.get(
+            f"/v1/threads/{thread_id}/turns/{started.json()['turn_id']}"
+        ).json()
+        if turn["status"] not in ("queued", "running"):
+            return turn
+        assert time.monotonic() < deadline, turn
+        time.sleep(0.02)

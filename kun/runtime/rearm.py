@@ -52,7 +52,12 @@ async def rearm(
     thread has none (or its turn already runs here). ``model`` (the
     service's by default), ``limits`` and ``context_window`` are as for
     :meth:`TurnService.start_turn`. The thread stays claimed only when a
-    turn was re-armed (it runs here until answered and settled)."""
+    turn was re-armed (it runs here until answered and settled); a thread
+    with nothing to re-arm is only read, never claimed."""
+    if service.running_turn(thread_id) is not None:
+        return None
+    if open_suspension(await service.recorder.view(thread_id)) is None:
+        return None
     async with service.holding(thread_id):
         return await _rearm(service, thread_id, model, limits, context_window)
 
