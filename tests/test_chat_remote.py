@@ -251,3 +251,25 @@ def _settled(client: httpx.Client, thread_id: str, text: str) -> dict[str, objec
             return turn
         assert time.monotonic() < deadline, turn
         time.sleep(0.02)
+
+
+def test_a_turn_running_on_the_server_is_joined_and_interrupted(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with serve([slow_answer(sep="\n")]) as provider:
+        config = write_config(tmp_path, provider.base_url)
+        with _kun_serve(tmp_path, config) as url, httpx.Client(base_url=url) as client:
+            thread_id = client.post("/v1/threads", json={"workspace": str(workspace)}).json()[
+                "thread_id"
+            ]
+            started = client.post(f"/v1/threads/{thread_id}/turns", json={"text": "talk"})
+            assert started.status_code == 202
+            child = _session(workspace, "--server", url, "resume", thread_id)
+            child.expect("still open on the server: joining it")
+            child.expect("word3")
+            child.send("\x1b")
+            child.expect("turn aborted")
+            child.send("\x04")
+            code, text = finish(child)
+    assert code == 0 and "Traceback" not in text, text
+    assert [t.status for t in state_of(tmp_path / "home", thread_id).turns] == ["aborted"]
