@@ -98,8 +98,6 @@ class Backend:
         only reads stays free for a terminal's ``kun -c``, and holds no fd."""
         return await self.service.recorder.view(self.thread_id(text))
 
-    view = state
-
     async def turn(self, thread_text: str, turn_id: str) -> tuple[str, TurnState]:
         state = await self.state(thread_text)
         turn = next((t for t in state.turns if t.turn_id == turn_id), None)
