@@ -99,6 +99,8 @@ def test_a_session_over_the_server_talks_approves_interrupts_and_comes_back(
         child.send("hello" + ENTER)
         child.expect("first answer")
         child.expect("turn completed")
+        child.send("/model other-model" + ENTER)
+        child.expect("model fake/other-model")
         child.send("write b.py" + ENTER)
         child.expect("allow")
         child.send("y" + ENTER)
@@ -132,6 +134,8 @@ def test_a_session_over_the_server_talks_approves_interrupts_and_comes_back(
     said = [i.text for t in state.turns for i in t.items if isinstance(i, UserMessage)]
     assert said == ["hello", "write b.py", "talk", "again"]
     assert state.settings.approval_policy == "untrusted"
+    models = [r.json["model"] for r in provider.requests if r.method == "POST"]
+    assert models == ["fake-model"] + ["other-model"] * 4
 
 
 def test_without_a_thread_of_this_workspace_continue_is_one_line(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
+from kun.app.selection import parse_target
 from kun.chat.input import ChatInput
 from kun.chat.prompt_loop import PromptLoop
 from kun.chat.view import ChatSink
@@ -271,9 +272,9 @@ class RemoteChat(PromptLoop):
         if not rest:
             self.say(f"model {self._target()}")
             return
-        provider, _, model = rest.rpartition("/")
-        changes = {"model": model, **({"provider": provider} if provider else {})}
-        await self._change(**changes)
+        provider, model = parse_target(rest)
+        changes = {"provider": provider, "model": model}
+        await self._change(**{k: v for k, v in changes.items() if v is not None})
         self.say(f"model {self._target()}", "good")
 
     async def _title(self, rest: str) -> None:
