@@ -181,6 +181,15 @@ class JsonlEventStore:
         )
 
     async def sync(self, thread_id: str) -> None:
+        await self._sync(thread_id, release=False)
+
+    async def release(self, thread_id: str) -> None:
+        """See :meth:`kun.store.port.EventStore.release`."""
+        await self._sync(thread_id, release=True)
+
+    async def _sync(self, thread_id: str, *, release: bool) -> None:
+        """Fsync the thread's unsynced appends; with ``release`` (or when the
+        fsync fails) close its writer too."""
         writer = self._writers.get(thread_id)
         if writer is None:
             return
@@ -192,20 +201,7 @@ class JsonlEventStore:
             except OSError as exc:
                 self._discard(writer)
                 raise LogWriteFailed(writer.path, str(exc)) from exc
-
-    async def release(self, thread_id: str) -> None:
-        """See :meth:`kun.store.port.EventStore.release`."""
-        writer = self._writers.get(thread_id)
-        if writer is None:
-            return
-        async with writer.lock:
-            if writer.fd < 0:
-                return
-            try:
-                writer.sync()
-            except OSError as exc:
-                raise LogWriteFailed(writer.path, str(exc)) from exc
-            finally:
+            if release:
                 self._discard(writer)
 
     def holds(self, thread_id: str) -> bool:

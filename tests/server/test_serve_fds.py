@@ -6,26 +6,16 @@ past it; and at start the server raises its soft limit to the hard one."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-import anyio
 import httpx
 import pytest
 from anyio.abc import Process
 
 from kun.testing.fake_provider import FakeProvider
-from tests.server.test_serve import (
-    START_SECONDS,
-    _config,
-    _environ,
-    _free_port,
-    _until_listening,
-    _workspace,
-)
+from tests.server.test_serve import _serve, _workspace
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -37,29 +27,11 @@ _LIMITED = (
 )
 
 
-@asynccontextmanager
-async def _limited_serve(
+def _limited_serve(
     tmp_path: Path, base_url: str, soft: int, hard: int
-) -> AsyncIterator[tuple[Process, httpx.AsyncClient]]:
+) -> AbstractAsyncContextManager[tuple[Process, httpx.AsyncClient]]:
     """``kun serve`` started with the open-file limit ``soft``/``hard``."""
-    port = _free_port()
-    command = [
-        sys.executable, "-c", _LIMITED, str(soft), str(hard), "serve", "--port", str(port),
-        "--config", str(_config(tmp_path, base_url)), "--home", str(tmp_path / "home"),
-    ]  # fmt: skip
-    with (tmp_path / "serve.out").open("wb") as out:
-        process = await anyio.open_process(
-            command, env=_environ(), cwd=tmp_path, stdin=subprocess.DEVNULL,
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    async with process, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-        try:
-            with anyio.fail_after(START_SECONDS):
-                await _until_listening(process, client)
-            yield process, client
-        finally:
-            if process.returncode is None:
-                process.kill()
+    return _serve(tmp_path, base_url, kun=(sys.executable, "-c", _LIMITED, str(soft), str(hard)))
 
 
 def _open_fds(pid: int) -> int:
