@@ -277,3 +277,29 @@ def test_a_turn_running_on_the_server_is_joined_and_interrupted(tmp_path: Path) 
             code, text = finish(child)
     assert code == 0 and "Traceback" not in text, text
     assert [t.status for t in state_of(tmp_path / "home", thread_id).turns] == ["aborted"]
+
+
+def test_a_turn_another_client_starts_is_shown_in_an_idle_session(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = [answer("mine"), answer("from the other client"), answer("mine again")]
+    with serve(script) as provider:
+        config = write_config(tmp_path, provider.base_url)
+        with _kun_serve(tmp_path, config) as url, httpx.Client(base_url=url) as client:
+            child = _session(workspace, "--server", url)
+            child.send("first" + ENTER)
+            child.expect("mine")
+            child.expect("turn completed")
+            thread_id = only_thread(tmp_path / "home")
+            assert _settled(client, thread_id, "from elsewhere")["status"] == "completed"
+            child.expect("a turn started on the server")
+            child.expect("from the other client")
+            child.expect("turn completed")
+            child.send("third" + ENTER)
+            child.expect("mine again")
+            child.expect("turn completed")
+            child.send("\x04")
+            code, text = finish(child)
+    assert code == 0 and "Traceback" not in text, text
+    turns = state_of(tmp_path / "home", thread_id).turns
+    assert [t.status for t in turns] == ["completed"] * 3

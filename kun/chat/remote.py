@@ -38,6 +38,7 @@ from kun.chat.view import ChatSink
 from kun.cli.remote import Remote, explained
 from kun.cli.remote_run import RemoteView
 from kun.client import ApiError, AsyncKunClient
+from kun.contracts import events as ev
 from kun.contracts.threads import ApprovalPolicy
 from kun.errors import KunError, UserMistake
 
@@ -83,6 +84,7 @@ class RemoteChat(PromptLoop):
         self.thread: dict[str, Any] = {}
         self._closing = False
         self._tg: TaskGroup | None = None
+        self._idle: anyio.CancelScope | None = None
         self._commands: dict[str, Callable[[str], Awaitable[None]]] = {
             "help": self._help,
             "quit": self._quit,
@@ -120,6 +122,7 @@ class RemoteChat(PromptLoop):
             self.settings = {}
             await self._refresh()
         assert self.thread_id is not None and self.view is not None and self._tg is not None
+        self._stop_watching()
         after = (await self._refresh())["last_seq"]
         stack = AsyncExitStack()
         try:
@@ -138,6 +141,7 @@ class RemoteChat(PromptLoop):
         turns = self.thread.get("turns") or []
         last = turns[-1] if turns else None
         if last is None or last.get("status") not in ("queued", "running"):
+            self._watch_soon()
             return
         self.say("this thread's last turn is still open on the server: joining it", "warn")
         after = int(last["started_seq"]) - 1
@@ -160,6 +164,51 @@ class RemoteChat(PromptLoop):
             self.input.refresh()
         if self.thread_id == view.thread_id:
             await self._refresh()
+            self._watch_soon()
+
+    def _watch_soon(self) -> None:
+        """While no turn runs here, watch the thread for a turn started
+        elsewhere (another client, or the server resuming a goal) and show
+        it as this session's own."""
+        if (
+            self._closing
+            or self.turn_id is not None
+            or self.view is None
+            or self._tg is None
+            or not self.thread
+        ):
+            return
+        self._stop_watching()
+        self._tg.start_soon(self._watch_idle, self.view, int(self.thread["last_seq"]))
+
+    def _stop_watching(self) -> None:
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.cancel()
+
+    async def _watch_idle(self, view: RemoteView, after: int) -> None:
+        started: ev.TurnStarted | None = None
+        with anyio.CancelScope() as scope:
+            self._idle = scope
+            watching = RemoteView(self.client, self.stream, view.thread_id, self.sink)
+            try:
+                async with AsyncExitStack() as stack:
+                    started = await watching.next_turn_started(after, stack)
+            except KunError as exc:
+                self.say(str(exc), "error")
+            finally:
+                if self._idle is scope:
+                    self._idle = None
+        if started is None or started.turn_id is None:
+            return
+        if self.turn_id is not None or self.view is not view:
+            return
+        self.say("a turn started on the server (another client, or the goal): showing it", "dim")
+        self.turn_id = turn_id = started.turn_id
+        self.input.refresh()
+        stack = AsyncExitStack()
+        await view.connect(started.seq - 1, stack)
+        await self._follow(view, stack, started.seq - 1, turn_id)
 
     async def _steer(self, thread_id: str, turn_id: str, text: str) -> None:
         try:
@@ -197,6 +246,7 @@ class RemoteChat(PromptLoop):
     # -- the thread -------------------------------------------------------------
 
     def _switch(self, thread_id: str | None) -> None:
+        self._stop_watching()
         self.thread_id = thread_id
         self.thread = {}
         self.view = None

@@ -136,6 +136,18 @@ class RemoteView(LiveView):
         await _accepted(response)
         self._first = response
 
+    async def next_turn_started(self, after: int, stack: AsyncExitStack) -> ev.TurnStarted:
+        """Wait on the thread's stream (opened on ``stack``) for the next
+        turn to start after seq ``after``: one another client started, or
+        the server's own (a goal resumed)."""
+        await self.connect(after, stack)
+        events = self._resumed()
+        stack.push_async_callback(events.aclose)
+        async for event in events:
+            if isinstance(event, ev.TurnStarted):
+                return event
+        raise UserMistake(f"lost the event stream of thread {self.thread_id}")
+
     def _request(self, *, resumed: bool) -> AbstractAsyncContextManager[httpx.Response]:
         """A resumed stream asks for no previews: those sent while away are
         lost, so later ones would not be a prefix of their durable delta.
