@@ -355,10 +355,10 @@ async def test_a_missing_or_wrong_token_is_one_line(tmp_path: Path) -> None:
 
 async def test_server_options_that_do_not_apply_are_one_line(tmp_path: Path) -> None:
     nobody = Served("http://127.0.0.1:9", tmp_path, tmp_path, tmp_path / "c", FakeProvider())
-    chat = _one_line(await nobody.kun("chat"))
+    demo = _one_line(await nobody.kun("demo"))
     assert (
-        "--server works with compact, export, fork, import, interrupt, replay, rewind, run, "
-        "steer, threads, usage; not with kun chat" in chat
+        "--server works with the session and compact, export, fork, import, interrupt, replay, "
+        "rewind, run, steer, threads, usage; not with kun demo" in demo
     )
     home = _one_line(await nobody.kun("replay", "thr_x", "--home", str(tmp_path)))
     assert "--home does not go with --server" in home

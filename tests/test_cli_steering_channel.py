@@ -10,6 +10,7 @@ under the temp dir, so that path is exercised here.)"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import anyio
@@ -126,18 +127,26 @@ async def test_a_silent_caller_does_not_hold_the_end(
 
 
 async def test_only_the_threads_writer_listens(tmp_path: Path) -> None:
-    """A thread this process does not hold the writer lock of (here: one
-    another store wrote, and closed) gets no socket from it."""
-    from kun.store.jsonl import JsonlEventStore
+    """A thread whose writer lock another process holds gets no socket
+    from this one (a thread nobody holds does: a turn started here would
+    take the lock)."""
     from tests.portable.conftest import stored_thread
+    from tests.store.test_jsonl import HOLD_LOCK
 
     async with harness(tmp_path, []) as h:
         await anyio.to_thread.run_sync(stored_thread, h.home, "thr_elsewhere")
-        assert JsonlEventStore(h.home).exists("thr_elsewhere")
-        async with serve_control(h.service, "thr_elsewhere") as elsewhere:
-            await elsewhere.ready.wait()
-            assert not elsewhere.listening
-            assert not control_path(h.home, "thr_elsewhere").exists()
+        holder = await anyio.open_process(
+            [sys.executable, "-c", HOLD_LOCK, str(h.home), "thr_elsewhere"]
+        )
+        async with holder:
+            assert holder.stdout is not None and holder.stdin is not None
+            with anyio.fail_after(20):
+                assert (await holder.stdout.receive()).startswith(b"ready")
+            async with serve_control(h.service, "thr_elsewhere") as elsewhere:
+                await elsewhere.ready.wait()
+                assert not elsewhere.listening
+                assert not control_path(h.home, "thr_elsewhere").exists()
+            await holder.stdin.aclose()
         async with serve_control(h.service, h.thread_id) as door:
             await door.ready.wait()
             assert door.listening and control_path(h.home, h.thread_id).exists()

@@ -120,7 +120,9 @@ async def continue_thread(
     """Open ``thread_id`` to run more turns, with ``model`` set to the
     thread's own model unless the user named another; a named model or
     approval policy that differs from the thread's is recorded as
-    ``thread_updated``."""
+    ``thread_updated``. The thread is claimed, so one another process
+    writes is refused here at once (``ThreadLocked``), then released: the
+    session waiting for its next message does not hold it."""
     state = await service.recorder.open(thread_id)
     model.client = choose_model(
         router, provider=provider, model=model_name, settings=state.settings
@@ -130,3 +132,4 @@ async def continue_thread(
         await service.update_thread(thread_id, **changes)
     if approval is not None:
         await service.update_thread(thread_id, approval_policy=approval)
+    await service.release_if_idle(thread_id)

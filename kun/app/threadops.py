@@ -45,9 +45,8 @@ class Rewound:
 
 
 async def thread_state(service: TurnService, thread_id: str) -> ThreadState:
-    if service.recorder.is_open(thread_id):
-        return service.state(thread_id)
-    return await service.recorder.open(thread_id)
+    """The thread's state, as its writer (the lock taken if it was not)."""
+    return await service.open_thread(thread_id)
 
 
 async def settled_thread_state(service: TurnService, thread_id: str) -> ThreadState:
@@ -72,8 +71,9 @@ async def rewind_before(
     """Hide the turn ``ref`` names (number as ``kun replay`` shows it, id or
     id prefix) and every later one; with ``files``, put the workspace's
     files back as before it too. A turn already hidden is refused."""
-    number, turn = visible_turn(await settled_thread_state(service, thread_id), ref)
-    seq = await service.rewind_thread(thread_id, turn.turn_id, files=files)
+    async with service.holding(thread_id):
+        number, turn = visible_turn(await settled_thread_state(service, thread_id), ref)
+        seq = await service.rewind_thread(thread_id, turn.turn_id, files=files)
     rewind = next(r for r in service.state(thread_id).rewinds if r.seq == seq)
     restored = rewind.files if isinstance(rewind.files, FilesRestore) else None
     return Rewound(number, turn, seq, len(rewind.hidden_turn_ids), restored)
@@ -82,8 +82,9 @@ async def rewind_before(
 async def undo_latest_rewind(service: TurnService, thread_id: str) -> Rewind:
     """Bring back what the most recent rewind still in force hid (and the
     files it restored); the rewind as it is after the undo."""
-    rewind = latest_rewind(await settled_thread_state(service, thread_id))
-    await service.undo_rewind(thread_id, rewind.seq)
+    async with service.holding(thread_id):
+        rewind = latest_rewind(await settled_thread_state(service, thread_id))
+        await service.undo_rewind(thread_id, rewind.seq)
     return next(r for r in service.state(thread_id).rewinds if r.seq == rewind.seq)
 
 
@@ -97,7 +98,7 @@ async def fork_at(
     """A fork of ``thread_id`` keeping its turns 1..``at_turn`` (or its log
     up to ``at_seq``; default: all of it); the new id and the seq it was
     taken at."""
-    state = await thread_state(service, thread_id)
+    state = await service.recorder.view(thread_id)
     if at_turn is not None:
         at_seq = fork_seq(state, at_turn)
     new = await service.fork_thread(thread_id, at_seq)

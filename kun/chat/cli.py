@@ -69,10 +69,29 @@ def start_session(
     home: Path | None = None,
     workspace: Path | None = None,
 ) -> None:
-    """Open a session (see :mod:`kun.chat.start`); on leaving, say how to
-    come back. ``workspace``: given, the folder of a new thread and of the
+    """Open a session (see :mod:`kun.chat.start`), or with ``--server URL``
+    one on that ``kun serve`` (:mod:`kun.chat.remote`); on leaving, say how
+    to come back. ``workspace``: given, the folder of a new thread and of the
     one resumed (rebound to it), and where ``-c`` looks."""
     import anyio
+
+    from kun.cli.remote import remote_target
+
+    remote = remote_target()
+    if remote is not None:
+        _remote_session(
+            remote,
+            resume_id=resume_id,
+            pick=pick,
+            continue_latest=continue_latest,
+            provider=provider,
+            model=model,
+            approval=approval,
+            config=config,
+            home=home,
+            workspace=workspace,
+        )
+        return
 
     from kun.chat.start import (
         ChatOptions,
@@ -103,6 +122,53 @@ def start_session(
     if thread_id is not None:
         again = pasteable("resume", thread_id[:12])
         click.echo(f"thread {thread_id} · back to it: {pasteable('-c')}, or {again}")
+
+
+def _remote_session(
+    remote: Any,
+    *,
+    resume_id: str | None,
+    pick: bool,
+    continue_latest: bool,
+    provider: str | None,
+    model: str | None,
+    approval: Any,
+    config: Path | None,
+    home: Path | None,
+    workspace: Path | None,
+) -> None:
+    """``kun --server URL [-c | resume T]``: the session on that server's
+    threads (``workspace``: where ``-c`` looks and a new thread works). The
+    thread's settings (provider, model, approval) go to the server with the
+    runtime flags (its reasoning effort and limits, as
+    ``kun --server URL run`` sends them); a config file is the server's."""
+    import anyio
+
+    from kun.chat.remote import RemoteSetup, open_remote_chat
+    from kun.chat.start import needs_terminal
+    from kun.cli.remote import local_only
+    from kun.cli.remote_run import thread_settings
+    from kun.store.paths import resolve_home
+
+    flags = runtime_flags(approval)
+    local_only(config=config, system=flags.system_prompt)
+    if pick:
+        raise click.UsageError(
+            f"with --server, name the thread: kun --server {remote.url} resume THREAD "
+            f"(kun --server {remote.url} threads lists them), or -c for this workspace's latest"
+        )
+    needs_terminal()
+    settings = thread_settings(flags, provider=provider, model=model)
+    setup = RemoteSetup((workspace or Path.cwd()).resolve(), None, settings)
+
+    async def go() -> str | None:
+        return await open_remote_chat(
+            remote, resolve_home(home), setup, continue_latest=continue_latest, resume=resume_id
+        )
+
+    thread_id = anyio.run(go)
+    if thread_id is not None:
+        click.echo(f"thread {thread_id} · back to it: kun --server {remote.url} resume {thread_id}")
 
 
 @click.command()

@@ -16,7 +16,6 @@ and leaving at once leaves no empty thread behind.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,18 +26,16 @@ from anyio.abc import TaskGroup
 from kun.app.selection import SwitchableModel, changed_model, choose_model, parse_target
 from kun.chat.commands import run_command
 from kun.chat.input import ChatInput
+from kun.chat.prompt_loop import PromptLoop
 from kun.chat.view import ChatSink
-from kun.cli.options import explained, pasteable
-from kun.cli.terminal import LiveView, Tone
+from kun.cli.options import pasteable
+from kun.cli.terminal import LiveView
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
-from kun.errors import KunError
 from kun.runtime.control_channel import serve_control
 from kun.runtime.errors import SteeringFull, TurnNotRunning
 from kun.runtime.service import TurnService
 
 __all__ = ["ChatSession", "SessionSetup"]
-
-_FRAMES = "|/-\\"
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ class SessionSetup:
     thread_id: str | None
 
 
-class ChatSession:
+class ChatSession(PromptLoop):
     def __init__(
         self,
         setup: SessionSetup,
@@ -77,9 +74,6 @@ class ChatSession:
         self.switch_thread(setup.thread_id)
 
     # -- what commands use ------------------------------------------------------
-
-    def say(self, text: str, tone: Tone = "plain") -> None:
-        self.sink.line(text, tone)
 
     @property
     def approval(self) -> ApprovalPolicy:
@@ -112,10 +106,6 @@ class ChatSession:
             if workspace:
                 self.workspace = Path(workspace)
 
-    def close(self) -> None:
-        self._closing = True
-        self.input.leave()
-
     # -- the loop ---------------------------------------------------------------
 
     async def run(self) -> None:
@@ -124,34 +114,13 @@ class ChatSession:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await tg.start(watch, self._on_signal)
-            self.say(
-                f"kun · {self.model.provider}/{self.model.model} · approval {self.approval} · "
-                "/help for commands · Esc interrupts · Ctrl-D leaves",
-                "dim",
-            )
+            self.greet(f"{self.model.provider}/{self.model.model}", self.approval)
             await self._rearm()
-            while not self._closing:
-                reply = await self.input.read(self._message, self._toolbar)
-                if reply.kind == "eof":
-                    self.close()
-                elif reply.kind == "interrupt":
-                    await self._interrupted(reply.text)
-                elif reply.text.strip():
-                    await self._send(reply.text.strip())
-            if self.turn_id is not None:
-                await self._interrupt()
+            await self.prompt_until_closed()
             tg.cancel_scope.cancel()
 
-    async def _send(self, text: str) -> None:
-        try:
-            if text.startswith("/"):
-                await run_command(self, text)
-            elif self.turn_id is not None and self.thread_id is not None:
-                await self._steer(self.thread_id, self.turn_id, text)
-            else:
-                await self._start(text)
-        except KunError as exc:
-            self.say(explained(exc), "error")
+    async def _command(self, line: str) -> None:
+        await run_command(self, line)
 
     async def _start(self, text: str) -> None:
         if self.thread_id is None:
@@ -236,12 +205,6 @@ class ChatSession:
             return
         self.say("(steering: the model reads this at its next step)", "dim")
 
-    async def _interrupted(self, key: str) -> None:
-        if self.turn_id is not None:
-            await self._interrupt()
-        elif key == "ctrl-c":
-            self.say("(Ctrl-D or /quit leaves)", "dim")
-
     async def _interrupt(self) -> None:
         if self.turn_id is not None and self.view is not None:
             self.say("interrupting the turn", "warn")
@@ -271,14 +234,7 @@ class ChatSession:
 
     # -- the prompt ---------------------------------------------------------------
 
-    def _message(self) -> str:
-        return "steer> " if self.turn_id is not None else "> "
-
-    def _toolbar(self) -> str:
-        if self.turn_id is not None:
-            frame = _FRAMES[int(time.monotonic() * 10) % len(_FRAMES)]
-            status = self.sink.status or "working"
-            return f" {frame} {status} · Enter steers · Esc interrupts"
+    def _idle_toolbar(self) -> str:
         where = self.thread_id or "new thread"
         return (
             f" {self.model.provider}/{self.model.model} · approval {self.approval} · "

@@ -140,9 +140,9 @@ def cli(
     Alone, kun opens an interactive session on a new thread (-c: on this
     workspace's latest). Every change to a thread is an event in its
     events.jsonl; the commands below rebuild what you see from that log.
-    With --server URL, run, replay, threads, usage, rewind, fork, compact,
-    export, import, steer and interrupt work on the threads of a running
-    kun serve.
+    With --server URL, the session (kun, -c, resume), run, replay, threads,
+    usage, rewind, fork, compact, export, import, steer and interrupt work
+    on the threads of a running kun serve.
     """
     keep_server(ctx, server, token_env)
     if ctx.invoked_subcommand is None:

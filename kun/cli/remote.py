@@ -1,5 +1,5 @@
 """``kun --server URL ...``: the commands that can work on a thread held by a
-running ``kun serve`` instead of the local home (``run``, ``replay``,
+running ``kun serve`` instead of the local home (the session, ``run``, ``replay``,
 ``threads``, ``usage``, ``rewind``, ``fork``, ``compact``, ``export``,
 ``import``, ``steer``, ``interrupt``), so one server holds the threads while
 several terminals and programs follow and steer them.
@@ -8,7 +8,8 @@ The server is named by ``--server URL`` or ``$KUN_SERVER``; its bearer token
 is read from the environment variable named by ``--token-env VAR`` (default
 ``$KUN_TOKEN``), never from the command line, where ``ps`` would show it.
 ``$KUN_SERVER`` only applies to the commands that can use it (``kun serve``
-and ``kun chat`` stay local); ``--server`` given to any other command is a
+stays local, and the session goes to a server only with ``--server`` on
+the command line: :mod:`kun.chat.remote`); ``--server`` given to any other command is a
 usage error. Everything goes through :mod:`kun.client`; a server that is not
 there, a refused token and every other refusal are one line, exit status 1.
 """
@@ -45,6 +46,9 @@ REMOTE_COMMANDS = frozenset(
         "threads", "usage",
     }
 )  # fmt: skip
+SESSION_COMMANDS = frozenset({None, "chat", "resume"})
+"""The session (plain ``kun``, ``kun chat``, ``kun resume``): on a server
+with ``--server URL`` given on the command line, never by ``$KUN_SERVER``."""
 TOKEN_ENV = "KUN_TOKEN"
 _META = "kun.remote"
 
@@ -86,8 +90,9 @@ def server_options(func: F) -> F:
         default=None,
         envvar="KUN_SERVER",
         metavar="URL",
-        help="Work on the threads of the kun serve at URL (run, replay, threads, usage, "
-        "rewind, fork, compact, export, import, steer, interrupt; default: $KUN_SERVER).",
+        help="Work on the threads of the kun serve at URL (the session, run, replay, threads, "
+        "usage, rewind, fork, compact, export, import, steer, interrupt; default: $KUN_SERVER, "
+        "except for the session).",
     )(func)
 
 
@@ -100,13 +105,18 @@ def keep_server(ctx: click.Context, server: str | None, token_env: str | None) -
         if token_env is not None:
             raise click.UsageError("--token-env goes with --server URL")
         return
-    if ctx.invoked_subcommand not in REMOTE_COMMANDS:
-        if ctx.get_parameter_source("server") is ParameterSource.ENVIRONMENT:
+    from_environment = ctx.get_parameter_source("server") is ParameterSource.ENVIRONMENT
+    session = ctx.invoked_subcommand in SESSION_COMMANDS
+    if ctx.invoked_subcommand not in REMOTE_COMMANDS and not session:
+        if from_environment:
             return
         what = f"kun {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "the session"
         raise click.UsageError(
-            f"--server works with {', '.join(sorted(REMOTE_COMMANDS))}; not with {what}"
+            f"--server works with the session and {', '.join(sorted(REMOTE_COMMANDS))}; "
+            f"not with {what}"
         )
+    if session and from_environment:
+        return  # the session goes to a server only when told on the command line
     variable = token_env or TOKEN_ENV
     token = os.environ.get(variable) or None
     if token_env is not None and token is None:

@@ -30,6 +30,7 @@ import anyio
 import httpx
 import msgspec
 
+from kun.app.overrides import RuntimeFlags
 from kun.cli.colors import use_color
 from kun.cli.remote import Remote, explained
 from kun.cli.runjson import QuietSink
@@ -43,7 +44,7 @@ from kun.errors import UserMistake
 from kun.model.sse import SSEEvent, SSEParser
 from kun.store.codec import LineError, decode_line, encode_line
 
-__all__ = ["RemoteRun", "RemoteView", "run_remote"]
+__all__ = ["RemoteRun", "RemoteView", "run_remote", "thread_settings"]
 
 RECONNECTS = 5
 """Attempts in a row to resume a dropped stream before giving up."""
@@ -134,6 +135,18 @@ class RemoteView(LiveView):
         response = await stack.enter_async_context(self._request(resumed=False))
         await _accepted(response)
         self._first = response
+
+    async def next_turn_started(self, after: int, stack: AsyncExitStack) -> ev.TurnStarted:
+        """Wait on the thread's stream (opened on ``stack``) for the next
+        turn to start after seq ``after``: one another client started, or
+        the server's own (a goal resumed)."""
+        await self.connect(after, stack)
+        events = self._resumed()
+        stack.push_async_callback(events.aclose)
+        async for event in events:
+            if isinstance(event, ev.TurnStarted):
+                return event
+        raise UserMistake(f"lost the event stream of thread {self.thread_id}")
 
     def _request(self, *, resumed: bool) -> AbstractAsyncContextManager[httpx.Response]:
         """A resumed stream asks for no previews: those sent while away are
@@ -332,6 +345,28 @@ class _Interruptible:
             self._scope.cancel()
 
 
+def thread_settings(
+    flags: RuntimeFlags, *, provider: str | None, model: str | None
+) -> dict[str, Any]:
+    """What the command line gives a thread on the server (the API's
+    thread settings): provider, model, approval policy, reasoning effort
+    and limits, those given only."""
+    limits = {
+        "max_steps": flags.max_steps,
+        "max_wall_seconds": flags.max_wall_seconds,
+        "max_cost_usd": flags.max_cost_usd,
+        "max_turn_tokens": flags.max_turn_tokens,
+    }
+    given = {
+        "provider": provider,
+        "model": model,
+        "approval_policy": flags.approval_policy,
+        "reasoning_effort": flags.reasoning_effort,
+        "limits": {k: v for k, v in limits.items() if v is not None} or None,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def run_over_server(
     remote: Remote,
     prompt: str,
@@ -361,21 +396,9 @@ def run_over_server(
     flags = runtime_flags(approval)
     local_only(config=config, home=home, system=flags.system_prompt)
     check_prompt(prompt)  # before a thread is created for it
-    limits = {
-        "max_steps": flags.max_steps,
-        "max_wall_seconds": flags.max_wall_seconds,
-        "max_cost_usd": flags.max_cost_usd,
-        "max_turn_tokens": flags.max_turn_tokens,
-    }
-    given = {
-        "provider": provider,
-        "model": model,
-        "approval_policy": approval,
-        "reasoning_effort": flags.reasoning_effort,
-        "limits": {k: v for k, v in limits.items() if v is not None} or None,
-        "workspace": str(workspace.resolve()) if rebind and thread_id is not None else None,
-    }
-    settings = {k: v for k, v in given.items() if v is not None}
+    settings = thread_settings(flags, provider=provider, model=model)
+    if rebind and thread_id is not None:
+        settings["workspace"] = str(workspace.resolve())
     run = RemoteRun(prompt, thread_id, workspace, as_json, settings, plan_mode)
     thread, turn, status = anyio.run(run_remote, remote, run)
     click.echo(f"thread {thread} · turn {turn} {status}", err=True)

@@ -156,6 +156,16 @@ class EventBus:
         """How many followers ``thread_id`` has now."""
         return len(self._followers.get(thread_id, ()))
 
+    def followed(self) -> list[str]:
+        """The threads that have followers now."""
+        return [thread_id for thread_id, followers in self._followers.items() if followers]
+
+    def nudge(self, thread_id: str, last_seq: int) -> None:
+        """The thread's log reaches ``last_seq`` (another process wrote it,
+        so nothing was published here): followers behind it read the log."""
+        for follower in tuple(self._followers.get(thread_id, ())):
+            follower.nudge(last_seq)
+
     def _join(self, follower: Follower) -> None:
         followers = self._followers.get(follower.thread_id)
         if followers is None:
@@ -222,6 +232,16 @@ class Follower:
             else:
                 self._overflowed = True
                 self._queue.clear()
+        waiter = self._waiter
+        if waiter is not None:
+            waiter.set()
+
+    def nudge(self, last_seq: int) -> None:
+        """Called by the bus: the log reaches ``last_seq``; a follower waiting
+        behind it goes back to the log (see :meth:`EventBus.nudge`)."""
+        if self._closed or not self._joined or self._source is not None or last_seq <= self.last:
+            return
+        self._reread(0)
         waiter = self._waiter
         if waiter is not None:
             waiter.set()

@@ -176,8 +176,10 @@ async def serve_control(service: TurnService, thread_id: str) -> AsyncIterator[D
 
 
 def _holds_lock(home: Path, thread_id: str) -> bool:
-    """Whether this process is the thread's writer, the only one that runs
-    its turns: the writer lock (:mod:`kun.store.lock`) is held, by us."""
+    """Whether no other process is the thread's writer, the only one that
+    runs its turns: the writer lock (:mod:`kun.store.lock`) is held by us,
+    or by nobody (a writer holds it only while it writes, so a door opened
+    just before a turn starts, or just after it ended, finds it free)."""
     try:
         fd = lock_thread(thread_id, lock_path(home, thread_id))
     except ThreadLocked as held:
@@ -185,7 +187,7 @@ def _holds_lock(home: Path, thread_id: str) -> bool:
     except OSError:
         return False
     os.close(fd)
-    return False
+    return True
 
 
 async def _listen(path: Path) -> SocketListener | None:

@@ -51,7 +51,24 @@ async def rearm(
     """Re-arm the thread's suspended turn; its id, or ``None`` when the
     thread has none (or its turn already runs here). ``model`` (the
     service's by default), ``limits`` and ``context_window`` are as for
-    :meth:`TurnService.start_turn`."""
+    :meth:`TurnService.start_turn`. The thread stays claimed only when a
+    turn was re-armed (it runs here until answered and settled); a thread
+    with nothing to re-arm is only read, never claimed."""
+    if service.running_turn(thread_id) is not None:
+        return None
+    if open_suspension(await service.recorder.view(thread_id)) is None:
+        return None
+    async with service.holding(thread_id):
+        return await _rearm(service, thread_id, model, limits, context_window)
+
+
+async def _rearm(
+    service: TurnService,
+    thread_id: str,
+    model: ModelClient | None,
+    limits: TurnLimits | None,
+    context_window: int | None,
+) -> str | None:
     state = await service.open_thread(thread_id)
     if service.running_turn(thread_id) is not None:
         return None

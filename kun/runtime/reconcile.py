@@ -55,17 +55,18 @@ async def reconcile_orphaned_turns(
         try:
             if not _needs_settling(service, thread_id):
                 continue
-            await service._open(thread_id)
-            async with service._lock(thread_id):
-                restored = await settle_restore(service.recorder, thread_id)
-            state = service.state(thread_id)
-            running = service.running_turn(thread_id)
-            suspended = set(suspended_turns(state)) - {running}
-            if suspended and waiting is not None:
-                waiting.append(thread_id)
-            events = orphan_events(state, suspended | ({running} if running else set()))
-            if events:
-                await service.write(thread_id, *events)
+            async with service.holding(thread_id):
+                await service._open(thread_id)
+                async with service._lock(thread_id):
+                    restored = await settle_restore(service.recorder, thread_id)
+                state = service.state(thread_id)
+                running = service.running_turn(thread_id)
+                suspended = set(suspended_turns(state)) - {running}
+                if suspended and waiting is not None:
+                    waiting.append(thread_id)
+                events = orphan_events(state, suspended | ({running} if running else set()))
+                if events:
+                    await service.write(thread_id, *events)
             if events or restored:
                 touched.append(thread_id)
         except ThreadLocked:

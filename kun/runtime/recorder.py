@@ -108,6 +108,9 @@ SNAPSHOT_EVERY = 50_000
 background, so a process that never exits cleanly still leaves one."""
 """Accepted streams remembered per thread; forgetting one only costs an
 unbuffered first fragment."""
+WATCH_SECONDS = 0.25
+"""How often a followed thread written by another process is looked at: a
+follower here sees that process's events this late at most."""
 
 
 class _Mutex:
@@ -158,6 +161,7 @@ class _Thread:
     """One open thread: its projection, last seq, lock and delta buffer."""
 
     __slots__ = (
+        "claimed",
         "coalescer",
         "error",
         "id",
@@ -181,6 +185,7 @@ class _Thread:
         self.stale = False
         self.snapshot_seq = last_seq
         self.snapshotting = False
+        self.claimed = True
 
     def raise_deferred(self) -> None:
         error, self.error = self.error, None
@@ -206,8 +211,13 @@ class EventRecorder:
         coalesce_ms: float | None = None,
         snapshot_after: int = SNAPSHOT_AFTER,
         snapshot_every: int = SNAPSHOT_EVERY,
+        watch_seconds: float = WATCH_SECONDS,
     ) -> None:
+        """``watch_seconds``: how often the followed threads this recorder
+        does not write are checked for events another process appended
+        (0: never)."""
         self.store = store
+        self._watch_seconds = watch_seconds
         self._snapshots = snapshots_of(store)
         self._snapshot_after = snapshot_after
         self._snapshot_every = snapshot_every
@@ -236,6 +246,8 @@ class EventRecorder:
         self._buffering = self._window_ms > 0
         tg.start_soon(self._timers.run)
         tg.start_soon(self._live_timers.run)
+        if self._watch_seconds > 0:
+            tg.start_soon(self._watch_others)
         return self
 
     async def __aexit__(
@@ -294,11 +306,13 @@ class EventRecorder:
         Claims it (``ThreadLocked`` if another writer has it; a torn tail is
         repaired, adding a ``log_repaired`` event) and replays the log in
         strict mode (``CorruptLog``, ``UnknownEventKind``, ``ProjectionError``
-        propagate). ``ThreadNotFound`` for a thread with no log. Idempotent.
+        propagate); a thread known here but released first takes in what
+        other processes appended since (:meth:`release`). ``ThreadNotFound``
+        for a thread with no log. Idempotent.
         """
         thread = self._threads.get(thread_id)
-        if thread is None:
-            if not self.store.exists(thread_id):
+        if thread is None or not thread.claimed:
+            if thread is None and not self.store.exists(thread_id):
                 raise ThreadNotFound(thread_id)
             await self.store.claim(thread_id)
             thread = self._threads.get(thread_id)
@@ -306,7 +320,93 @@ class EventRecorder:
                 projector, last_seq = self._replay(thread_id)
                 thread = _Thread(thread_id, projector, last_seq, self._coalescer())
                 self._threads[thread_id] = thread
+            elif not thread.claimed:
+                async with thread.lock:
+                    if not thread.claimed:
+                        await self._claim(thread)
         return thread.projector.snapshot()
+
+    async def view(self, thread_id: str) -> ThreadState:
+        """The thread's state as its log holds it now, without becoming its
+        writer: a reader (``GET`` of the server, a listing) never takes the
+        lock another process may need. A thread written here is its live
+        projection; one this process does not write is replayed once and then
+        brought up to date with the events others appended since, which are
+        also published to its followers here (so a stream served here shows
+        a turn another process runs). ``ThreadNotFound`` for no log."""
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            if not self.store.exists(thread_id):
+                raise ThreadNotFound(thread_id)
+            projector, last_seq = self._replay(thread_id)
+            thread = self._threads.get(thread_id)
+            if thread is None:
+                thread = _Thread(thread_id, projector, last_seq, self._coalescer())
+                thread.claimed = False
+                self._threads[thread_id] = thread
+        elif not thread.claimed and not thread.lock.busy:
+            last = await self.store.last_seq(thread_id)
+            if last != thread.last_seq:
+                async with thread.lock:
+                    if not thread.claimed:
+                        self._follow_log(thread, last)
+        return thread.projector.snapshot()
+
+    async def release(self, thread_id: str) -> None:
+        """Stop writing the thread for now: write its buffered deltas, make
+        the log durable and release the store's lock (its fds closed), so
+        another process may write it. Its projection stays here for reads;
+        the next write (or :meth:`open`) claims it again and first takes in
+        what others appended meanwhile. Nothing to do for a thread not
+        claimed here."""
+        thread = self._threads.get(thread_id)
+        if thread is None or not thread.claimed:
+            return
+        async with thread.lock:
+            if not thread.claimed or self._threads.get(thread_id) is not thread:
+                return
+            try:
+                await self._write_pending(thread)
+                thread.raise_deferred()
+            finally:
+                thread.claimed = False
+                await self.store.release(thread_id)
+
+    def claimed(self, thread_id: str) -> bool:
+        """Whether this recorder is the thread's writer now."""
+        thread = self._threads.get(thread_id)
+        return thread is not None and thread.claimed
+
+    async def _claim(self, thread: _Thread) -> None:
+        """Under the thread's lock: become its writer again and take in what
+        the log gained while it was released."""
+        last = await self.store.claim(thread.id)
+        thread.claimed = True
+        self._follow_log(thread, last)
+
+    def _follow_log(self, thread: _Thread, last: int) -> None:
+        """Apply and publish the events another process appended after the
+        projection's last seq, up to ``last``, the log's (a log that does
+        not continue the projection is replayed whole instead)."""
+        if last == thread.last_seq:
+            return
+        thread.streams.clear()
+        if last < thread.last_seq:
+            self._rebuild(thread)
+            return
+        try:
+            events = list(self.store.read(thread.id, after=thread.last_seq, mode="strict"))
+            if events and events[0].seq != thread.last_seq + 1:
+                raise ProjectionError(events[0].seq, "the log does not continue the projection")
+            thread.projector.apply_all(events)
+        except ProjectionError:
+            self._rebuild(thread)
+            return
+        if events:
+            thread.last_seq = events[-1].seq
+        publish = self.bus.publish
+        for event in events:
+            publish(event)
 
     def is_open(self, thread_id: str) -> bool:
         return thread_id in self._threads
@@ -380,6 +480,8 @@ class EventRecorder:
             try:
                 if self._threads.get(thread_id) is not thread:
                     continue
+                if not thread.claimed:
+                    await self._claim(thread)
                 return await self._record(thread, events, durable)
             finally:
                 if thread.last_seq == 0 and self._threads.get(thread_id) is thread:
@@ -625,6 +727,23 @@ class EventRecorder:
         if not self._rebuild(thread):
             raise ThreadNotOpen(thread.id, "write: its log could not be read again")
         thread.stale = False
+
+    async def _watch_others(self) -> None:
+        """Followers of a thread another process writes get its events:
+        nothing is published here for them, so every ``watch_seconds`` such
+        a thread's last seq is read (a small read at the log's end) and the
+        followers behind it sent back to the log."""
+        while True:
+            await anyio.sleep(self._watch_seconds)
+            for thread_id in self.bus.followed():
+                if self.claimed(thread_id):
+                    continue
+                try:
+                    last = await self.store.last_seq(thread_id)
+                except Exception as exc:
+                    _log.debug("thread %s: not watched: %s", thread_id, exc)
+                    continue
+                self.bus.nudge(thread_id, last)
 
     # -- timers ----------------------------------------------------------------
 

@@ -4,16 +4,29 @@ Every write to a thread goes through here, serialized per thread, as events
 appended by the recorder (persist, then publish). ``start_turn`` records the
 turn and returns at once; the turn runs as a task in the service's task
 group. Nothing is ever deleted: rewind hides, fork copies, interrupt settles.
+
+The service holds a thread's writer lock only while something writes it: a
+turn from its start until it is settled (waiting for an approval or an
+answer included: such a turn is still running here, and nobody else may
+settle it), and each other write (an update, a title, a rewind or its undo,
+a compaction starting, a fork's first open) for as long as it lasts
+(:meth:`TurnService.holding`). Then the lock is released at once
+(:meth:`kun.runtime.recorder.EventRecorder.release`), not after an idle
+delay: another process (``kun serve`` and a terminal sharing a home) is
+refused only while there is a real writer, and a delay would refuse it for
+nothing. Re-claiming costs an open, a ``flock`` and a tail scan, tens of
+microseconds per write outside a turn.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -52,6 +65,19 @@ from kun.tools.host import ToolHost
 
 _log = logging.getLogger(__name__)
 _SHIELD_SECONDS = 10.0
+_F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+
+
+def _held(method: _F) -> _F:
+    """A method writing the thread named by its first argument, holding it
+    (:meth:`TurnService.holding`) for as long as it runs."""
+
+    @wraps(method)
+    async def held(self: TurnService, thread_id: str, *args: Any, **kwargs: Any) -> Any:
+        async with self.holding(thread_id):
+            return await method(self, thread_id, *args, **kwargs)
+
+    return cast(_F, held)
 
 
 class TurnService(TurnControl):
@@ -102,6 +128,7 @@ class TurnService(TurnControl):
         self._tg = task_group
         self._locks: dict[str, anyio.Lock] = {}
         self._runs: dict[str, TurnRun] = {}
+        self._holds: dict[str, int] = {}
         self._recovery: dict[str, RecoveryState] = {}
         self.resumes = GoalResumer(self, task_group, settings=resume, sleep=sleep)
 
@@ -129,10 +156,40 @@ class TurnService(TurnControl):
         self, thread_id: str, *events: ev.Event, durable: bool = True
     ) -> list[ev.Event]:
         async with self._lock(thread_id):
-            return await self.recorder.record(thread_id, *events, durable=durable)
+            written = await self.recorder.record(thread_id, *events, durable=durable)
+        if thread_id not in self._runs and thread_id not in self._holds:
+            await self._release(thread_id)
+        return written
+
+    @asynccontextmanager
+    async def holding(self, thread_id: str) -> AsyncIterator[None]:
+        """Keep the thread's writer lock (once taken) until the block ends;
+        then release it unless a turn runs or another block holds it (see
+        the module docstring)."""
+        self._holds[thread_id] = self._holds.get(thread_id, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._holds.pop(thread_id) - 1
+            if left:
+                self._holds[thread_id] = left
+            elif thread_id not in self._runs:
+                await self._release(thread_id)
+
+    async def release_if_idle(self, thread_id: str) -> None:
+        """Release the thread's writer lock unless something writes it now."""
+        if thread_id not in self._runs and thread_id not in self._holds:
+            await self._release(thread_id)
+
+    async def _release(self, thread_id: str) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.recorder.release(thread_id)
+            except Exception:
+                _log.exception("releasing the writer lock of thread %s failed", thread_id)
 
     async def _open(self, thread_id: str) -> ThreadState:
-        if not self.recorder.is_open(thread_id):
+        if not self.recorder.claimed(thread_id):
             return await self.recorder.open(thread_id)
         return self.recorder.state(thread_id)
 
@@ -160,10 +217,12 @@ class TurnService(TurnControl):
         await self.write(thread_id, draft(ev.ThreadCreated, settings=settings or ThreadSettings()))
         return thread_id
 
+    @_held
     async def update_thread(self, thread_id: str, **changes: Any) -> None:
         await self._open(thread_id)
         await self.write(thread_id, draft(ev.ThreadUpdated, **changes))
 
+    @_held
     async def retitle(self, thread_id: str, title: str, source: TitleSource) -> bool:
         """Set the title unless the one it has may not be replaced by one
         from ``source`` (:mod:`kun.domain.titles`: the user's title is never
@@ -175,6 +234,7 @@ class TurnService(TurnControl):
                 await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **changes))
         return bool(changes)
 
+    @_held
     async def rewind_thread(
         self, thread_id: str, before_turn_id: str, *, files: bool = False
     ) -> int:
@@ -197,6 +257,7 @@ class TurnService(TurnControl):
             )
         return event.seq
 
+    @_held
     async def undo_rewind(self, thread_id: str, rewind_seq: int) -> None:
         """Bring back what the rewind at ``rewind_seq`` hid, and the files
         it restored (where nobody changed them since), under the lock too."""
@@ -224,8 +285,9 @@ class TurnService(TurnControl):
         await anyio.to_thread.run_sync(
             copy_side_files, events, store.blobs(source_id), store.blobs(new_thread)
         )
-        await store.append(new_thread, events, expected_seq=0)
-        await self.recorder.open(new_thread)
+        async with self.holding(new_thread):
+            await store.append(new_thread, events, expected_seq=0)
+            await self.recorder.open(new_thread)
         return new_thread
 
     def _refuse_if_running(self, thread_id: str, what: str) -> None:
@@ -235,6 +297,7 @@ class TurnService(TurnControl):
 
     # -- turns -----------------------------------------------------------------
 
+    @_held
     async def start_turn(
         self,
         thread_id: str,
@@ -320,6 +383,7 @@ class TurnService(TurnControl):
             self._tg.start_soon(self.titler, self, thread_id, model, text)
         return turn_id
 
+    @_held
     async def start_compaction(
         self, thread_id: str, *, model: ModelClient | None = None, context_window: int | None = None
     ) -> str | None:
@@ -452,6 +516,7 @@ class TurnService(TurnControl):
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
             self._keep_recovery(run)
+            await self.release_if_idle(run.thread_id)
             run.done.set()
             with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
                 await self._call_hooks("turn_ended", run, status)

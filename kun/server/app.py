@@ -32,7 +32,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
-from kun.runtime.rearm import open_suspension, rearm
+from kun.runtime.rearm import open_suspension
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.server.auth import BearerAuth
 from kun.server.backend import Backend
@@ -131,19 +131,10 @@ async def _reconcile_once_listening(app: Starlette) -> None:
 async def _rearm(backend: Backend, thread_id: str) -> None:
     """Re-arm a turn left waiting for an answer, on the thread's model."""
     try:
-        state = await backend.state(thread_id)
-        options = backend.options(thread_id)
-        turn_id = await rearm(
-            backend.service,
-            thread_id,
-            model=backend.model_for(state.settings),
-            limits=options.limits,
-        )
+        state = await backend.service.recorder.view(thread_id)
+        await backend.take_waiting(thread_id, state.settings)
     except Exception:
         _log.exception("re-arming the waiting turn of thread %s failed", thread_id)
-        return
-    if turn_id is not None:
-        _log.info("turn %s of thread %s waits for an answer again", turn_id, thread_id)
 
 
 async def begin_shutdown(app: Any) -> None:

@@ -17,9 +17,9 @@ apply again.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ from kun.app.overrides import RuntimeFlags
 from kun.app.selection import Router, choose_model
 from kun.app.session import SYSTEM_PROMPT, open_service
 from kun.app.settings import RuntimeSettings, runtime_settings
-from kun.app.threadops import thread_state
 from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import ThreadState, TurnState
@@ -39,16 +38,18 @@ from kun.model.port import ModelClient
 from kun.model.router import MultiProviderClient
 from kun.runtime.context import TurnLimits
 from kun.runtime.errors import UnknownTurn
+from kun.runtime.rearm import open_suspension, rearm
 from kun.runtime.service import TurnService
 from kun.server.answers import ThreadOptions, TurnLimitsShown
 from kun.server.bodies import CreateThread, Limits, UpdateThread
 from kun.server.errors import ApiError
 from kun.store.errors import ThreadLocked, ThreadNotFound
-from kun.store.paths import log_path, validate_thread_id
-from kun.store.replay import replay_log
+from kun.store.paths import validate_thread_id
 from kun.tools.host import ToolHost
 
 __all__ = ["Backend", "TurnOptions", "backend_from_config", "backend_over"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,22 +103,39 @@ class Backend:
         return text
 
     async def state(self, text: str) -> ThreadState:
-        return await thread_state(self.service, self.thread_id(text))
-
-    async def view(self, text: str) -> ThreadState:
-        """The thread to read: as its writer here, or, while another
-        process writes it, a replay of its log (read only)."""
+        """The thread as its log holds it now. A read never takes the
+        thread's writer lock (:meth:`EventRecorder.view
+        <kun.runtime.recorder.EventRecorder.view>`): a thread the server
+        only reads stays free for a terminal's ``kun -c``, and holds no fd.
+        Except a thread whose turn waits for an answer that nobody runs (a
+        terminal left it waiting after the server started): the server takes
+        it up (:meth:`take_waiting`), so its answer can be given here."""
         thread_id = self.thread_id(text)
-        try:
-            return await thread_state(self.service, thread_id)
-        except ThreadLocked:
-            path = log_path(self.home, thread_id)
-            return await anyio.to_thread.run_sync(partial(replay_log, path, mode="tolerant"))
+        state = await self.service.recorder.view(thread_id)
+        if open_suspension(state) is not None and self.service.running_turn(thread_id) is None:
+            await self.take_waiting(thread_id, state.settings)
+        return state
 
-    async def turn(
-        self, thread_text: str, turn_id: str, *, read_only: bool = False
-    ) -> tuple[str, TurnState]:
-        state = await (self.view if read_only else self.state)(thread_text)
+    async def take_waiting(self, thread_id: str, settings: ThreadSettings) -> str | None:
+        """Re-arm the thread's turn that waits for an answer, on the
+        thread's model (:mod:`kun.runtime.rearm`): it runs here, holding
+        the thread, until answered and settled. Its id, or ``None`` when
+        there is none or another process runs it."""
+        try:
+            turn_id = await rearm(
+                self.service,
+                thread_id,
+                model=self.model_for(settings),
+                limits=self.options(thread_id).limits,
+            )
+        except ThreadLocked:
+            return None
+        if turn_id is not None:
+            _log.info("turn %s of thread %s waits for an answer again", turn_id, thread_id)
+        return turn_id
+
+    async def turn(self, thread_text: str, turn_id: str) -> tuple[str, TurnState]:
+        state = await self.state(thread_text)
         turn = next((t for t in state.turns if t.turn_id == turn_id), None)
         if turn is None:
             raise UnknownTurn(state.thread_id, turn_id)

@@ -32,6 +32,8 @@ from kun.model.redact import redact_url
 from kun.server.accept_errors import AcceptErrors
 from kun.server.app import begin_shutdown
 from kun.server.connections import ConnectionLimits, KunH11Protocol, connection_cap
+from kun.server.fdlimit import raise_fd_limit
+from kun.store.lock import set_holder
 
 __all__ = ["GRACE_SECONDS", "KunServer", "RedactedAccess", "serve"]
 
@@ -47,11 +49,23 @@ class KunServer(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         self.accept_errors.install(asyncio.get_running_loop())
         await super().startup(sockets=sockets)
+        if self.started:
+            set_holder("kun serve", self._base_url())  # named in the threads it locks
         listening = getattr(self.kun_app.state, "listening", None)
         if self.started and listening is not None:
             listening.set()
         if self.started:
             self._say_where()
+
+    def _base_url(self) -> str:
+        """Where this server answers (the port it bound, when asked for 0)."""
+        config = self.config
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        port = config.port
+        for server in getattr(self, "servers", ()):
+            for sock in server.sockets:
+                port = port or sock.getsockname()[1]
+        return f"http://{host}:{port}"
 
     def _say_where(self) -> None:
         """One line a person can act on: where the web view is (the API is
@@ -65,7 +79,10 @@ class KunServer(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await begin_shutdown(self.kun_app)
-        await super().shutdown(sockets=sockets)
+        try:
+            await super().shutdown(sockets=sockets)
+        finally:
+            set_holder("")
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -119,4 +136,5 @@ class RedactedAccess(logging.Filter):
 
 def serve(app: Starlette, host: str, port: int, limits: ConnectionLimits | None = None) -> None:
     """Serve until SIGINT or SIGTERM, then stop gracefully."""
+    raise_fd_limit()  # before the cap reads the limit
     server_for(app, host, port, limits=limits).run()

@@ -111,7 +111,7 @@ def _cursor(text: str | None) -> tuple[int, str] | None:
 
 async def get_thread(request: Request) -> Response:
     """The thread's projection, as ``kun replay --json`` prints it."""
-    state = await backend_of(request).view(request.path_params["thread_id"])
+    state = await backend_of(request).state(request.path_params["thread_id"])
     return json_response(state)
 
 

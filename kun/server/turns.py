@@ -102,7 +102,7 @@ async def _remove(saved: list[Attachment]) -> None:
 
 async def get_turn(request: Request) -> Response:
     _, turn = await backend_of(request).turn(
-        request.path_params["thread_id"], request.path_params["turn_id"], read_only=True
+        request.path_params["thread_id"], request.path_params["turn_id"]
     )
     return json_response(turn)
 

@@ -96,17 +96,40 @@ class InvalidSequence(RuntimeFailure):
 
 
 class ThreadLocked(RuntimeFailure):
-    """Raised when another writer holds the thread's lock file."""
+    """Raised when another writer holds the thread's lock file. ``kind`` and
+    ``url`` are what the holder said it is (:func:`kun.store.lock.set_holder`):
+    a thread ``kun serve`` writes is named as such, with the way through it."""
 
-    def __init__(self, thread_id: str, lock_path: Path, holder_pid: int | None) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        lock_path: Path,
+        holder_pid: int | None,
+        *,
+        kind: str = "",
+        url: str = "",
+    ) -> None:
         self.thread_id = thread_id
         self.lock_path = lock_path
         self.holder_pid = holder_pid
-        holder = "an unknown process" if holder_pid is None else f"process {holder_pid}"
-        super().__init__(
-            f"thread {thread_id!r} is being written by {holder} "
-            f"(lock file {lock_path}); only one writer per thread is allowed"
-        )
+        self.kind = kind
+        self.url = url
+        if kind:
+            where = f"process {holder_pid}, {url}" if url else f"process {holder_pid}"
+            server = url or "URL"
+            message = (
+                f"thread {thread_id!r} is being written by {kind} ({where}): a turn runs or "
+                f"waits for an answer there; go through it (kun --server {server} resume "
+                f"{thread_id}, or kun --server {server} run --thread {thread_id} PROMPT), "
+                "or wait until it ends"
+            )
+        else:
+            holder = "an unknown process" if holder_pid is None else f"process {holder_pid}"
+            message = (
+                f"thread {thread_id!r} is being written by {holder} "
+                f"(lock file {lock_path}); only one writer per thread is allowed"
+            )
+        super().__init__(message)
 
 
 class LogWriteFailed(RuntimeFailure):

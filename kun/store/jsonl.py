@@ -2,7 +2,11 @@
 
 Layout: ``<home>/threads/<thread_id>/events.jsonl``, one event per line, and
 ``writer.lock`` beside it. A store instance becomes a thread's writer on its
-first ``claim`` or ``append``:
+first ``claim`` or ``append``, and stops being it on ``release`` (its two
+fds closed, the lock free for another process); the next ``claim`` or
+``append`` takes it again and reads the tail afresh, so appends another
+process made meanwhile are counted, and an ``expected_seq`` that missed them
+is a ``SeqConflict``:
 
 1. create the directory; take an exclusive, non-blocking ``flock`` on
    ``writer.lock`` and write our pid into it (see :mod:`kun.store.lock`):
@@ -177,6 +181,15 @@ class JsonlEventStore:
         )
 
     async def sync(self, thread_id: str) -> None:
+        await self._sync(thread_id, release=False)
+
+    async def release(self, thread_id: str) -> None:
+        """See :meth:`kun.store.port.EventStore.release`."""
+        await self._sync(thread_id, release=True)
+
+    async def _sync(self, thread_id: str, *, release: bool) -> None:
+        """Fsync the thread's unsynced appends; with ``release`` (or when the
+        fsync fails) close its writer too."""
         writer = self._writers.get(thread_id)
         if writer is None:
             return
@@ -188,6 +201,12 @@ class JsonlEventStore:
             except OSError as exc:
                 self._discard(writer)
                 raise LogWriteFailed(writer.path, str(exc)) from exc
+            if release:
+                self._discard(writer)
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether this store is the thread's writer now (its lock held)."""
+        return thread_id in self._writers
 
     def blobs(self, thread_id: str) -> FileBlobStore:
         return FileBlobStore(blobs_dir(self.home, thread_id), thread_id)

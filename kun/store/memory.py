@@ -60,6 +60,10 @@ class MemoryEventStore:
         log = self._logs.setdefault(thread_id, [])
         return log[-1].seq if log else 0
 
+    async def release(self, thread_id: str) -> None:
+        """Nothing to release: one process, no lock."""
+        validate_thread_id(thread_id)
+
     def read(
         self,
         thread_id: str,

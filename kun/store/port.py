@@ -157,6 +157,14 @@ class EventStore(Protocol):
         """
         ...
 
+    async def release(self, thread_id: str) -> None:
+        """Stop being the thread's writer: make what was appended durable,
+        release the lock and whatever it holds open, so another process can
+        write the thread. Nothing to do for a thread not claimed here. The
+        next ``claim`` or ``append`` takes it again; the log may then have
+        grown (``claim`` returns its last seq as it is then)."""
+        ...
+
     async def last_seq(self, thread_id: str) -> int:
         """The seq of the thread's last event; 0 for a thread with no events.
         For a thread no one has claimed this is a snapshot: claiming may

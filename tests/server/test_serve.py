@@ -64,11 +64,15 @@ def _environ(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 @asynccontextmanager
 async def _serve(
-    tmp_path: Path, base_url: str, *args: str, env: dict[str, str] | None = None
+    tmp_path: Path,
+    base_url: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    kun: tuple[str, ...] = (sys.executable, "-m", "kun"),
 ) -> AsyncIterator[tuple[Process, httpx.AsyncClient]]:
     port = _free_port()
     command = [
-        sys.executable, "-m", "kun", "serve", "--port", str(port),
+        *kun, "serve", "--port", str(port),
         "--config", str(_config(tmp_path, base_url)), "--home", str(tmp_path / "home"), *args,
     ]  # fmt: skip
     with (tmp_path / "serve.out").open("wb") as out:

@@ -58,6 +58,19 @@ async def test_claim_creates_the_thread_and_returns_its_last_seq(store: EventSto
     assert await store.claim(TID) == 2
 
 
+async def test_release_keeps_what_was_written_and_the_thread_can_be_taken_again(
+    store: EventStore,
+) -> None:
+    await store.release(TID)  # a thread never claimed: nothing to do
+    await store.append(TID, warnings(1, 2), expected_seq=0)
+    await store.release(TID)
+    await store.release(TID)
+    assert [e.seq for e in store.read(TID)] == [1, 2]
+    assert await store.last_seq(TID) == 2
+    assert await store.claim(TID) == 2
+    assert await store.append(TID, warnings(3, 3), expected_seq=2) == 3
+
+
 async def test_a_stale_expected_seq_conflicts_and_writes_nothing(store: EventStore) -> None:
     await store.append(TID, warnings(1, 3), expected_seq=0)
     with pytest.raises(SeqConflict) as caught:
