@@ -11,6 +11,7 @@ import anyio
 import msgspec
 import pytest
 
+from kun.model.scripted import tool_reply
 from kun.portable.sessions import import_session
 from kun.store.paths import log_path
 from tests.portable.kun_turns import continue_in_kun
@@ -72,14 +73,41 @@ async def test_already_changed_then_replaced(tmp_path: Path) -> None:
 
 
 async def test_a_thread_the_server_is_writing_is_not_swapped_out(tmp_path: Path) -> None:
-    async with api(tmp_path) as served:
+    """A turn of the server's waiting at an approval holds the thread: the
+    import is refused and the log untouched. An idle thread holds nothing (a
+    read never locks), so it is replaced, and the server's next read shows
+    the new import, not what it had cached."""
+    write = tool_reply("write_file", {"path": "c.py", "content": "x"})
+    async with api(tmp_path, [write]) as served:
         thread_id = await _continued(served.home, served.workspace, tmp_path)
-        log = await anyio.Path(log_path(served.home, thread_id)).read_bytes()
         opened = await served.client.get(f"/v1/threads/{thread_id}")
         assert opened.status_code == 200
+        patched = await served.client.patch(
+            f"/v1/threads/{thread_id}", json={"approval_policy": "auto"}
+        )
+        assert patched.status_code == 200, patched.text
+        turn_id = await served.start(thread_id, "write c.py")
+        for _ in range(1000):  # the turn reaches its approval
+            shown = (await served.client.get(f"/v1/threads/{thread_id}")).json()
+            if shown["pending_approvals"]:
+                break
+            await anyio.sleep(0.01)
+        else:
+            raise AssertionError("the turn never asked for its approval")
+        log = await anyio.Path(log_path(served.home, thread_id)).read_bytes()
         grown = _body([*claude_lines(), claude_lines()[-1]])
         refused = await served.client.post(URL + "&replace=1", content=grown)
         assert (refused.status_code, refused.json()["error"]["code"]) == (409, "thread_locked")
         assert await anyio.Path(log_path(served.home, thread_id)).read_bytes() == log
-        still = await served.client.get(f"/v1/threads/{thread_id}")
-        assert len(still.json()["turns"]) == len(opened.json()["turns"])
+        interrupted = await served.client.post(
+            f"/v1/threads/{thread_id}/turns/{turn_id}/interrupt", json={}
+        )
+        assert interrupted.status_code in (200, 202), interrupted.text
+        assert (await served.wait(thread_id, turn_id))["status"] == "aborted"
+
+        kun_turns = len(opened.json()["turns"]) + 1
+        replaced = await served.client.post(URL + "&replace=1", content=grown)
+        assert replaced.status_code == 201, replaced.text
+        now = (await served.client.get(f"/v1/threads/{thread_id}")).json()
+        assert len(now["turns"]) == kun_turns - 4  # the 3 kun turns and the aborted one
+        assert now["pending_approvals"] == []
