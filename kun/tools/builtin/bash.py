@@ -253,7 +253,7 @@ def _result(
         output += (
             f"[sandbox_denied: this command ran in kun's sandbox, which forbids it: {reason}. "
             "Do not try to get around it: do without, or tell the user, who can widen "
-            "[tools.bash] writable or network in kun.toml.]\n"
+            "[tools.bash] writable or network in a kun.toml outside the workspace.]\n"
         )
     return ToolOutput(output=f"{output}[exit code: {code}]")
 
