@@ -165,31 +165,49 @@ class SandboxSettings:
 def git_metadata(workspace: Path) -> tuple[Path, ...]:
     """What of the workspace's own repository stays read-only in the
     sandbox: its ``.git`` (a directory, or in a worktree the file naming
-    the git directory, then that directory and the common one too). A
-    read-only mount is also a mount point, which cannot be renamed or
-    removed, so a command cannot swap in a ``.git`` of its own either.
-    Nested repositories other than submodules (whose git directories are
-    under ``.git/modules``) are not looked for."""
-    dot_git = workspace / ".git"
+    the git directory, then that directory and the common one too), and the
+    ``.git`` of each submodule ``.gitmodules`` lists (their git directories
+    are under ``.git/modules``). A read-only mount is also a mount point,
+    which cannot be renamed or removed, so a command cannot swap in a
+    ``.git`` of its own either. Other nested repositories are not looked
+    for (a walk of the whole workspace per call would cost too much)."""
+    paths = [*_repository(workspace)]
+    if paths:
+        for submodule in _submodules(workspace):
+            paths += _repository(workspace / submodule)
+    return tuple(dict.fromkeys(path for path in paths if path.exists()))
+
+
+def _repository(folder: Path) -> list[Path]:
+    dot_git = folder / ".git"
     if dot_git.is_dir():
-        return (dot_git,)
+        return [dot_git]
     if not dot_git.is_file():
-        return ()
+        return []
     try:
         named = dot_git.read_text(errors="replace").strip()
     except OSError:
-        return (dot_git,)
+        return [dot_git]
     if not named.startswith("gitdir:"):
-        return (dot_git,)
-    gitdir = (workspace / named.removeprefix("gitdir:").strip()).resolve()
-    paths = [dot_git, gitdir]
+        return [dot_git]
+    gitdir = (folder / named.removeprefix("gitdir:").strip()).resolve()
     try:
         common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
     except OSError:
-        common = None
-    if common is not None and common.is_dir():
-        paths.append(common)
-    return tuple(path for path in paths if path.exists())
+        return [dot_git, gitdir]
+    return [dot_git, gitdir, common]
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _submodules(workspace: Path) -> list[str]:
+    try:
+        text = (workspace / ".gitmodules").read_text(errors="replace")
+    except OSError:
+        return []
+    paths = [match.group(1).strip('"') for match in _SUBMODULE_PATH.finditer(text)]
+    return [path for path in paths if not Path(path).is_absolute() and ".." not in Path(path).parts]
 
 
 def _reopened(path: Path, writable: tuple[Path, ...]) -> bool:

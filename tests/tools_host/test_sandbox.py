@@ -532,3 +532,16 @@ async def test_a_user_install_into_the_read_only_home_says_where_to_install(ws: 
     )
     assert "Read-only file system" in result.output
     assert "install into the workspace (python -m venv .venv" in result.output
+
+
+async def test_a_submodules_git_file_is_read_only(repo: Path, tmp_path: Path) -> None:
+    library = tmp_path / "library"
+    library.mkdir()
+    git(library, "init", "-q")
+    git(library, "commit", "-q", "--allow-empty", "-m", "lib")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    pointer = (repo / "lib" / ".git").read_text()
+    assert repo / "lib" / ".git" in git_metadata(repo)
+    await bash(repo, f"echo 'gitdir: {tmp_path}/evil' > lib/.git; echo x > lib/new.txt")
+    assert (repo / "lib" / ".git").read_text() == pointer
+    assert (repo / "lib" / "new.txt").exists()
