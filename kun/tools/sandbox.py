@@ -8,7 +8,8 @@ loopback API. Inside it (:func:`bwrap_argv`):
 * the whole filesystem is read-only (``--ro-bind / /``) but the workspace,
   a private ``/tmp`` (``TMPDIR`` points there, wherever it pointed) and the
   paths of ``[tools.bash] writable``;
-* the workspace's git metadata (:func:`git_metadata`) is read-only: its
+* the git metadata (:func:`git_metadata`) of the workspace and of each
+  ``writable`` path is read-only: its
   hooks and configuration run, later, outside the sandbox (the user's next
   ``git``), so a command must not plant them; ``writable`` re-opens it;
 * kun's home, the configuration file in use when it lies outside the
@@ -152,7 +153,8 @@ class SandboxSettings:
         hidden = (*self.hidden, *_secret_places(Path.home()), *_system_sockets())
         project = tuple(path for path in hidden if _project_file(path, workspace))
         writable = tuple(workspace / path.expanduser() for path in self.writable)
-        git = tuple(path for path in git_metadata(workspace) if not _reopened(path, writable))
+        repositories = (path for root in (workspace, *writable) for path in git_metadata(root))
+        git = tuple(path for path in repositories if not _reopened(path, writable))
         return SandboxPolicy(
             workspace=workspace,
             writable=writable,

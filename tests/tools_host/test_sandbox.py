@@ -545,3 +545,13 @@ async def test_a_submodules_git_file_is_read_only(repo: Path, tmp_path: Path) ->
     await bash(repo, f"echo 'gitdir: {tmp_path}/evil' > lib/.git; echo x > lib/new.txt")
     assert (repo / "lib" / ".git").read_text() == pointer
     assert (repo / "lib" / "new.txt").exists()
+
+
+async def test_the_git_metadata_of_a_writable_path_is_read_only(ws: Path, outside: Path) -> None:
+    git(outside, "init", "-q")
+    settings = SandboxSettings(mode="on", writable=(outside,))
+    result = await bash(
+        ws, f"echo x > {outside}/made.txt; echo x > {outside}/.git/hooks/post-merge", settings
+    )
+    assert (outside / "made.txt").exists(), result.output
+    assert not (outside / ".git" / "hooks" / "post-merge").exists()
