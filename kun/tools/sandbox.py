@@ -9,9 +9,9 @@ loopback API. Inside it (:func:`bwrap_argv`):
   a private ``/tmp`` (``TMPDIR`` points there, wherever it pointed) and the
   paths of ``[tools.bash] writable``;
 * the git metadata (:func:`git_metadata`) of the workspace and of each
-  ``writable`` path is read-only: its
-  hooks and configuration run, later, outside the sandbox (the user's next
-  ``git``), so a command must not plant them; ``writable`` re-opens it;
+  ``writable`` path is read-only: its hooks and configuration run, later,
+  outside the sandbox (the user's next ``git``), so a command must not
+  plant them; naming it in ``writable`` re-opens it;
 * kun's home, the configuration file in use when it lies outside the
   workspace, the user's secret places (:data:`SECRET_PLACES` under ``~``)
   and the sockets that act outside the sandbox (:data:`SYSTEM_SOCKETS`)
@@ -104,8 +104,8 @@ starts anything; agent sockets), the container daemons (root), the system
 bus."""
 
 OPT_OUT = (
-    'turn the sandbox off in kun.toml: [tools.bash] sandbox = "off" (dangerous: commands '
-    "then run with your full rights)"
+    'turn the sandbox off with [tools.bash] sandbox = "off" in the kun.toml of kun\'s home '
+    "or one named with --config (dangerous: commands then run with your full rights)"
 )
 HOW_TO_FIX = f"install bubblewrap (apt-get install bubblewrap) or {OPT_OUT}"
 NOT_LINUX = "the sandbox needs Linux's bubblewrap (bwrap), and this system is {platform}: {opt_out}"
@@ -154,7 +154,11 @@ class SandboxSettings:
         project = tuple(path for path in hidden if _project_file(path, workspace))
         writable = tuple(workspace / path.expanduser() for path in self.writable)
         repositories = (path for root in (workspace, *writable) for path in git_metadata(root))
-        git = tuple(path for path in repositories if not _reopened(path, writable))
+        git = tuple(
+            path
+            for path in repositories
+            if not _reopened(path, writable) and not _within(path, self.hidden)
+        )
         return SandboxPolicy(
             workspace=workspace,
             writable=writable,
@@ -210,6 +214,12 @@ def _submodules(workspace: Path) -> list[str]:
         return []
     paths = [match.group(1).strip('"') for match in _SUBMODULE_PATH.finditer(text)]
     return [path for path in paths if not Path(path).is_absolute() and ".." not in Path(path).parts]
+
+
+def _within(path: Path, places: tuple[Path, ...]) -> bool:
+    """Whether ``path`` is in one of ``places`` (hidden: a read-only mount
+    there would show it again)."""
+    return any(_real(path).is_relative_to(_real(place)) for place in places)
 
 
 def _reopened(path: Path, writable: tuple[Path, ...]) -> bool:

@@ -555,3 +555,18 @@ async def test_the_git_metadata_of_a_writable_path_is_read_only(ws: Path, outsid
     )
     assert (outside / "made.txt").exists(), result.output
     assert not (outside / ".git" / "hooks" / "post-merge").exists()
+
+
+def test_a_repository_in_a_hidden_place_stays_hidden(tmp_path: Path) -> None:
+    """A worktree of a repository in kun's home: its git directories are
+    not mounted back over the hidden home."""
+    home = tmp_path / "home"
+    main = home / "main"
+    main.mkdir(parents=True)
+    git(main, "init", "-q")
+    git(main, "commit", "-q", "--allow-empty", "-m", "x")
+    worktree = tmp_path / "wt"
+    git(main, "worktree", "add", "-q", str(worktree))
+    policy = SandboxSettings(mode="on", hidden=(home,)).policy_for(worktree, None)
+    assert policy is not None
+    assert policy.read_only == (worktree / ".git",)
