@@ -4,7 +4,10 @@ tools of a service, and ``kun serve`` turning ``auto`` into ``on``."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -12,8 +15,9 @@ import pytest
 
 from kun.app.sandboxing import sandbox_settings, serving
 from kun.app.session import tool_host
-from kun.config import ConfigError, parse_config
+from kun.config import ConfigError, load_config, parse_config
 from kun.tools import ToolContext
+from kun.tools.sandbox import SandboxUnavailable, probe
 
 
 def test_the_sandbox_keys_are_read_and_checked(tmp_path: Path) -> None:
@@ -55,3 +59,70 @@ async def test_a_full_auto_command_cannot_read_kuns_home(tmp_path: Path) -> None
     result = await host.execute("bash", command, ctx)
     assert "from-another-thread" not in result.output
     assert "sandbox_denied" in result.output
+
+
+def test_off_linux_the_refusal_names_linux_and_the_opt_out_not_apt_get() -> None:
+    with pytest.raises(SandboxUnavailable) as caught:
+        probe(platform="darwin")
+    message = str(caught.value)
+    assert "apt-get" not in message
+    assert "needs Linux's bubblewrap" in message and "this system is darwin" in message
+    assert 'sandbox = "off"' in message and "\n" not in message
+
+
+WIDENING = [
+    ('[tools.bash]\nsandbox = "off"\n', "tools.bash.sandbox"),
+    ("[tools.bash]\nnetwork = true\n", "tools.bash.network"),
+    ('[tools.bash]\nwritable = ["~"]\n', "tools.bash.writable"),
+    ('[mcp.gh]\ncommand = "gh-mcp"\nnetwork = true\n', "mcp.gh.network"),
+    ('[mcp.gh]\ncommand = "gh-mcp"\nsandbox = "off"\n', "mcp.gh.sandbox"),
+]
+
+
+@pytest.mark.parametrize(("text", "key"), WIDENING)
+def test_a_projects_kun_toml_cannot_widen_the_sandbox(tmp_path: Path, text: str, key: str) -> None:
+    """A sandboxed command can write ``./kun.toml`` in its workspace: what
+    it could plant there must not free the next run."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "kun.toml").write_text(text)
+    home, env = tmp_path / "home", {"PATH": os.defpath}
+    for where in ({"cwd": workspace}, {"cwd": tmp_path, "workspace": workspace}):
+        with pytest.raises(ConfigError) as caught:
+            load_config(home=home, environ=env, **where)  # type: ignore[arg-type]
+        assert caught.value.key == key and "a sandboxed command" in str(caught.value)
+        assert "--config" in str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "key"), WIDENING)
+def test_kuns_home_or_a_named_file_can_widen_it(tmp_path: Path, text: str, key: str) -> None:
+    home, env = tmp_path / "home", {"PATH": os.defpath}
+    home.mkdir()
+    (home / "kun.toml").write_text(text)
+    assert load_config(home=home, cwd=tmp_path, environ=env).source == str(home / "kun.toml")
+    named = tmp_path / "ws" / "kun.toml"
+    named.parent.mkdir()
+    named.write_text(text)
+    assert load_config(named, home=home, environ=env).source == str(named)
+    assert load_config(home=home, cwd=named.parent, environ={"KUN_CONFIG": str(named)})
+
+
+def test_a_projects_kun_toml_can_narrow_the_sandbox(tmp_path: Path) -> None:
+    (tmp_path / "kun.toml").write_text('[tools.bash]\nsandbox = "on"\nnetwork = false\n')
+    config = load_config(home=tmp_path / "home", cwd=tmp_path, environ={})
+    assert config.tools.bash.sandbox == "on"
+
+
+def test_kun_refuses_a_planted_kun_toml_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "kun.toml").write_text('[tools.bash]\nsandbox = "off"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "kun", "config", "--home", str(tmp_path / "home")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KUN_CONFIG": ""},
+        check=False,
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.startswith("kun: error: ") and done.stderr.count("\n") == 1
+    assert "tools.bash.sandbox" in done.stderr

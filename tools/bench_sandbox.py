@@ -7,9 +7,11 @@ so the guard and the gate of :mod:`kun.tools.process` are in both), once
 with ``[tools.bash] sandbox = "off"`` and once with ``"on"`` (``bwrap``:
 read-only root, private ``/tmp``, new PID, IPC, UTS and network
 namespaces), interleaved call by call so that the load of a shared machine
-falls on both alike. Commands: ``true`` (the fixed cost: spawning, mounts,
-namespaces) and a small real one (``git init`` of a fresh repository and
-``ls -R`` over it, inside the workspace). Printed per command: the median
+falls on both alike. The workspace is a git repository, so its read-only
+``.git`` mount is part of every sandboxed call. Commands: ``true`` (the
+fixed cost: spawning, mounts, namespaces), a small real one (``git init`` of
+a fresh repository and ``ls -R`` over it, inside the workspace) and ``git
+status`` of the workspace. Printed per command: the median
 and p90 wall time of a call in each mode and the ratio of the medians,
 sandboxed over unsandboxed, both measured in this run.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +36,7 @@ from kun.tools.sandbox import SandboxSettings
 COMMANDS = {
     "true": "true",
     "git init + ls -R": "rm -rf repo && git init -q repo && ls -R repo > /dev/null",
+    "git status": "git status --short > /dev/null",
 }
 
 
@@ -76,6 +80,7 @@ def main() -> None:
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed (apt-get install bubblewrap)")
     workspace = Path(tempfile.mkdtemp(prefix="kun-bench-sandbox-"))
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     try:
         anyio.run(_measure, 5 if args.quick else args.calls, workspace)
     finally:

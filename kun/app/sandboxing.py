@@ -10,15 +10,18 @@ instead of a first ``bash`` call refused in the middle of a turn.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
 
 from kun.config import ENVIRONMENT, Config
+from kun.config.schema import McpServerTable
 from kun.contracts.threads import ApprovalPolicy
-from kun.tools.sandbox import SandboxSettings, probe
+from kun.tools.sandbox import SandboxPolicy, SandboxSettings, probe
 
-__all__ = ["require_sandbox", "sandbox_settings", "serving"]
+__all__ = ["require_sandbox", "sandbox_settings", "server_sandboxes", "serving"]
 
 
 def sandbox_settings(config: Config | None, home: Path | None) -> SandboxSettings:
@@ -53,3 +56,29 @@ def require_sandbox(settings: SandboxSettings, policy: ApprovalPolicy | None) ->
     start here. Blocking (it may run ``bwrap`` once; the answer is kept)."""
     if settings.wanted(policy):
         probe()
+
+
+def server_sandboxes(
+    settings: SandboxSettings,
+    servers: Mapping[str, McpServerTable],
+    workspace: Path,
+    policy: ApprovalPolicy | None,
+) -> dict[str, SandboxPolicy]:
+    """The sandbox of each stdio server of ``servers`` that runs in one:
+    ``[mcp.NAME] sandbox`` and ``network`` where set, else as ``bash`` does
+    under ``policy`` (``settings``), with ``workspace`` writable. A server
+    absent from the answer runs unsandboxed."""
+    sandboxes = {}
+    for name, table in servers.items():
+        if table.command is None:
+            continue
+        if table.sandbox == "inherit" and not settings.wanted(policy):
+            continue
+        if table.sandbox == "off":
+            continue
+        network = settings.network if table.network is None else table.network
+        own = dataclasses.replace(settings, mode="on", network=network)
+        sandbox = own.policy_for(workspace, policy)
+        if sandbox is not None:
+            sandboxes[name] = sandbox
+    return sandboxes

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 
-from kun.app.sandboxing import sandbox_settings
+from kun.app.sandboxing import sandbox_settings, server_sandboxes
 from kun.app.windows import compact_at, context_windows
 from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy
@@ -123,20 +123,22 @@ async def open_service(
     (:func:`resume_settings`), is the backoff of their goal resume.
     With the default tools, the MCP servers of ``config`` are connected
     for as long as the service is open (:mod:`kun.mcp`), the stdio ones
-    sandboxed when ``[tools.bash] sandbox`` is ``on``, or ``auto`` and
-    ``approval`` (the policy of the process's new threads) runs commands
-    without asking, with kun's working directory writable. Its turns are
+    sandboxed as their ``[mcp.NAME] sandbox`` says, by default when
+    ``[tools.bash] sandbox`` is ``on``, or ``auto`` and ``approval`` (the
+    policy of the process's new threads) runs commands without asking, with
+    kun's working directory writable
+    (:func:`~kun.app.sandboxing.server_sandboxes`). Its turns are
     logged and traced as ``[observability]``, the environment and the
     command's flags ask (:mod:`kun.observe`; nothing is wrapped when off)."""
     store = JsonlEventStore(home)
     servers = config.mcp if config is not None and tools is None and model is not None else {}
     sandbox = sandbox_settings(config, home)
-    mcp_sandbox = sandbox.policy_for(Path.cwd(), approval) if sandbox.wanted(approval) else None
+    mcp_sandboxes = server_sandboxes(sandbox, servers, Path.cwd(), approval)
     async with (
         store,
         EventRecorder(store) as recorder,
         open_mcp_tools(
-            servers, os.environ, home / "uploads", cache_home=home, sandbox=mcp_sandbox
+            servers, os.environ, home / "uploads", cache_home=home, sandboxes=mcp_sandboxes
         ) as mcp,
         observing(
             home,

@@ -100,7 +100,7 @@ def render_config(
     if config.mcp:
         from kun.mcp.describe import config_lines
 
-        lines += config_lines(config.mcp, raw.get("mcp", {}), str(found), env)
+        lines += config_lines(config.mcp, raw.get("mcp", {}), str(found), env, config.tools.bash)
     return _aligned(lines)
 
 

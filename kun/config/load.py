@@ -85,9 +85,13 @@ def find_config(
     local = base / CONFIG_NAME
     if local.is_file():
         return local
-    root = Path(home if home is not None else (env.get("KUN_HOME") or "~/.kun")).expanduser()
-    in_home = base / root / CONFIG_NAME
+    in_home = _home_file(home, base, env)
     return in_home if in_home.is_file() else None
+
+
+def _home_file(home: str | os.PathLike[str] | None, base: Path, env: Mapping[str, str]) -> Path:
+    root = Path(home if home is not None else (env.get("KUN_HOME") or "~/.kun")).expanduser()
+    return base / root / CONFIG_NAME
 
 
 def load_config(
@@ -108,7 +112,39 @@ def load_config(
         data = found.read_bytes()
     except OSError as exc:
         raise ConfigError(str(found), "", f"cannot be read: {exc.strerror or exc}") from exc
-    return parse_config(data, str(found))
+    config = parse_config(data, str(found))
+    named = path is not None or bool(env.get("KUN_CONFIG"))
+    home_file = _home_file(home, Path.cwd() if cwd is None else Path(cwd), env)
+    if not named and not (home_file.is_file() and found.samefile(home_file)):
+        _refuse_widening(config)
+    return config
+
+
+_WIDENING = (
+    "is not taken from a kun.toml found in the project, which a sandboxed command "
+    "could have written: put it in kun's home (the kun.toml beside the threads) or "
+    "name the file with --config"
+)
+
+
+def _refuse_widening(config: Config) -> None:
+    """Refuse a project's ``kun.toml`` (found in the workspace or the working
+    directory) that widens the sandbox: a command run in the sandbox can write
+    there, and a ``sandbox = "off"`` it planted would free the next run. The
+    keys that widen it count only from a file named on purpose or kun's home."""
+    bash = config.tools.bash
+    widening = [
+        *(["tools.bash.sandbox"] if bash.sandbox == "off" else []),
+        *(["tools.bash.network"] if bash.network else []),
+        *(["tools.bash.writable"] if bash.writable else []),
+    ]
+    for name, table in config.mcp.items():
+        if table.sandbox == "off":
+            widening.append(key_path(("mcp", name, "sandbox")))
+        if table.network:
+            widening.append(key_path(("mcp", name, "network")))
+    if widening:
+        raise ConfigError(config.source, widening[0], _WIDENING)
 
 
 def parse_config(data: bytes | str, source: str) -> Config:
@@ -293,7 +329,12 @@ def _check_mcp(name: str, table: McpServerTable, source: str) -> None:
         raise ConfigError(
             source, key_path(here), "expected either command (stdio) or url (streamable HTTP)"
         )
-    stdio_only = (("args", table.args), ("env", table.env))
+    stdio_only = (
+        ("args", table.args),
+        ("env", table.env),
+        ("sandbox", table.sandbox != "inherit"),
+        ("network", table.network is not None),
+    )
     for key, value in stdio_only if table.url is not None else ():
         if value:
             raise ConfigError(source, key_path((*here, key)), "expected none with url (stdio only)")

@@ -129,6 +129,7 @@ class ToolSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 
 McpEffect = Literal["read", "write", "exec"]
+McpSandbox = Literal["inherit", "on", "off"]
 
 
 class McpServerTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -140,7 +141,10 @@ class McpServerTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     scrubbed from every result. ``approval`` is the effect the approval
     policy judges its tools by (``exec``: anything may happen);
     ``timeout_seconds`` bounds each call (and the start, given at least
-    30 s)."""
+    30 s). ``sandbox`` and ``network`` (stdio only) run this server in the
+    sandbox (:mod:`kun.tools.sandbox`) or not, with the network or not,
+    whatever ``[tools.bash]`` says (``inherit``, ``None``: as it says), so
+    a server that needs the network can have it without ``bash``."""
 
     command: NonBlank | None = None
     args: tuple[str, ...] = ()
@@ -150,6 +154,8 @@ class McpServerTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     approval: McpEffect = "exec"
     timeout_seconds: PositiveFloat = 60.0
     enabled: bool = True
+    sandbox: McpSandbox = "inherit"
+    network: bool | None = None
 
 
 class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

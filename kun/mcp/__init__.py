@@ -28,7 +28,8 @@ read-only batch (their names always hold ``__``, which no built-in's does;
 :data:`kun.runtime.dispatch.READ_ONLY_BUILTINS`).
 
 Sandbox: a stdio server runs under ``bwrap`` when the service asks
-(``sandbox``, a :class:`~kun.tools.sandbox.SandboxPolicy`): its command is
+(``sandboxes``, a :class:`~kun.tools.sandbox.SandboxPolicy` per server, as
+:func:`kun.app.sandboxing.server_sandboxes` decides): its command is
 wrapped where it is declared, so it starts, and restarts, sandboxed. Where
 ``bwrap`` cannot start, the server does not either (a warning, as for any
 server that fails to start), never unsandboxed.
@@ -145,7 +146,7 @@ async def open_mcp_tools(
     media: Path | None = None,
     cache_home: Path | None = None,
     *,
-    sandbox: SandboxPolicy | None = None,
+    sandboxes: Mapping[str, SandboxPolicy] | None = None,
 ) -> AsyncIterator[McpServers]:
     """Connect the enabled ``servers`` and yield their tools; close them on
     exit. Never raises for a server's sake: a failure is logged and kept in
@@ -153,16 +154,16 @@ async def open_mcp_tools(
     under ``media`` and attached to the results (without it: a line naming
     each). ``cache_home``: where their tool lists are cached
     (:mod:`kun.mcp.listcache`; ``None``: not cached, every server waited
-    for). With ``sandbox``, the stdio servers run in it (their lists are
-    cached under the wrapped command)."""
+    for). The stdio servers named in ``sandboxes`` run in their sandbox
+    (their lists are cached under the wrapped command)."""
     wanted = enabled(servers)
     if not wanted:
         yield McpServers()
         return
     from kun.mcp.connection import McpConnection
 
-    if sandbox is not None:
-        wanted = await _sandboxed(wanted, sandbox)
+    if sandboxes:
+        wanted = await _sandboxed(wanted, sandboxes)
     cache = ToolListCache(cache_home)
     conns = [
         McpConnection(name, table, environ, cached=cache.load(name, table))
@@ -193,18 +194,27 @@ async def open_mcp_tools(
 
 
 async def _sandboxed(
-    servers: dict[str, McpServerTable], sandbox: SandboxPolicy
+    servers: dict[str, McpServerTable], sandboxes: Mapping[str, SandboxPolicy]
 ) -> dict[str, McpServerTable]:
-    """The stdio servers' commands wrapped in ``bwrap``; without a ``bwrap``
-    that starts, a command that fails saying why (so the server fails to
-    start, with that reason, as any other)."""
+    """The commands of the stdio servers in ``sandboxes`` wrapped in
+    ``bwrap`` (each in its own); without a ``bwrap`` that starts, a command
+    that fails saying why (so the server fails to start, with that reason,
+    as any other). The others as they are."""
     try:
-        bwrap = await anyio.to_thread.run_sync(probe)
+        bwrap: str | None = await anyio.to_thread.run_sync(probe)
+        problem = ""
     except SandboxUnavailable as exc:
-        refusal = ["/bin/sh", "-c", 'echo "kun: error: $1" >&2; exit 1', "kun-sandbox", str(exc)]
-        return {name: _wrapped(table, lambda _: refusal) for name, table in servers.items()}
+        bwrap, problem = None, str(exc)
+    refusal = ["/bin/sh", "-c", 'echo "kun: error: $1" >&2; exit 1', "kun-sandbox", problem]
+
+    def wrap(name: str) -> Callable[[list[str]], list[str]]:
+        sandbox = sandboxes[name]
+        if bwrap is None:
+            return lambda _: refusal
+        return lambda argv: bwrap_argv(bwrap, sandbox, argv)
+
     return {
-        name: _wrapped(table, lambda argv: bwrap_argv(bwrap, sandbox, argv))
+        name: _wrapped(table, wrap(name)) if name in sandboxes else table
         for name, table in servers.items()
     }
 

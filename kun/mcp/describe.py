@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from kun.config.schema import McpServerTable
+from kun.config.schema import BashSettings, McpServerTable
 
 __all__ = ["config_lines"]
 
@@ -21,14 +21,32 @@ def config_lines(
     raw: Mapping[str, Any],
     source: str,
     environ: Mapping[str, str],
+    bash: BashSettings | None = None,
 ) -> list[str]:
     """``key = value  # source`` lines, a table per server; ``raw`` is the
-    file's ``[mcp]`` table as written (to tell a default from a value)."""
+    file's ``[mcp]`` table as written (to tell a default from a value);
+    ``bash``, ``[tools.bash]``, what a stdio server's sandbox inherits."""
     lines: list[str] = []
     for name, table in servers.items():
         written = raw.get(name, {})
         lines += ["", f"[mcp.{name}]", *_server(table, written, source, environ)]
+        if table.command is not None:
+            lines += _sandbox(table, written, source, bash or BashSettings())
     return lines
+
+
+def _sandbox(
+    table: McpServerTable, written: Mapping[str, Any], source: str, bash: BashSettings
+) -> Iterator[str]:
+    """The server's sandbox switches; an inherited one says what it is."""
+    if "sandbox" in written:
+        yield f"sandbox = {_json(table.sandbox)}  # {source}"
+    else:
+        yield f'sandbox = "inherit"  # default: as [tools.bash] sandbox = {_json(bash.sandbox)}'
+    if table.network is not None:
+        yield f"network = {_json(table.network)}  # {source}"
+    else:
+        yield f"network = {_json(bash.network)}  # default: as [tools.bash] network"
 
 
 def _server(

@@ -8,6 +8,10 @@ loopback API. Inside it (:func:`bwrap_argv`):
 * the whole filesystem is read-only (``--ro-bind / /``) but the workspace,
   a private ``/tmp`` (``TMPDIR`` points there, wherever it pointed) and the
   paths of ``[tools.bash] writable``;
+* the git metadata (:func:`git_metadata`) of the workspace and of each
+  ``writable`` path is read-only: its hooks and configuration run, later,
+  outside the sandbox (the user's next ``git``), so a command must not
+  plant them; naming it in ``writable`` re-opens it;
 * kun's home, the configuration file in use when it lies outside the
   workspace, the user's secret places (:data:`SECRET_PLACES` under ``~``)
   and the sockets that act outside the sandbox (:data:`SYSTEM_SOCKETS`)
@@ -38,6 +42,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +63,7 @@ __all__ = [
     "SandboxUnavailable",
     "bwrap_argv",
     "denial",
+    "git_metadata",
     "probe",
 ]
 
@@ -97,11 +103,12 @@ runtime directory (the session bus, through which ``systemd-run --user``
 starts anything; agent sockets), the container daemons (root), the system
 bus."""
 
-HOW_TO_FIX = (
-    "install bubblewrap (apt-get install bubblewrap) or turn the sandbox off in "
-    'kun.toml: [tools.bash] sandbox = "off" (dangerous: commands then run with your '
-    "full rights)"
+OPT_OUT = (
+    'turn the sandbox off with [tools.bash] sandbox = "off" in the kun.toml of kun\'s home '
+    "or one named with --config (dangerous: commands then run with your full rights)"
 )
+HOW_TO_FIX = f"install bubblewrap (apt-get install bubblewrap) or {OPT_OUT}"
+NOT_LINUX = "the sandbox needs Linux's bubblewrap (bwrap), and this system is {platform}: {opt_out}"
 
 
 class SandboxUnavailable(UserMistake):
@@ -145,13 +152,81 @@ class SandboxSettings:
             return None
         hidden = (*self.hidden, *_secret_places(Path.home()), *_system_sockets())
         project = tuple(path for path in hidden if _project_file(path, workspace))
+        writable = tuple(workspace / path.expanduser() for path in self.writable)
+        repositories = (path for root in (workspace, *writable) for path in git_metadata(root))
+        git = tuple(
+            path
+            for path in repositories
+            if not _reopened(path, writable) and not _within(path, self.hidden)
+        )
         return SandboxPolicy(
             workspace=workspace,
-            writable=tuple(workspace / path.expanduser() for path in self.writable),
+            writable=writable,
             hidden=tuple(path for path in hidden if path not in project),
             network=self.network,
-            read_only=project,
+            read_only=(*project, *git),
         )
+
+
+def git_metadata(workspace: Path) -> tuple[Path, ...]:
+    """What of the workspace's own repository stays read-only in the
+    sandbox: its ``.git`` (a directory, or in a worktree the file naming
+    the git directory, then that directory and the common one too), and the
+    ``.git`` of each submodule ``.gitmodules`` lists (their git directories
+    are under ``.git/modules``). A read-only mount is also a mount point,
+    which cannot be renamed or removed, so a command cannot swap in a
+    ``.git`` of its own either. Other nested repositories are not looked
+    for (a walk of the whole workspace per call would cost too much)."""
+    paths = [*_repository(workspace)]
+    if paths:
+        for submodule in _submodules(workspace):
+            paths += _repository(workspace / submodule)
+    return tuple(dict.fromkeys(path for path in paths if path.exists()))
+
+
+def _repository(folder: Path) -> list[Path]:
+    dot_git = folder / ".git"
+    if dot_git.is_dir():
+        return [dot_git]
+    if not dot_git.is_file():
+        return []
+    try:
+        named = dot_git.read_text(errors="replace").strip()
+    except OSError:
+        return [dot_git]
+    if not named.startswith("gitdir:"):
+        return [dot_git]
+    gitdir = (folder / named.removeprefix("gitdir:").strip()).resolve()
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+    except OSError:
+        return [dot_git, gitdir]
+    return [dot_git, gitdir, common]
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _submodules(workspace: Path) -> list[str]:
+    try:
+        text = (workspace / ".gitmodules").read_text(errors="replace")
+    except OSError:
+        return []
+    paths = [match.group(1).strip('"') for match in _SUBMODULE_PATH.finditer(text)]
+    return [path for path in paths if not Path(path).is_absolute() and ".." not in Path(path).parts]
+
+
+def _within(path: Path, places: tuple[Path, ...]) -> bool:
+    """Whether ``path`` is in one of ``places`` (hidden: a read-only mount
+    there would show it again)."""
+    return any(_real(path).is_relative_to(_real(place)) for place in places)
+
+
+def _reopened(path: Path, writable: tuple[Path, ...]) -> bool:
+    """Whether ``writable`` names ``path`` itself (``.git``: for a model
+    that is to commit). A writable directory around it does not re-open it;
+    one inside it is writable anyway (mounted after it)."""
+    return any(_real(path) == _real(place) for place in writable)
 
 
 def _project_file(path: Path, workspace: Path) -> bool:
@@ -226,7 +301,9 @@ _PROBE_TIMEOUT_S = 10.0
 
 
 @cache
-def _probe(path_variable: str) -> tuple[str | None, str | None]:
+def _probe(path_variable: str, platform: str) -> tuple[str | None, str | None]:
+    if not platform.startswith("linux"):
+        return None, NOT_LINUX.format(platform=platform, opt_out=OPT_OUT)
     bwrap = shutil.which("bwrap", path=path_variable)
     if bwrap is None:
         return None, f"the sandbox needs bubblewrap, and bwrap is not installed: {HOW_TO_FIX}"
@@ -245,21 +322,24 @@ def _probe(path_variable: str) -> tuple[str | None, str | None]:
     return bwrap, None
 
 
-def probe() -> str:
+def probe(platform: str = sys.platform) -> str:
     """The path of a ``bwrap`` that starts a sandbox here, found on
     ``PATH`` and tried once (the answer is kept per ``PATH``). Raises
     :class:`SandboxUnavailable`, one line saying how to install it or opt
-    out, when there is none. Blocking: it may run ``bwrap`` once."""
-    bwrap, problem = _probe(os.environ.get("PATH", os.defpath))
+    out, when there is none (on a system that is not Linux, ``platform``,
+    there is none). Blocking: it may run ``bwrap`` once."""
+    bwrap, problem = _probe(os.environ.get("PATH", os.defpath), platform)
     if bwrap is None:
         raise SandboxUnavailable(problem or HOW_TO_FIX)
     return bwrap
 
 
 _READ_ONLY = re.compile(r"read-only file system", re.IGNORECASE)
+_GIT_METADATA = re.compile(r"\.git\b")
 _OFFLINE = re.compile(
     r"network is unreachable|connection refused|could not resolve|name resolution"
-    r"|name or service not known|no address associated",
+    r"|name or service not known|no address associated|temporary failure in name"
+    r"|couldn't connect to server|failed to establish a new connection",
     re.IGNORECASE,
 )
 
@@ -267,16 +347,22 @@ _OFFLINE = re.compile(
 def denial(output: str, policy: SandboxPolicy) -> str | None:
     """What the sandbox probably refused, judged from the output of a
     command run under ``policy``, whatever its exit code (``a; b`` exits as
-    ``b`` did); ``None`` when nothing points at it. (A guess by design: the
-    command's own messages are all there is.)"""
+    ``b`` did), with what to do instead; ``None`` when nothing points at
+    it. (A guess by design: the command's own messages are all there is.)"""
     reasons = []
     if _READ_ONLY.search(output):
-        reasons.append(
-            "writes outside the workspace, /tmp and [tools.bash] writable are refused "
-            "(read-only file system)"
-        )
+        if policy.read_only and _GIT_METADATA.search(output):
+            reasons.append(
+                ".git is read-only (its hooks and config would run outside the sandbox): "
+                "leave commits to the user"
+            )
+        else:
+            reasons.append(
+                "all is read-only but the workspace, /tmp and [tools.bash] writable: install "
+                "into the workspace (python -m venv .venv, npm install without -g)"
+            )
     if not policy.network and _OFFLINE.search(output):
-        reasons.append("the network is off (nothing but the sandbox's own loopback)")
+        reasons.append("the network is off")
     hidden = sorted(str(p) for p in policy.hidden if str(p) in output)
     if hidden:
         reasons.append(f"{', '.join(hidden)} hidden (empty in the sandbox)")

@@ -123,3 +123,39 @@ def test_mcp_tools_never_join_a_parallel_batch_even_as_read() -> None:
         ["demo__echo"],
         ["glob"],
     ]
+
+
+def test_kun_config_shows_each_servers_sandbox_switches(tmp_path: Path) -> None:
+    config = tmp_path / "kun.toml"
+    config.write_text(
+        '[tools.bash]\nnetwork = false\n\n[mcp.gh]\ncommand = "gh-mcp"\nnetwork = true\n\n'
+        '[mcp.local]\ncommand = "local-mcp"\nsandbox = "off"\n\n'
+        '[mcp.web]\nurl = "https://mcp.example.com/mcp"\n'
+    )
+    args = ["config", "--config", str(config), "--home", str(tmp_path / "home")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    tables = {
+        block.split("]")[0]: block
+        for block in result.output.split("\n[")
+        if block.startswith("mcp.")
+    }
+    rows = {
+        name: {line.split(" = ")[0]: " ".join(line.split()) for line in block.splitlines()}
+        for name, block in tables.items()
+    }
+    assert rows["mcp.gh"]["network"] == f"network = true # {config}"
+    assert (
+        rows["mcp.gh"]["sandbox"]
+        == 'sandbox = "inherit" # default: as [tools.bash] sandbox = "auto"'
+    )
+    assert rows["mcp.local"]["sandbox"] == f'sandbox = "off" # {config}'
+    assert rows["mcp.local"]["network"] == "network = false # default: as [tools.bash] network"
+    assert "sandbox" not in rows["mcp.web"]
+
+
+def test_the_sandbox_switches_are_for_stdio_servers(tmp_path: Path) -> None:
+    for key in ('sandbox = "on"', "network = true"):
+        with pytest.raises(ConfigError) as caught:
+            parse_config(f'[mcp.web]\nurl = "https://mcp.example.com/mcp"\n{key}\n', "kun.toml")
+        assert caught.value.key == f"mcp.web.{key.split()[0]}"

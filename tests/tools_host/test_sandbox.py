@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from kun.tools.sandbox import (
     SandboxSettings,
     bwrap_argv,
     denial,
+    git_metadata,
 )
 
 pytestmark = [
@@ -399,3 +402,171 @@ async def test_sandboxed_processes_die_with_a_sigkilled_kun(ws: Path) -> None:
             if process.returncode is None:
                 process.kill()
         assert all([await gone(m) for m in markers])
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+GIT = "git -c user.name=t -c user.email=t@t"
+
+
+@pytest.fixture
+def repo(ws: Path) -> Path:
+    git(ws, "init", "-q")
+    (ws / "a.txt").write_text("a\n")
+    git(ws, "add", "a.txt")
+    git(ws, "commit", "-q", "-m", "first")
+    return ws
+
+
+async def test_a_command_cannot_plant_what_the_users_next_git_runs(repo: Path) -> None:
+    """A hook, ``core.hooksPath``, ``core.fsmonitor`` or an alias run by
+    the user's next ``git``, outside the sandbox: the repository's ``.git``
+    is read-only, and cannot be moved aside for one of the command's own."""
+    plant = (
+        "echo 'touch /tmp/pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
+        "git config core.hooksPath evil; git config core.fsmonitor 'touch /tmp/pwned'; "
+        "mv .git .git-old; rm -rf .git; echo done"
+    )
+    config = (repo / ".git" / "config").read_text()
+    result = await bash(repo, plant)
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+    assert (repo / ".git" / "config").read_text() == config
+    assert not (repo / ".git-old").exists() and (repo / ".git" / "HEAD").is_file()
+    assert "[sandbox_denied:" in result.output and ".git is read-only" in result.output
+    off = await bash(repo, plant.replace("mv .git .git-old; rm -rf .git; ", ""), OFF)
+    assert exit_code(off) == 0
+    assert (repo / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_git_commit_is_refused_and_writable_dot_git_reopens_it(repo: Path) -> None:
+    commit = f"echo b > b.txt && git add b.txt && {GIT} commit -q -m second"
+    refused = await bash(repo, commit)
+    assert exit_code(refused) != 0
+    assert "Read-only file system" in refused.output
+    assert "leave commits to the user" in refused.output
+    assert (repo / "b.txt").read_text() == "b\n"  # the work tree stays writable
+    reopened = await bash(repo, commit, SandboxSettings(mode="on", writable=(Path(".git"),)))
+    assert exit_code(reopened) == 0, reopened.output
+    assert git(repo, "log", "--format=%s").split() == ["second", "first"]
+
+
+async def test_a_worktrees_git_file_and_git_directory_are_read_only(
+    repo: Path, tmp_path: Path
+) -> None:
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(worktree))
+    pointer = (worktree / ".git").read_text()
+    gitdir = Path(pointer.removeprefix("gitdir:").strip())
+    settings = SandboxSettings(mode="on", writable=(repo,))  # the main repository is writable
+    result = await bash(
+        worktree,
+        f"echo 'gitdir: {tmp_path}/evil' > .git; echo x > {gitdir}/config.worktree; "
+        f"echo x > {repo}/.git/hooks/post-checkout; echo made > made.txt",
+        settings,
+    )
+    assert (worktree / ".git").read_text() == pointer
+    assert not (gitdir / "config.worktree").exists()
+    assert not (repo / ".git" / "hooks" / "post-checkout").exists()
+    assert (worktree / "made.txt").exists(), result.output
+
+
+def test_the_git_metadata_kept_read_only(repo: Path, tmp_path: Path) -> None:
+    assert git_metadata(repo) == (repo / ".git",)
+    assert git_metadata(tmp_path / "outside") == ()
+    policy = SandboxSettings(mode="on", writable=(Path(".git"),)).policy_for(repo, None)
+    assert policy is not None and repo / ".git" not in policy.read_only
+
+
+def tiny_wheel(folder: Path) -> Path:
+    wheel = folder / "tiny-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("tiny.py", "X = 1\n")
+        archive.writestr(
+            "tiny-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: tiny\nVersion: 0.1\n"
+        )
+        archive.writestr(
+            "tiny-0.1.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        archive.writestr("tiny-0.1.dist-info/RECORD", "")
+    return wheel
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+async def test_the_notes_of_real_refusals_say_what_to_do(ws: Path, listener: int) -> None:
+    """``curl`` to a host and to a local port with the network off."""
+    for url in ("https://example.com", f"http://127.0.0.1:{listener}/"):
+        result = await bash(ws, f"curl -sS {url}")
+        assert "[sandbox_denied:" in result.output and "the network is off" in result.output
+
+
+def system_pip() -> bool:
+    if not Path(SYSTEM_PYTHON).is_file():
+        return False
+    done = subprocess.run([SYSTEM_PYTHON, "-m", "pip", "--version"], capture_output=True)
+    return done.returncode == 0
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@pytest.mark.skipif(not system_pip(), reason="no system pip")
+async def test_a_user_install_into_the_read_only_home_says_where_to_install(ws: Path) -> None:
+    """``pip install --user`` writes under ``~``, read-only in the sandbox."""
+    python = SYSTEM_PYTHON
+    tiny_wheel(ws)
+    result = await bash(
+        ws,
+        f"{python} -m pip install -q --user --break-system-packages --no-index --no-deps "
+        "./tiny-0.1-py3-none-any.whl",
+        SandboxSettings(mode="on", hidden=()),
+    )
+    assert "Read-only file system" in result.output
+    assert "install into the workspace (python -m venv .venv" in result.output
+
+
+async def test_a_submodules_git_file_is_read_only(repo: Path, tmp_path: Path) -> None:
+    library = tmp_path / "library"
+    library.mkdir()
+    git(library, "init", "-q")
+    git(library, "commit", "-q", "--allow-empty", "-m", "lib")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    pointer = (repo / "lib" / ".git").read_text()
+    assert repo / "lib" / ".git" in git_metadata(repo)
+    await bash(repo, f"echo 'gitdir: {tmp_path}/evil' > lib/.git; echo x > lib/new.txt")
+    assert (repo / "lib" / ".git").read_text() == pointer
+    assert (repo / "lib" / "new.txt").exists()
+
+
+async def test_the_git_metadata_of_a_writable_path_is_read_only(ws: Path, outside: Path) -> None:
+    git(outside, "init", "-q")
+    settings = SandboxSettings(mode="on", writable=(outside,))
+    result = await bash(
+        ws, f"echo x > {outside}/made.txt; echo x > {outside}/.git/hooks/post-merge", settings
+    )
+    assert (outside / "made.txt").exists(), result.output
+    assert not (outside / ".git" / "hooks" / "post-merge").exists()
+
+
+def test_a_repository_in_a_hidden_place_stays_hidden(tmp_path: Path) -> None:
+    """A worktree of a repository in kun's home: its git directories are
+    not mounted back over the hidden home."""
+    home = tmp_path / "home"
+    main = home / "main"
+    main.mkdir(parents=True)
+    git(main, "init", "-q")
+    git(main, "commit", "-q", "--allow-empty", "-m", "x")
+    worktree = tmp_path / "wt"
+    git(main, "worktree", "add", "-q", str(worktree))
+    policy = SandboxSettings(mode="on", hidden=(home,)).policy_for(worktree, None)
+    assert policy is not None
+    assert policy.read_only == (worktree / ".git",)

@@ -35,8 +35,9 @@ Contract:
 * Sandboxed (:mod:`kun.tools.sandbox`; ``[tools.bash] sandbox``, decided
   per call from the approval policy it runs under), the command runs under
   ``bwrap``: writes outside the workspace, ``/tmp`` and ``writable`` fail,
-  the network is off unless ``network``, kun's home and the user's secret
-  places are hidden, and nothing it starts outlives the call. A failure
+  and to the workspace's ``.git`` too, the network is off unless
+  ``network``, kun's home and the user's secret places are hidden, and
+  nothing it starts outlives the call. A failure
   that points at the sandbox gets a ``[sandbox_denied: ...]`` line saying
   what it forbids and how the user widens it; where ``bwrap`` cannot run,
   the command is not run at all (``sandbox_unavailable``), never run
@@ -253,7 +254,7 @@ def _result(
         output += (
             f"[sandbox_denied: this command ran in kun's sandbox, which forbids it: {reason}. "
             "Do not try to get around it: do without, or tell the user, who can widen "
-            "[tools.bash] writable or network in kun.toml.]\n"
+            "[tools.bash] writable or network in a kun.toml outside the workspace.]\n"
         )
     return ToolOutput(output=f"{output}[exit code: {code}]")
 

@@ -9,6 +9,7 @@ variable is set.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from typing import Any
@@ -48,6 +49,16 @@ def slow(seconds: float) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.tool()
+def connect(port: int) -> str:
+    """Connect to 127.0.0.1:PORT: connected, or why not."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            return "connected"
+    except OSError as exc:
+        return f"refused: {exc}"
 
 
 def extra() -> str:
