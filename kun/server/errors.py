@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from kun.domain.turnref import NoSuchTurn, NothingToUndo
+from kun.domain.turnref import NoSuchTurn, NothingToUndo, TurnAlreadyHidden
 from kun.errors import KunError, RuntimeFailure
 from kun.model.errors import AttachmentTooLarge
 from kun.runtime.errors import (
@@ -49,6 +49,7 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (TurnNotRunning, 409, "turn_not_running"),
     (SteeringFull, 409, "steering_full"),
     (NothingToUndo, 409, "nothing_to_undo"),
+    (TurnAlreadyHidden, 409, "turn_already_hidden"),
     (ThreadLocked, 409, "thread_locked"),
     (WorkspaceMissing, 409, "workspace_missing"),
     (BlankPrompt, 422, "blank"),
