@@ -347,7 +347,8 @@ def test_resume_takes_an_id_prefix_or_a_pick_from_the_list(tmp_path: Path) -> No
 def test_without_a_terminal_the_session_is_one_error_line(tmp_path: Path) -> None:
     code, out, err = kun("--home", str(tmp_path))
     assert code == 1 and out == ""
-    assert err.count("\n") == 1 and "needs a terminal" in err and "kun run" in err
+    assert err.count("\n") == 1 and "needs a terminal" in err
+    assert f"kun run PROMPT --home {tmp_path}\n" in err
 
 
 def test_continue_with_no_thread_here_is_one_error_line(tmp_path: Path) -> None:
