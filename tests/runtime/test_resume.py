@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import click
 import msgspec
 import pytest
 
@@ -175,6 +176,11 @@ async def test_a_resume_without_its_workspace_blocks_the_goal_saying_how_to_rebi
         assert str(workspace) in message
         assert f"kun resume {r.thread_id} --workspace DIR" in message
         assert goal_line(r.service, r.thread_id) == f"goal blocked: {message}"
+        elsewhere = tmp_path / "elsewhere"
+        with click.Context(click.Command("run")) as ctx:
+            ctx.params["home"] = elsewhere
+            shown = goal_line(r.service, r.thread_id)
+        assert f"kun resume {r.thread_id} --workspace DIR --home {elsewhere} gives" in shown
 
 
 async def test_the_cap_holds_past_60_seconds(tmp_path: Path) -> None:
