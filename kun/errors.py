@@ -25,9 +25,11 @@ class KunError(Exception):
     ``suggests``: the arguments of the ``kun`` command the message tells
     the user to run, written in it as ``kun ARGS``; a surface that knows
     more (the CLI knows its ``--home`` and ``--server``) writes that
-    command out in full (:func:`kun.cli.options.explained`)."""
+    command out in full (:func:`kun.cli.options.explained`);
+    ``also_suggests``: the other commands it names, written out alike."""
 
     suggests: tuple[str, ...] = ()
+    also_suggests: tuple[tuple[str, ...], ...] = ()
 
 
 class UserMistake(KunError):

@@ -347,7 +347,30 @@ def test_resume_takes_an_id_prefix_or_a_pick_from_the_list(tmp_path: Path) -> No
 def test_without_a_terminal_the_session_is_one_error_line(tmp_path: Path) -> None:
     code, out, err = kun("--home", str(tmp_path))
     assert code == 1 and out == ""
-    assert err.count("\n") == 1 and "needs a terminal" in err and "kun run" in err
+    assert err.count("\n") == 1 and "needs a terminal" in err
+    assert f"kun run PROMPT --home {tmp_path}\n" in err
+
+
+def test_with_no_terminal_to_pick_on_the_hint_names_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stdin and stdout are terminals but the controlling one cannot be
+    opened (a detached session): the picker cannot ask, and says how to
+    name the thread in this home."""
+    from click.testing import CliRunner
+
+    from kun.chat import start
+    from kun.cli import cli, tty
+
+    home = tmp_path / "home"
+    _past_thread(home, "thr_aaa_old", tmp_path, 1_000_000, "old")
+    monkeypatch.setattr(start, "needs_terminal", lambda: None)
+    monkeypatch.setattr(tty, "open_terminal", lambda: None)
+    result = CliRunner().invoke(cli, ["resume", "--home", str(home)], env={"KUN_HOME": ""})
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"kun: error: no terminal to pick on: give the thread id, kun resume ID --home {home}\n"
+    )
 
 
 def test_continue_with_no_thread_here_is_one_error_line(tmp_path: Path) -> None:

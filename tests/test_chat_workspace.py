@@ -5,6 +5,7 @@ the thread (``thread_updated``, said in the session) and its turns run."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,10 @@ def test_resume_says_the_workspace_is_gone_and_workspace_rebinds_it(tmp_path: Pa
         base = ["resume", THREAD, "--config", str(config), "--home", str(home)]
         child = spawn(base, cwd=here)
         child.expect(GONE)
+        child.expect(re.escape(f"kun resume {THREAD} --workspace DIR --home {home}"))
         child.expect(READY)
         child.send("hello" + ENTER)
-        child.expect(f"kun resume {THREAD} --workspace DIR")
+        child.expect(re.escape(f"kun resume {THREAD} --workspace DIR --home {home}"))
         child.send("\x04")
         code, _ = finish(child)
         assert code == 0

@@ -15,6 +15,7 @@ from kun.cli import cli
 from kun.store.paths import log_path
 from tests.portable.conftest import stored_thread
 from tests.portable.marks import unmarked
+from tests.portable.test_import_marks import midway_bundle
 
 
 def _kun(*args: str) -> tuple[int, str, str]:
@@ -93,3 +94,44 @@ def test_import_from_codex_and_again(tmp_path: Path) -> None:
     assert code == 1 and stderr.count("\n") == 1
     code, _, stderr = _kun("import", "--replace", "--as", "thr_x", str(source), "--home", home)
     assert code == 1 and "--replace and --as" in stderr and stderr.count("\n") == 1
+
+
+def test_a_refused_import_points_at_the_home_it_came_from_not_the_one_given(
+    tmp_path: Path,
+) -> None:
+    """The reconcile hint is about the home the thread ran in: written with
+    the import's --home it would settle a home the thread never was in."""
+    bundle, other = midway_bundle(tmp_path), tmp_path / "other"
+    code, _, stderr = _kun("import", str(bundle), "--home", str(other))
+    assert code == 1 and stderr.count("\n") == 1
+    assert (
+        "settle it in the home it was exported from (kun reconcile, with that home's --home"
+        in stderr
+    )
+    assert f"--home {other}" not in stderr
+
+
+def test_the_commands_an_import_prints_carry_its_home(tmp_path: Path) -> None:
+    from tests.portable.test_sessions import codex_lines
+
+    source = tmp_path / "rollout.jsonl"
+    lines = codex_lines()
+    source.write_bytes(b"".join(msgspec.json.encode(line) + b"\n" for line in lines))
+    home = str(tmp_path / "h")
+    code, stdout, _ = _kun("import", "--from", "codex", str(source), "--home", home)
+    thread = stdout.strip()
+    code, _, stderr = _kun(
+        "import", "--from", "codex", str(source), "--workspace", str(tmp_path), "--home", home
+    )
+    assert code == 0
+    assert (
+        f"kun run --thread {thread} --workspace {tmp_path} PROMPT --home {home} rebinds" in stderr
+    )
+    with source.open("ab") as grown:
+        grown.write(b"".join(msgspec.json.encode(line) + b"\n" for line in lines[-2:]))
+    code, _, stderr = _kun("import", "--from", "codex", str(source), "--home", home)
+    assert code == 1 and f"kun restore --home {home} brings it back" in stderr
+    code, _, stderr = _kun("import", "--from", "codex", str(source), "--replace", "--home", home)
+    assert code == 0, stderr
+    trashed = next((tmp_path / "h" / "trash").iterdir()).name
+    assert f"kun restore {trashed} --as NEW_ID --home {home} brings it back" in stderr

@@ -80,6 +80,9 @@ def test_restore_refuses_over_a_live_thread_and_picks_the_latest(tmp_path: Path)
     write_log(tmp_path, rewound_log().events[:2])
     code, _, err = run("restore", TID, "--home", str(tmp_path))
     assert code == 1 and "exists again" in err and err.count("\n") == 1
+    latest = trashed(tmp_path)[0].path.name
+    assert f"kun restore {latest} --as NEW_ID --home {tmp_path} restores it" in err
+    assert f"kun rm {TID} --home {tmp_path})" in err
     run("rm", TID, "--home", str(tmp_path))
     code, _, _ = run("restore", first.name, "--home", str(tmp_path))
     assert code == 0 and len(replay_log(log_path(tmp_path, TID)).turns) == 4

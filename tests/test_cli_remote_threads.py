@@ -75,6 +75,8 @@ async def test_rewind_with_files_and_its_undo(tmp_path: Path) -> None:
         ]
         assert not (s.workspace / "b.py").exists()
         assert state.visible_turns == ()
+        hidden = _one_line(await s.kun("rewind", thread, "2"))
+        assert "already hidden" in hidden and "(HTTP 409, turn_already_hidden)" in hidden
         undone = _out(await s.kun("rewind", thread, "--undo"))
         assert undone.splitlines() == [
             undone_line(thread, 2, seq),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -106,10 +107,13 @@ def restore_thread(home: Path, name: str, as_id: str | None = None) -> str:
     if target.exists():
         if as_id is not None:
             raise UserMistake(f"thread {new_id!r} exists; give --as another id")
-        raise UserMistake(
-            f"thread {thread_id!r} exists again; kun restore {chosen.path.name} --as NEW_ID "
-            f"restores it beside it (or move the current one away first: kun rm {thread_id})"
+        restore, remove = ("restore", chosen.path.name, "--as", "NEW_ID"), ("rm", thread_id)
+        again = UserMistake(
+            f"thread {thread_id!r} exists again; {shlex.join(['kun', *restore])} restores it "
+            f"beside it (or move the current one away first: {shlex.join(['kun', *remove])})"
         )
+        again.suggests, again.also_suggests = restore, (remove,)
+        raise again
     threads_root(home).mkdir(parents=True, exist_ok=True)
     os.rename(chosen.path, target)
     if new_id != thread_id:

@@ -14,7 +14,7 @@ import click
 
 from kun.cli.colors import no_color_option
 from kun.cli.flags import runtime_flags, runtime_options
-from kun.cli.options import pasteable
+from kun.cli.options import home_option, pasteable
 
 __all__ = ["POLICIES", "chat", "resume", "session_options", "start_session"]
 
@@ -44,12 +44,7 @@ def session_options(func: F) -> F:
             default=None,
             help="Folder the tools work in (default: here); a resumed thread's from now on.",
         ),
-        click.option(
-            "--home",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            help="kun home directory (default: $KUN_HOME, else ~/.kun).",
-        ),
+        home_option,
     ]
     func = runtime_options(func)
     for option in reversed(options):

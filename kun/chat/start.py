@@ -53,9 +53,11 @@ class NoThreadChosen(UserMistake):
 
 def needs_terminal() -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UserMistake(
+        mistake = UserMistake(
             "the interactive session needs a terminal; for one turn without one: kun run PROMPT"
         )
+        mistake.suggests = ("run", "PROMPT")
+        raise mistake
 
 
 def continue_thread(home: Path, workspace: Path) -> str:
@@ -82,7 +84,9 @@ async def choose_thread(home: Path, workspace: Path, given: str | None) -> str:
 
     terminal = open_terminal()
     if terminal is None:
-        raise NoThreadChosen("no terminal to pick on: give the thread id, kun resume ID")
+        mistake = NoThreadChosen("no terminal to pick on: give the thread id, kun resume ID")
+        mistake.suggests = ("resume", "ID")
+        raise mistake
     try:
         reply = await TtyPrompter(terminal).prompt(f"resume which? [1-{len(found)}, Enter: 1] ")
     finally:
@@ -142,6 +146,7 @@ async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
 def _recap(session: ChatSession, thread_id: str) -> None:
     """A resumed thread's header and its last exchange, so the user knows
     where they are."""
+    from kun.cli.options import explained
     from kun.contracts.items import AssistantText, UserMessage
     from kun.runtime.errors import WorkspaceMissing
 
@@ -153,7 +158,7 @@ def _recap(session: ChatSession, thread_id: str) -> None:
         "good",
     )
     if settings.workspace and not Path(settings.workspace).is_dir():
-        session.say(str(WorkspaceMissing(thread_id, settings.workspace)), "error")
+        session.say(explained(WorkspaceMissing(thread_id, settings.workspace)), "error")
     if not state.visible_turns:
         return
     last = state.visible_turns[-1]

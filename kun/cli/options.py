@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["explained", "home_option", "log_of", "pasteable", "service_call"]
+__all__ = ["explained", "home_option", "log_of", "pasteable", "service_call", "written_out"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,15 +62,24 @@ def pasteable(*args: str) -> str:
 
 
 def explained(exc: BaseException) -> str:
-    """The message of ``exc``, the command it suggests (``suggests`` of a
-    :class:`~kun.errors.KunError`) written as :func:`pasteable` writes it."""
+    """The message of ``exc``, the commands it suggests (``suggests`` and
+    ``also_suggests`` of a :class:`~kun.errors.KunError`) written as
+    :func:`pasteable` writes them."""
+    suggests: tuple[str, ...] = getattr(exc, "suggests", ())
+    also: tuple[tuple[str, ...], ...] = getattr(exc, "also_suggests", ())
+    return written_out(str(exc), *((suggests, *also) if suggests else also))
+
+
+def written_out(message: str, *commands: tuple[str, ...]) -> str:
+    """``message`` with each ``kun ARGS`` of ``commands`` in it written as
+    :func:`pasteable` writes it (for text composed where the CLI's
+    ``--home`` and ``--server`` are unknown, which names the command it
+    suggests by its arguments)."""
     import shlex
 
-    message = str(exc)
-    suggests: tuple[str, ...] = getattr(exc, "suggests", ())
-    if not suggests:
-        return message
-    return message.replace(shlex.join(["kun", *suggests]), pasteable(*suggests))
+    for command in commands:
+        message = message.replace(shlex.join(["kun", *command]), pasteable(*command))
+    return message
 
 
 def _given_home() -> Path | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from kun.cli.options import home_option
+from kun.cli.options import home_option, pasteable, written_out
 from kun.cli.remote import local_only, remote_target
 
 __all__ = ["export_command", "import_command"]
@@ -135,12 +135,23 @@ def import_command(
             root, file, source, replace_changed=replace, workspace=workspace, as_id=as_id
         )
     trashed = None if result.trashed is None else result.trashed.name
-    _imported(result.thread_id, result.outcome, result.events, result.detail, trashed)
+    detail = written_out(result.detail, *result.suggests)
+    _imported(result.thread_id, result.outcome, result.events, detail, trashed, local=True)
 
 
-def _imported(thread_id: str, outcome: str, events: int, detail: str, trashed: str | None) -> None:
+def _imported(
+    thread_id: str,
+    outcome: str,
+    events: int,
+    detail: str,
+    trashed: str | None,
+    *,
+    local: bool = False,
+) -> None:
     """What happened on stderr, the thread id alone on stdout (for scripts);
-    ``trashed``: the trash entry of a replaced thread."""
+    ``trashed``: the trash entry of a replaced thread, brought back by a
+    ``kun restore`` with the ``--home`` of a ``local`` import (``kun
+    restore`` does not go through a server: on its machine otherwise)."""
     if outcome == "already_imported":
         click.echo(f"already imported: {thread_id} ({detail or 'unchanged'})", err=True)
     else:
@@ -148,9 +159,10 @@ def _imported(thread_id: str, outcome: str, events: int, detail: str, trashed: s
         if detail:
             click.echo(detail, err=True)
     if trashed is not None:
+        restore = ("restore", trashed, "--as", "NEW_ID")
+        command = pasteable(*restore) if local else " ".join(("kun", *restore))
         click.echo(
-            f"the thread as it was is in the trash: kun restore {trashed} --as NEW_ID "
-            "brings it back beside this one",
+            f"the thread as it was is in the trash: {command} brings it back beside this one",
             err=True,
         )
     click.echo(thread_id)

@@ -182,7 +182,7 @@ def _mistake(remote: Remote, exc: Exception) -> UserMistake:
 
     if isinstance(exc, ApiError):
         if exc.code == "workspace_missing":
-            return _workspace_missing(remote, exc.message)
+            return _workspace_missing(exc.message)
         if exc.status != 401:
             return exc
         if remote.token is None:
@@ -204,18 +204,24 @@ def _mistake(remote: Remote, exc: Exception) -> UserMistake:
     return UserMistake(f"lost the server at {remote.url}: {exc or type(exc).__name__}")
 
 
-def _workspace_missing(remote: Remote, message: str) -> UserMistake:
-    """The server's ``workspace_missing`` in the command line's words."""
+def _workspace_missing(message: str) -> UserMistake:
+    """The server's ``workspace_missing`` in the command line's words (the
+    CLI writes the command out with the ``--server`` and ``--token-env`` in
+    use, :func:`kun.cli.options.explained`)."""
     import re
+    import shlex
 
     found = re.search(r"; PATCH /v1/threads/(\S+) with .*$", message)
     if found is None:
         return UserMistake(message)
+    command = ("run", "--thread", found[1], "--workspace", "DIR", "PROMPT")
     hint = (
-        f"; kun --server {remote.url} run --thread {found[1]} --workspace DIR PROMPT "
+        f"; {shlex.join(['kun', *command])} "
         "(a folder on the server's machine) gives it one (HTTP 409, workspace_missing)"
     )
-    return UserMistake(message[: found.start()] + hint)
+    mistake = UserMistake(message[: found.start()] + hint)
+    mistake.suggests = command
+    return mistake
 
 
 def _unresolved(exc: BaseException) -> bool:

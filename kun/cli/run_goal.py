@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import anyio
 
+from kun.cli.options import written_out
 from kun.cli.show_turn import show_turn
 from kun.cli.terminal import LiveView
 from kun.cli.tty import watch
 from kun.contracts.threads import Goal
-from kun.domain.resume_policy import BLOCKED_CODE
+from kun.domain.resume_policy import BLOCK_CODES
 from kun.domain.state import TurnState
 from kun.runtime.service import TurnService
 
@@ -114,7 +115,8 @@ def goal_line(service: TurnService, thread_id: str) -> str:
     if goal is None:
         return "no goal"
     if goal.status == "blocked":
-        reason = next((w.message for w in reversed(state.warnings) if w.code == BLOCKED_CODE), "")
+        reason = next((w.message for w in reversed(state.warnings) if w.code in BLOCK_CODES), "")
+        reason = written_out(reason, ("resume", thread_id, "--workspace", "DIR"))
         return f"goal blocked: {reason}" if reason else "goal blocked"
     if goal.status == "active":
         return "goal still active (not resumed any more in this run)"

@@ -23,7 +23,9 @@ from kun.domain.goals import budget_exhausted
 from kun.domain.state import ThreadState, TurnState
 
 __all__ = [
+    "BLOCK_CODES",
     "GOAL_TOOLS",
+    "WORKSPACE_MISSING_CODE",
     "Block",
     "Decision",
     "GoalKey",
@@ -38,6 +40,7 @@ __all__ = [
     "resume_attempt",
     "resume_text",
     "still_resumable",
+    "workspace_missing_block",
 ]
 
 GOAL_TOOLS = frozenset({"get_goal", "create_goal", "update_goal"})
@@ -45,6 +48,9 @@ GOAL_TOOLS = frozenset({"get_goal", "create_goal", "update_goal"})
 
 REPETITION_STOP = "goal_repetition_stop"
 BLOCKED_CODE = "goal_resume_exhausted"
+WORKSPACE_MISSING_CODE = "goal_resume_workspace_missing"
+BLOCK_CODES = frozenset({BLOCKED_CODE, WORKSPACE_MISSING_CODE})
+"""The warnings that say why kun blocked a goal itself."""
 
 GoalKey = tuple[str, int, str]
 """Thread id, the goal's ``created_at`` and its objective: a timer is only
@@ -173,6 +179,23 @@ def decide_after_turn(
         attempt=attempt,
         delay_seconds=backoff_seconds(attempt, settings),
         disable_user_input=turn.disable_user_input,
+    )
+
+
+def workspace_missing_block(thread_id: str, goal: Goal, workspace: str) -> Block:
+    """A resume that could not start because the thread's workspace is not
+    a folder here (an imported thread, a moved or deleted checkout): kun
+    would try again on every turn's end and fail the same way, so the goal
+    is blocked until a person gives the thread a workspace."""
+    return Block(
+        goal=msgspec.structs.replace(goal, status="blocked"),
+        code=WORKSPACE_MISSING_CODE,
+        message=(
+            f"goal blocked: the thread's workspace {workspace} does not exist here, so kun "
+            f"could not resume it; kun resume {thread_id} --workspace DIR gives it one "
+            f'(over HTTP: PATCH /v1/threads/{thread_id} with {{"workspace": DIR}}), '
+            "then /goal resume sets the goal active again"
+        ),
     )
 
 

@@ -12,6 +12,7 @@ imported before those were recorded, is compared by the bytes of the log.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -45,13 +46,16 @@ HTTP_HINT = (
 @dataclass(frozen=True)
 class ImportResult:
     """``detail``: what else to say (the turns run in kun since an unchanged
-    import); ``trashed``: where a replaced thread went."""
+    import); ``suggests``: the arguments of each ``kun`` command it names
+    (as :attr:`kun.errors.KunError.suggests`); ``trashed``: where a
+    replaced thread went."""
 
     thread_id: str
     outcome: Literal["imported", "already_imported", "replaced"]
     events: int
     detail: str = ""
     trashed: Path | None = None
+    suggests: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ def settle(
     existing = thread_dir(home, thread_id)
     if not (existing / LOG_NAME).is_file():
         install(stage, home, thread_id, CHANGED_HINT)
-        return ImportResult(thread_id, "imported", source.events, _in_the_trash(home, thread_id))
+        note, restore = _in_the_trash(home, thread_id)
+        return ImportResult(thread_id, "imported", source.events, note, suggests=restore)
     previous = previous_import(existing / LOG_NAME)
     same = same_thread(thread_dir(stage, thread_id), existing)
     if previous is None and not same and not replace_changed:
@@ -85,14 +90,21 @@ def settle(
     if change is None:
         turns = previous.turns_since if previous is not None else 0
         notes = [f"the thread has {turns_phrase(turns)}"] if turns else []
+        rebind: tuple[tuple[str, ...], ...] = ()
         if source.workspace is not None:
-            notes.append(
-                f"--workspace not applied to a thread already there: kun run --thread "
-                f"{thread_id} --workspace {source.workspace} PROMPT rebinds it"
+            rebind = (
+                ("run", "--thread", thread_id, "--workspace", str(source.workspace), "PROMPT"),
             )
-        return ImportResult(thread_id, "already_imported", source.events, "; ".join(notes))
+            notes.append(
+                "--workspace not applied to a thread already there: "
+                f"{shlex.join(['kun', *rebind[0]])} rebinds it"
+            )
+        detail = "; ".join(notes)
+        return ImportResult(thread_id, "already_imported", source.events, detail, suggests=rebind)
     if not replace_changed:
-        raise ImportChanged(thread_id, change, CHANGED_HINT)
+        changed = ImportChanged(thread_id, change, CHANGED_HINT)
+        changed.suggests = ("restore",)
+        raise changed
     entry = replace(stage, home, thread_id)
     return ImportResult(thread_id, "replaced", source.events, trashed=entry)
 
@@ -125,19 +137,20 @@ def _change(
     return f"the {source.noun} differs from what was imported at {previous.when}; {own}"
 
 
-def _in_the_trash(home: Path, thread_id: str) -> str:
-    """A note naming the latest trashed thread of this id, if any: after a
-    crash in the middle of a ``--replace``, or a ``kun rm``, the work in it
-    is one ``kun restore`` away."""
+def _in_the_trash(home: Path, thread_id: str) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """A note naming the latest trashed thread of this id, if any, and the
+    command it names: after a crash in the middle of a ``--replace``, or a
+    ``kun rm``, the work in it is one ``kun restore`` away."""
     from kun.app.trash import trashed
 
     kept = next((t for t in trashed(home) if t.thread_id == thread_id), None)
     if kept is None:
-        return ""
+        return "", ()
+    restore = ("restore", kept.path.name, "--as", "NEW_ID")
     return (
-        f"an earlier thread {thread_id} is in the trash: kun restore {kept.path.name} "
-        "--as NEW_ID brings it back beside this one"
-    )
+        f"an earlier thread {thread_id} is in the trash: {shlex.join(['kun', *restore])} "
+        "brings it back beside this one"
+    ), (restore,)
 
 
 def _count(n: int, noun: str) -> str:

@@ -47,8 +47,12 @@ __all__ = ["ImportResult", "import_bundle"]
 _CHUNK = 1 << 20
 _RESTORING = (
     "a file restore was under way in it when it was exported (kun stopped in the middle); "
-    "open the thread where it ran (kun reconcile) and export it again"
+    "settle it in the home it was exported from (kun reconcile, with that home's --home "
+    "if it is not the default) and export it again"
 )
+"""Not written out with the ``--home`` of the import (:func:`kun.cli.options.pasteable`):
+that is the home the bundle goes to, where the thread never ran; the bundle
+does not say which home it left."""
 _MAX_MANIFEST = 1 << 24
 
 

@@ -28,6 +28,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from kun.errors import RuntimeFailure, UserMistake
 
 
@@ -166,10 +168,12 @@ class WorkspaceMissing(UserMistake):
     def __init__(self, thread_id: str, workspace: str) -> None:
         self.thread_id = thread_id
         self.workspace = workspace
+        self.suggests = ("run", "--thread", thread_id, "--workspace", "DIR", "PROMPT")
+        self.also_suggests = (("resume", thread_id, "--workspace", "DIR"),)
         super().__init__(
             f"the thread's workspace {workspace} does not exist here; "
-            f"kun run --thread {thread_id} --workspace DIR PROMPT "
-            f"(or kun resume {thread_id} --workspace DIR) gives it one"
+            f"{shlex.join(['kun', *self.suggests])} "
+            f"(or {shlex.join(['kun', *self.also_suggests[0]])}) gives it one"
         )
 
     def over_http(self) -> str:

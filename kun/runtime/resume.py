@@ -28,9 +28,10 @@ from kun.domain.resume_policy import (
     decide_after_turn,
     resume_text,
     still_resumable,
+    workspace_missing_block,
 )
 from kun.runtime.context import TurnRun, draft
-from kun.runtime.errors import ThreadBusy
+from kun.runtime.errors import ThreadBusy, WorkspaceMissing
 
 if TYPE_CHECKING:
     from kun.runtime.service import TurnService
@@ -121,11 +122,7 @@ class GoalResumer:
             return
         decision = decide_after_turn(state, turns[-1], aborted=aborted, settings=self.settings)
         if isinstance(decision, Block):
-            await self._service.write(
-                thread_id,
-                draft(ev.ThreadUpdated, goal=decision.goal),
-                draft(ev.WarningEvent, code=decision.code, message=decision.message),
-            )
+            await self._block(thread_id, decision)
         elif isinstance(decision, Schedule) and not self._closed:
             pending = PendingResume(plan=decision, options=options)
             self._pending[thread_id] = pending
@@ -187,3 +184,15 @@ class GoalResumer:
             )
         except ThreadBusy:
             return None
+        except WorkspaceMissing as exc:
+            if state.settings.goal is not None:
+                block = workspace_missing_block(thread_id, state.settings.goal, exc.workspace)
+                await self._block(thread_id, block)
+            return None
+
+    async def _block(self, thread_id: str, block: Block) -> None:
+        await self._service.write(
+            thread_id,
+            draft(ev.ThreadUpdated, goal=block.goal),
+            draft(ev.WarningEvent, code=block.code, message=block.message),
+        )

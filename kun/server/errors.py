@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kun.domain.turnref import NoSuchTurn, NothingToUndo
+from kun.domain.turnref import NoSuchTurn, NothingToUndo, TurnAlreadyHidden
 from kun.errors import KunError, RuntimeFailure
 from kun.model.errors import AttachmentTooLarge
 from kun.runtime.errors import (
@@ -66,6 +66,7 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (TurnNotRunning, 409, "turn_not_running"),
     (SteeringFull, 409, "steering_full"),
     (NothingToUndo, 409, "nothing_to_undo"),
+    (TurnAlreadyHidden, 409, "turn_already_hidden"),
     (ThreadLocked, 409, "thread_locked"),
     (WorkspaceMissing, 409, "workspace_missing"),
     (BlankPrompt, 422, "blank"),

@@ -43,7 +43,8 @@ def test_a_session_import_ends_with_thread_imported(
     assert replay_log(log).imported_through == last.seq
 
 
-def test_a_bundle_with_a_restore_under_way_is_refused(tmp_path: Path) -> None:
+def midway_bundle(tmp_path: Path) -> Path:
+    """A bundle of a thread exported while a file restore was under way."""
     home = tmp_path / "a"
     b = LogBuilder("thr_midway")
     b.create(workspace="/w", title="t", provider="p", model="m")
@@ -60,6 +61,11 @@ def test_a_bundle_with_a_restore_under_way_is_refused(tmp_path: Path) -> None:
     anyio.run(write)
     bundle = tmp_path / "t.kun.tar"
     export_thread(home, "thr_midway", bundle)
+    return bundle
+
+
+def test_a_bundle_with_a_restore_under_way_is_refused(tmp_path: Path) -> None:
+    bundle = midway_bundle(tmp_path)
     with pytest.raises(BundleRefused, match="a file restore was under way"):
         import_bundle(tmp_path / "b", bundle)
     assert not (tmp_path / "b" / "threads" / "thr_midway").exists()

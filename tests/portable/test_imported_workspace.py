@@ -105,8 +105,8 @@ async def test_kun_run_says_how_and_workspace_rebinds_the_thread(tmp_path: Path)
         assert code == 1, stderr
         assert stderr == (
             f"kun: error: the thread's workspace {GONE} does not exist here; "
-            f"kun run --thread {thread_id} --workspace DIR PROMPT "
-            f"(or kun resume {thread_id} --workspace DIR) gives it one\n"
+            f"kun run --thread {thread_id} --workspace DIR PROMPT --home {home} "
+            f"(or kun resume {thread_id} --workspace DIR --home {home}) gives it one\n"
         )
         assert len(replay_log(log_path(home, thread_id)).turns) == turns
         code, _, stderr = await _kun(*base, "--workspace", str(here), "hello")
@@ -154,6 +154,13 @@ async def test_over_a_server_the_same_refusal_and_rebinding(tmp_path: Path) -> N
             f"kun: error: the thread's workspace {GONE} does not exist here; "
             f"kun --server {s.url} run --thread {thread_id} --workspace DIR PROMPT "
             "(a folder on the server's machine) gives it one (HTTP 409, workspace_missing)\n"
+        )
+        named = await s.kun(
+            "--token-env", "MINE", "run", "--thread", thread_id, *fake, "hello", MINE="t"
+        )
+        assert named.returncode == 1, named
+        assert f"; kun --server {s.url} --token-env MINE run --thread {thread_id} " in (
+            named.stderr.decode()
         )
         ran = await s.kun(
             "run", "--thread", thread_id, *fake, "--workspace", str(s.workspace), "hi"

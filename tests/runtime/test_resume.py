@@ -3,6 +3,8 @@ clock: the timers' delays are read, never waited for."""
 
 from __future__ import annotations
 
+import logging
+import shutil
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -10,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import click
 import msgspec
 import pytest
 
+from kun.cli.run_goal import goal_line
 from kun.contracts import events as ev
 from kun.contracts.items import UserMessage
 from kun.contracts.threads import Goal, ThreadSettings
-from kun.domain.resume_policy import BLOCKED_CODE, ResumeSettings
+from kun.domain.resume_policy import BLOCKED_CODE, WORKSPACE_MISSING_CODE, ResumeSettings
 from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
 from kun.runtime.context import draft
 from kun.runtime.reconcile import reconcile_orphaned_turns
@@ -147,6 +151,36 @@ async def test_backoff_doubles_then_the_goal_is_blocked(tmp_path: Path) -> None:
         assert state.settings.goal is not None and state.settings.goal.status == "blocked"
         assert [w.code for w in state.warnings] == [BLOCKED_CODE]
         assert "5 resumed turns" in state.warnings[0].message
+
+
+async def test_a_resume_without_its_workspace_blocks_the_goal_saying_how_to_rebind(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The workspace went away between turns (a deleted checkout; an
+    imported thread): the timer's turn is refused, and instead of a logged
+    traceback and a goal left active with nothing running, the goal is
+    blocked with a warning naming the folder and how to give it another."""
+    async with rig(tmp_path, _replies(2)) as r:
+        await r.run("work on the goal")
+        workspace = tmp_path / "ws"
+        shutil.rmtree(workspace)
+        with caplog.at_level(logging.ERROR, logger="kun.runtime.resume"):
+            assert await r.resume() is None
+        assert caplog.records == []
+        state = r.service.state(r.thread_id)
+        assert len(state.turns) == 1
+        assert r.service.resumes.pending(r.thread_id) is None
+        assert state.settings.goal is not None and state.settings.goal.status == "blocked"
+        assert [w.code for w in state.warnings] == [WORKSPACE_MISSING_CODE]
+        message = state.warnings[0].message
+        assert str(workspace) in message
+        assert f"kun resume {r.thread_id} --workspace DIR" in message
+        assert goal_line(r.service, r.thread_id) == f"goal blocked: {message}"
+        elsewhere = tmp_path / "elsewhere"
+        with click.Context(click.Command("run")) as ctx:
+            ctx.params["home"] = elsewhere
+            shown = goal_line(r.service, r.thread_id)
+        assert f"kun resume {r.thread_id} --workspace DIR --home {elsewhere} gives" in shown
 
 
 async def test_the_cap_holds_past_60_seconds(tmp_path: Path) -> None:

@@ -98,6 +98,10 @@ async def test_rewind_undo_and_fork(tmp_path: Path) -> None:
         assert rewound.status_code == 200, rewound.text
         assert rewound.json()["turn_id"] == second and rewound.json()["hidden"] == 1
         assert [t.turn_id for t in a.log_state(thread).visible_turns] == [first]
+        hidden = await a.client.post(f"/v1/threads/{thread}/rewind", json={"before_turn": "2"})
+        assert hidden.status_code == 409, hidden.text
+        assert hidden.json()["error"]["code"] == "turn_already_hidden"
+        assert "turn 2" in hidden.json()["error"]["message"]
         undone = await a.client.post(f"/v1/threads/{thread}/rewind/undo")
         assert undone.json()["restored"] == 1
         assert len(a.log_state(thread).visible_turns) == 2
