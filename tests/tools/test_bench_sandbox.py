@@ -20,4 +20,4 @@ def test_a_quick_run_prints_a_ratio_per_command() -> None:
         [sys.executable, str(SCRIPT), "--quick"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("ratio sandboxed/unsandboxed") == 2, done.stdout
+    assert done.stdout.count("ratio sandboxed/unsandboxed") == 3, done.stdout
