@@ -95,7 +95,9 @@ def restore_thread(home: Path, name: str, as_id: str | None = None) -> str:
     """Move a thread back from the trash: ``name`` is a thread id (its most
     recent removal) or a trash entry's name; ``as_id``: under another id
     (when its own is taken again, say by a re-import that replaced it).
-    Returns the thread id."""
+    Returns the thread id. ``trash/NAME`` (an entry as the API names it,
+    relative to the home) is ``NAME``."""
+    name = name.removeprefix("trash/")
     entries = trashed(home)
     chosen = next((t for t in entries if t.path.name == name), None)
     chosen = chosen or next((t for t in entries if t.thread_id == name), None)

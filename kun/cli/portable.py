@@ -159,10 +159,12 @@ def _imported(
         if detail:
             click.echo(detail, err=True)
     if trashed is not None:
-        restore = ("restore", trashed, "--as", "NEW_ID")
+        restore = ("restore", trashed.removeprefix("trash/"), "--as", "NEW_ID")
         command = pasteable(*restore) if local else " ".join(("kun", *restore))
+        where = "" if local else ", run on the server's machine with its --home"
         click.echo(
-            f"the thread as it was is in the trash: {command} brings it back beside this one",
+            f"the thread as it was is in the trash: {command} brings it back beside this one"
+            f"{where}",
             err=True,
         )
     click.echo(thread_id)

@@ -215,3 +215,23 @@ def test_the_cli_says_it_in_one_line_each_time(continued: tuple[Path, Path, str,
     assert (restored.exit_code, restored.stdout) == (0, "restored thr_mine\n")
     taken = runner.invoke(cli, ["restore", "thr_mine", "--home", str(home)])
     assert taken.exit_code == 1 and taken.stderr.count("\n") == 1
+
+
+def test_the_restore_a_server_names_works_pasted(
+    continued: tuple[Path, Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API names a trash entry relative to the home (``trash/NAME``):
+    the line ``kun --server URL import --replace`` prints names the entry
+    as ``kun restore`` takes it, and ``kun restore trash/NAME`` works too."""
+    from kun.cli.portable import _imported
+
+    home, path, source, thread_id = continued
+    lines = codex_lines() if source == "codex" else claude_lines()
+    _write(path, [*lines, *lines[-2:]])
+    import_session(home, path, source, replace_changed=True)
+    entry = trashed(home)[0].path.name
+    _imported(thread_id, "replaced", 9, "", f"trash/{entry}")
+    err = capsys.readouterr().err
+    assert f"kun restore {entry} --as NEW_ID brings it back" in err
+    assert "on the server's machine" in err
+    assert restore_thread(home, f"trash/{entry}", "thr_back") == "thr_back"
