@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from kun.app.lookup import resolve_thread_id
 from kun.app.overrides import RuntimeFlags
 from kun.app.selection import Router, choose_model
 from kun.app.session import SYSTEM_PROMPT, open_service
@@ -43,7 +44,7 @@ from kun.runtime.service import TurnService
 from kun.server.answers import ThreadOptions, TurnLimitsShown
 from kun.server.bodies import CreateThread, Limits, UpdateThread
 from kun.server.errors import ApiError
-from kun.store.errors import ThreadLocked, ThreadNotFound
+from kun.store.errors import ThreadLocked
 from kun.store.paths import validate_thread_id
 from kun.tools.host import ToolHost
 
@@ -95,12 +96,14 @@ class Backend:
     # -- threads ---------------------------------------------------------------
 
     def thread_id(self, text: str) -> str:
-        """``text`` as an existing thread's id (``InvalidThreadId`` before
-        it touches the disk, ``ThreadNotFound`` after)."""
+        """``text`` as an existing thread's id, or the one thread whose id
+        it starts, as on the command line (``kun threads`` shows the
+        shortest unique prefix). ``InvalidThreadId`` before it touches the
+        disk, then ``ThreadNotFound`` or ``AmbiguousThreadId``."""
         validate_thread_id(text)
-        if not self.service.recorder.store.exists(text):
-            raise ThreadNotFound(text)
-        return text
+        if self.service.recorder.store.exists(text):
+            return text
+        return resolve_thread_id(self.home, text)
 
     async def state(self, text: str) -> ThreadState:
         """The thread as its log holds it now. A read never takes the

@@ -30,6 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kun.app.lookup import AmbiguousThreadId
 from kun.domain.turnref import NoSuchTurn, NothingToUndo, TurnAlreadyHidden
 from kun.errors import KunError, RuntimeFailure
 from kun.model.errors import AttachmentTooLarge
@@ -59,6 +60,7 @@ _log = logging.getLogger(__name__)
 _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (InvalidThreadId, 400, "invalid_id"),
     (ThreadNotFound, 404, "thread_not_found"),
+    (AmbiguousThreadId, 400, "ambiguous_thread_id"),
     (UnknownTurn, 404, "turn_not_found"),
     (NoSuchTurn, 404, "turn_not_found"),
     (AnswerConflict, 409, "not_pending"),

@@ -206,3 +206,22 @@ async def test_a_turn_is_named_the_same_ways_in_rewind_and_fork(tmp_path: Path) 
             missing = await a.client.post(f"/v1/threads/{thread}/{route}", json={field: 4})
             assert missing.status_code == 404, missing.text
             assert missing.json()["error"]["code"] == "turn_not_found"
+
+
+async def test_a_thread_is_named_by_a_unique_prefix_as_on_the_command_line(
+    tmp_path: Path,
+) -> None:
+    """``kun threads`` shows the shortest unique prefix of each id, and
+    ``kun --server URL replay PREFIX`` must find what it showed."""
+    async with api(tmp_path) as a:
+        one, two = await a.new_thread(), await a.new_thread()
+        common = next(i for i, (x, y) in enumerate(zip(one, two, strict=True)) if x != y)
+        shown = await a.client.get(f"/v1/threads/{one[: common + 1]}")
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["thread_id"] == one
+        usage = await a.client.get(f"/v1/threads/{one[: common + 1]}/usage")
+        assert usage.status_code == 200, usage.text
+        both = await a.client.get(f"/v1/threads/{one[:common]}")
+        assert (both.status_code, both.json()["error"]["code"]) == (400, "ambiguous_thread_id")
+        none = await a.client.get("/v1/threads/thr_zzzzzzzz")
+        assert none.status_code == 404
