@@ -46,7 +46,9 @@ class UnknownProvider(UserMistake):
         self.configured = tuple(configured)
         super().__init__(
             f"no provider named {provider_id!r} is configured "
-            f"(configured: {', '.join(self.configured) or 'none'})"
+            f"(configured: {', '.join(self.configured) or 'none'}): continue the "
+            "thread with one of them with --provider NAME --model MODEL (over the API, "
+            "PATCH the thread's provider and model), or configure it"
         )
 
 

@@ -300,3 +300,13 @@ async def test_the_models_capabilities_reach_its_request_codec(
     assert gpt_5["reasoning"] == {"effort": "high"}
     assert "thinking" in sonnet
     assert "thinking" not in haiku
+
+
+def test_an_unknown_provider_says_how_to_go_on_with_a_configured_one() -> None:
+    """An imported thread names the provider it ran on elsewhere: the error
+    says how to continue it here, not only what is missing."""
+    from kun.model.router import UnknownProvider
+
+    message = str(UnknownProvider("anthropic", ["fake"]))
+    assert message.startswith("no provider named 'anthropic' is configured (configured: fake)")
+    assert "--provider NAME --model MODEL" in message and "PATCH" in message
