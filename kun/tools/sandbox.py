@@ -336,6 +336,7 @@ def probe(platform: str = sys.platform) -> str:
 
 _READ_ONLY = re.compile(r"read-only file system", re.IGNORECASE)
 _GIT_METADATA = re.compile(r"\.git\b")
+_BUSY = re.compile(r"device or resource busy", re.IGNORECASE)
 _OFFLINE = re.compile(
     r"network is unreachable|connection refused|could not resolve|name resolution"
     r"|name or service not known|no address associated|temporary failure in name"
@@ -350,17 +351,23 @@ def denial(output: str, policy: SandboxPolicy) -> str | None:
     ``b`` did), with what to do instead; ``None`` when nothing points at
     it. (A guess by design: the command's own messages are all there is.)"""
     reasons = []
-    if _READ_ONLY.search(output):
-        if policy.read_only and _GIT_METADATA.search(output):
-            reasons.append(
-                ".git is read-only (its hooks and config would run outside the sandbox): "
-                "leave commits to the user"
-            )
-        else:
-            reasons.append(
-                "all is read-only but the workspace, /tmp and [tools.bash] writable: install "
-                "into the workspace (python -m venv .venv, npm install without -g)"
-            )
+    refused = _READ_ONLY.search(output) or _BUSY.search(output)
+    protected = sorted({p.name for p in policy.read_only if p.name in output})
+    if refused and policy.read_only and _GIT_METADATA.search(output):
+        reasons.append(
+            ".git is read-only (its hooks and config would run outside the sandbox): "
+            "leave commits to the user"
+        )
+    elif refused and protected:
+        reasons.append(
+            f"{', '.join(protected)} is read-only and cannot be moved or removed (kun's "
+            "settings are the user's to change)"
+        )
+    elif _READ_ONLY.search(output):
+        reasons.append(
+            "all is read-only but the workspace, /tmp and [tools.bash] writable: install "
+            "into the workspace (python -m venv .venv, npm install without -g)"
+        )
     if not policy.network and _OFFLINE.search(output):
         reasons.append("the network is off")
     hidden = sorted(str(p) for p in policy.hidden if str(p) in output)

@@ -354,6 +354,14 @@ def test_denial_names_what_the_sandbox_forbade(tmp_path: Path) -> None:
         denial("curl: (6) Could not resolve host: x", SandboxPolicy(tmp_path, network=True)) is None
     )
     assert "/home/u/.ssh" in (denial("cat: /home/u/.ssh/id: No such file", policy) or "")
+    guarded = SandboxPolicy(workspace=tmp_path, read_only=(tmp_path / "kun.toml",))
+    for said in (
+        "sh: 1: cannot create kun.toml: Read-only file system",
+        "mv: cannot move 'kun.toml' to 'k2': Device or resource busy",
+    ):
+        note = denial(said, guarded) or ""
+        assert "kun.toml is read-only and cannot be moved" in note, said
+        assert "all is read-only but the workspace" not in note
 
 
 def test_mounts_go_parents_first(tmp_path: Path) -> None:
