@@ -4,6 +4,7 @@ every mistake one ``kun: error:`` line and exit status 1."""
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from pathlib import Path
 
@@ -134,4 +135,6 @@ def test_the_commands_an_import_prints_carry_its_home(tmp_path: Path) -> None:
     code, _, stderr = _kun("import", "--from", "codex", str(source), "--replace", "--home", home)
     assert code == 0, stderr
     trashed = next((tmp_path / "h" / "trash").iterdir()).name
-    assert f"kun restore {trashed} --as NEW_ID --home {home} brings it back" in stderr
+    assert re.search(
+        f"kun restore {trashed} --as thr_[0-9a-z]{{26}} --home {home} brings it back", stderr
+    )

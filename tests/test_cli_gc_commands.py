@@ -4,6 +4,7 @@ kun rm, kun trash, kun restore; mistakes are one line and a non-zero exit."""
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -81,7 +82,9 @@ def test_restore_refuses_over_a_live_thread_and_picks_the_latest(tmp_path: Path)
     code, _, err = run("restore", TID, "--home", str(tmp_path))
     assert code == 1 and "exists again" in err and err.count("\n") == 1
     latest = trashed(tmp_path)[0].path.name
-    assert f"kun restore {latest} --as NEW_ID --home {tmp_path} restores it" in err
+    assert re.search(
+        f"kun restore {latest} --as thr_[0-9a-z]{{26}} --home {tmp_path} restores it", err
+    )
     assert f"kun rm {TID} --home {tmp_path})" in err
     run("rm", TID, "--home", str(tmp_path))
     code, _, _ = run("restore", first.name, "--home", str(tmp_path))

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kun.errors import UserMistake
+from kun.ids import new_id
 from kun.store.lock import lock_thread
 from kun.store.paths import LOG_NAME, lock_path, thread_dir, threads_root, validate_thread_id
 
@@ -104,12 +105,12 @@ def restore_thread(home: Path, name: str, as_id: str | None = None) -> str:
     if chosen is None:
         raise UserMistake(f"no thread {name!r} in the trash ({trash_root(home)})")
     thread_id = validate_thread_id(chosen.thread_id)
-    new_id = thread_id if as_id is None else validate_thread_id(as_id)
-    target = thread_dir(home, new_id)
+    wanted = thread_id if as_id is None else validate_thread_id(as_id)
+    target = thread_dir(home, wanted)
     if target.exists():
         if as_id is not None:
-            raise UserMistake(f"thread {new_id!r} exists; give --as another id")
-        restore, remove = ("restore", chosen.path.name, "--as", "NEW_ID"), ("rm", thread_id)
+            raise UserMistake(f"thread {wanted!r} exists; give --as another id")
+        restore, remove = ("restore", chosen.path.name, "--as", new_id("thr")), ("rm", thread_id)
         again = UserMistake(
             f"thread {thread_id!r} exists again; {shlex.join(['kun', *restore])} restores it "
             f"beside it (or move the current one away first: {shlex.join(['kun', *remove])})"
@@ -118,9 +119,9 @@ def restore_thread(home: Path, name: str, as_id: str | None = None) -> str:
         raise again
     threads_root(home).mkdir(parents=True, exist_ok=True)
     os.rename(chosen.path, target)
-    if new_id != thread_id:
-        _rethread(target, thread_id, new_id)
-    return new_id
+    if wanted != thread_id:
+        _rethread(target, thread_id, wanted)
+    return wanted
 
 
 def _rethread(directory: Path, old_id: str, new_id: str) -> None:

@@ -14,6 +14,7 @@ import click
 
 from kun.cli.options import home_option, pasteable, written_out
 from kun.cli.remote import local_only, remote_target
+from kun.ids import new_id
 
 __all__ = ["export_command", "import_command"]
 
@@ -159,7 +160,7 @@ def _imported(
         if detail:
             click.echo(detail, err=True)
     if trashed is not None:
-        restore = ("restore", trashed.removeprefix("trash/"), "--as", "NEW_ID")
+        restore = ("restore", trashed.removeprefix("trash/"), "--as", new_id("thr"))
         command = pasteable(*restore) if local else " ".join(("kun", *restore))
         where = "" if local else ", run on the server's machine with its --home"
         click.echo(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from kun.ids import new_id
 from kun.portable.errors import ImportChanged, ImportConflict
 from kun.portable.install import install, replace, same_thread
 from kun.portable.previous import (
@@ -146,7 +147,7 @@ def _in_the_trash(home: Path, thread_id: str) -> tuple[str, tuple[tuple[str, ...
     kept = next((t for t in trashed(home) if t.thread_id == thread_id), None)
     if kept is None:
         return "", ()
-    restore = ("restore", kept.path.name, "--as", "NEW_ID")
+    restore = ("restore", kept.path.name, "--as", new_id("thr"))
     return (
         f"an earlier thread {thread_id} is in the trash: {shlex.join(['kun', *restore])} "
         "brings it back beside this one"

@@ -7,6 +7,7 @@ turns counted), a changed one is refused saying what differs, and
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ from kun.store.paths import log_path, thread_dir
 from kun.store.replay import replay_log
 from tests.portable.kun_turns import continue_in_kun
 from tests.portable.test_sessions import claude_lines, codex_lines
+
+NEW_ID = r"thr_[0-9a-z]{26}"
+"""A fresh thread id, as kun prints it for --as (pasted, it names a new thread)."""
 
 SOURCES = [("codex", codex_lines), ("claude-code", claude_lines)]
 
@@ -113,7 +117,7 @@ def test_replace_moves_the_thread_to_the_trash_and_restore_as_brings_it_back(
     assert b"go on" not in log_path(home, thread_id).read_bytes()
     assert [entry.path for entry in trashed(home)] == [replaced.trashed]
 
-    with pytest.raises(UserMistake, match=f"kun restore {replaced.trashed.name} --as NEW_ID"):
+    with pytest.raises(UserMistake, match=f"kun restore {replaced.trashed.name} --as {NEW_ID}"):
         restore_thread(home, thread_id)
     assert restore_thread(home, replaced.trashed.name, "thr_mine") == "thr_mine"
     state = replay_log(log_path(home, "thr_mine"))
@@ -185,9 +189,10 @@ def test_a_crash_between_trash_and_install_leaves_the_old_thread_in_the_trash(
     entry = trashed(home)[0].path.name
     again = import_session(home, path, source, replace_changed=False)
     assert again.outcome == "imported"
-    assert again.detail == (
-        f"an earlier thread {thread_id} is in the trash: kun restore {entry} --as NEW_ID "
-        "brings it back beside this one"
+    assert re.fullmatch(
+        f"an earlier thread {thread_id} is in the trash: kun restore {entry} --as {NEW_ID} "
+        "brings it back beside this one",
+        again.detail,
     )
     assert restore_thread(home, entry, "thr_kept") == "thr_kept"
     assert log_path(home, "thr_kept").read_bytes() == before  # its lines name no thread
@@ -210,7 +215,7 @@ def test_the_cli_says_it_in_one_line_each_time(continued: tuple[Path, Path, str,
     replaced = runner.invoke(cli, [*base, "--replace"])
     assert replaced.exit_code == 0, replaced.output
     entry = trashed(home)[0].path.name
-    assert f"kun restore {entry} --as NEW_ID" in replaced.stderr
+    assert re.search(f"kun restore {entry} --as {NEW_ID}", replaced.stderr)
     restored = runner.invoke(cli, ["restore", entry, "--as", "thr_mine", "--home", str(home)])
     assert (restored.exit_code, restored.stdout) == (0, "restored thr_mine\n")
     taken = runner.invoke(cli, ["restore", "thr_mine", "--home", str(home)])
@@ -232,6 +237,6 @@ def test_the_restore_a_server_names_works_pasted(
     entry = trashed(home)[0].path.name
     _imported(thread_id, "replaced", 9, "", f"trash/{entry}")
     err = capsys.readouterr().err
-    assert f"kun restore {entry} --as NEW_ID brings it back" in err
+    assert re.search(f"kun restore {entry} --as {NEW_ID} brings it back", err)
     assert "on the server's machine" in err
     assert restore_thread(home, f"trash/{entry}", "thr_back") == "thr_back"
