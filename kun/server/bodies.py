@@ -207,7 +207,11 @@ async def read_body(request: Request, kind: type[T], *, limit: int = MAX_BODY_BY
     except msgspec.DecodeError as exc:
         raise ApiError(400, "malformed_json", f"the body is not JSON: {exc}") from None
     if raw:
-        json.loads(raw, object_pairs_hook=_refuse_duplicates)
+        twice = _twice(json.loads(raw, object_pairs_hook=_mark_duplicates))
+        if twice is not None:
+            raise ApiError(
+                400, "duplicate_key", f"the key {twice!r} is given twice in one object", twice
+            )
     return body
 
 
@@ -230,14 +234,40 @@ def _not_json(declared: str | None) -> ApiError:
     )
 
 
-def _refuse_duplicates(pairs: list[tuple[str, object]]) -> None:
+class _Twice:
+    """What an object with a key given twice decodes to: the key's dotted
+    path, completed by the objects and arrays around it as they decode."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def _mark_duplicates(pairs: list[tuple[str, object]]) -> object:
     seen: set[str] = set()
-    for key, _ in pairs:
+    for key, value in pairs:
         if key in seen:
-            raise ApiError(
-                400, "duplicate_key", f"the key {key!r} is given twice in one object", key
-            )
+            return _Twice(key)
         seen.add(key)
+        inner = _twice(value)
+        if inner is not None:
+            return _Twice(f"{key}{inner}" if inner.startswith("[") else f"{key}.{inner}")
+    return None
+
+
+def _twice(value: object) -> str | None:
+    """The path of the first key given twice inside ``value``, if any
+    (objects decode to ``None`` or a :class:`_Twice`; arrays are looked
+    through)."""
+    if isinstance(value, _Twice):
+        return value.path
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            inner = _twice(item)
+            if inner is not None:
+                return f"[{index}]{inner}" if inner.startswith("[") else f"[{index}].{inner}"
+    return None
 
 
 async def _read(request: Request, limit: int) -> bytes:

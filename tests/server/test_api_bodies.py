@@ -66,8 +66,13 @@ async def test_a_duplicate_deep_inside_is_refused_and_nothing_changes(tmp_path: 
     async with api(tmp_path) as a:
         body = b'{"title": "t", "limits": {"max_steps": 3, "max_steps": 4}}'
         _refused(await _post(a, "POST", "/v1/threads", body, "application/json"), 400,
-                 "duplicate_key", "max_steps")  # fmt: skip
+                 "duplicate_key", "limits.max_steps")  # fmt: skip
         assert (await a.client.get("/v1/threads")).json()["threads"] == []
+        thread = await a.new_thread()
+        attachment = b'{"name": "a", "name": "b", "mime_type": "image/png", "data": ""}'
+        body = b'{"text": "x", "attachments": [' + attachment + b"]}"
+        _refused(await _post(a, "POST", f"/v1/threads/{thread}/turns", body, "application/json"),
+                 400, "duplicate_key", "attachments[0].name")  # fmt: skip
 
 
 async def test_an_approval_cannot_be_flipped_by_a_second_decision(tmp_path: Path) -> None:
