@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from kun.contracts.items import Item, ToolResult, UserMessage, WarningItem
 from kun.contracts.threads import Goal, ThreadSettings
 from kun.domain.resume_policy import (
+    RUNAWAY_BLOCK_CODE,
+    RUNAWAY_CODES,
     Block,
     NoResume,
     ResumeSettings,
@@ -21,7 +23,7 @@ from kun.domain.resume_policy import (
     made_progress,
     still_resumable,
 )
-from kun.domain.state import ThreadState, TurnState
+from kun.domain.state import ThreadState, TurnError, TurnState
 
 GOAL = Goal(objective="ship it", created_at=100)
 SETTINGS = ResumeSettings()
@@ -129,6 +131,23 @@ def test_an_aborted_turn_is_not_resumed() -> None:
 
 def test_a_failed_turn_is_resumed() -> None:
     assert isinstance(decide(state(turn(1, status="failed"))), Schedule)
+
+
+@pytest.mark.parametrize("code", sorted(RUNAWAY_CODES))
+def test_a_runaway_stop_blocks_the_goal_even_after_successful_calls(code: str) -> None:
+    """The storm breaker stops a model repeating a call that succeeds: those
+    calls are not progress a resume could build on, and a resumed turn would
+    spend its whole limit again."""
+    stopped = msgspec.structs.replace(
+        turn(1, result("read_file"), status="failed"),
+        error=TurnError(code=code, message="stopped"),
+    )
+    decision = decide(state(stopped))
+    assert isinstance(decision, Block)
+    assert decision.code == RUNAWAY_BLOCK_CODE and code in decision.message
+    assert decision.goal.status == "blocked"
+    other = msgspec.structs.replace(stopped, error=TurnError(code="provider_error", message="x"))
+    assert isinstance(decide(state(other)), Schedule)
 
 
 def test_a_plan_mode_turn_is_not_resumed() -> None:
