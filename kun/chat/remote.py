@@ -40,6 +40,7 @@ from kun.cli.remote_run import RemoteView
 from kun.client import ApiError, AsyncKunClient
 from kun.contracts import events as ev
 from kun.contracts.threads import ApprovalPolicy
+from kun.domain.transcript import plural
 from kun.errors import KunError, UserMistake
 
 __all__ = ["RemoteChat", "RemoteSetup", "open_remote_chat", "pick_remote_thread"]
@@ -265,7 +266,7 @@ class RemoteChat(PromptLoop):
         settings = self.thread.get("settings", {})
         turns = [t for t in self.thread.get("turns", []) if not t.get("hidden")]
         title = settings.get("title") or "(untitled)"
-        self.say(f"resumed {self.thread_id} · {title} · {len(turns)} turns", "good")
+        self.say(f"resumed {self.thread_id} · {title} · {plural(len(turns), 'turn')}", "good")
         for item in turns[-1]["items"] if turns else []:
             if item.get("type") in ("user_message", "assistant_text"):
                 first = str(item.get("text", "")).strip().split("\n", 1)[0][:200]

@@ -40,7 +40,7 @@ from kun.domain.choices import NotAnOption, chosen_answer, numbered
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY
 from kun.domain.shown import shown, shown_cell
 from kun.domain.state import ThreadState
-from kun.domain.transcript import format_usage
+from kun.domain.transcript import format_usage, plural
 from kun.runtime.bus import LiveText
 from kun.runtime.errors import AnswerConflict, TurnNotRunning
 from kun.runtime.service import TurnService
@@ -269,7 +269,7 @@ class LiveView:
     def _result(self, result: ToolResult) -> None:
         first = result.output.strip().split("\n", 1)[0]
         lines = result.output.count("\n") + 1
-        more = f" (+{lines - 1} lines)" if lines > 1 else ""
+        more = f" (+{plural(lines - 1, 'line')})" if lines > 1 else ""
         if result.is_error:
             self.sink.line(f"   error: {_cut(first, 100)}{more}", "error")
         else:
