@@ -111,4 +111,4 @@ def trash(home: Path | None) -> None:
 
 def _bytes(count: int) -> str:
     """Exact, so a script can read it."""
-    return f"{count} bytes"
+    return plural(count, "byte")

@@ -29,6 +29,7 @@ from kun.contracts.items import ToolResult, UserMessage, WarningItem
 from kun.contracts.threads import Goal
 from kun.domain.goals import budget_exhausted
 from kun.domain.state import ThreadState, TurnState
+from kun.domain.transcript import plural
 
 __all__ = [
     "BLOCK_CODES",
@@ -201,7 +202,7 @@ def decide_after_turn(
             goal=msgspec.structs.replace(goal, status="blocked"),
             code=BLOCKED_CODE,
             message=(
-                f"goal blocked: {settings.max_attempts} resumed turns in a row made no "
+                f"goal blocked: {plural(settings.max_attempts, 'resumed turn')} in a row made no "
                 "progress (no successful tool call besides the goal tools); set it "
                 "active again to retry"
             ),

@@ -92,6 +92,11 @@ def test_resumed_turns_without_progress_count_up_then_block() -> None:
     assert isinstance(decision, Block)
     assert decision.goal == msgspec.structs.replace(GOAL, status="blocked")
     assert "5 resumed turns" in decision.message
+    one = decide_after_turn(
+        state(turn(1), turn(2, resume=1)), turn(2, resume=1), aborted=False,
+        settings=ResumeSettings(max_attempts=1),
+    )  # fmt: skip
+    assert isinstance(one, Block) and "1 resumed turn in a row" in one.message
 
 
 def test_progress_resets_the_count() -> None:
