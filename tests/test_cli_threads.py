@@ -160,7 +160,7 @@ def test_fork_at_turn_keeps_turns_one_to_n(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("rewind", "t_cli", "--before-turn", "9"), "has 1 turns: there is no turn 9"),
+        (("rewind", "t_cli", "--before-turn", "9"), "has 1 turn: there is no turn 9"),
         (("rewind", "t_cli"), "give --before-turn N (or a turn id), or --undo"),
         (("rewind", "t_cli", "--before-turn", "1", "--undo"), "or --undo"),
         (("fork", "t_cli", "--at-turn", "2"), "cannot fork at turn 2"),
