@@ -320,6 +320,7 @@ def test_continue_picks_the_latest_thread_of_this_workspace(tmp_path: Path) -> N
         code, text = finish(child)
     assert code == 0, text
     assert "resumed thr_bbb_new" in text and "answer to newer here" in text
+    assert "resumed thr_bbb_new · newer here · 1 turn · fake/old-model" in text  # not "1 turns"
     assert _user_texts(home, "thr_bbb_new") == ["newer here", "go on"]
     assert [r["model"] for r in _requests(provider)] == ["old-model"]
 

@@ -303,3 +303,50 @@ def test_a_turn_another_client_starts_is_shown_in_an_idle_session(tmp_path: Path
     assert code == 0 and "Traceback" not in text, text
     turns = state_of(tmp_path / "home", thread_id).turns
     assert [t.status for t in turns] == ["completed"] * 3
+
+
+def test_over_the_server_always_is_not_offered_and_other_commands_are_named(
+    tmp_path: Path,
+) -> None:
+    """The API sets no allow rules: the prompt offers [y/N], and "a" asks
+    again instead of approving once. A session command the server does not
+    offer names the command that does it; /help lists /help."""
+    write = FakeResponse(chunks=tuple(tool_reply("write_file", {"path": "b.py", "content": "x"})))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    with (
+        serve([write, answer("wrote it")]) as provider,
+        _kun_serve(tmp_path, write_config(tmp_path, provider.base_url)) as url,
+    ):
+        child = _session(workspace, "--server", url, "--approval", "untrusted")
+        child.send("write b.py" + ENTER)
+        child.expect("no always: the server's API sets no allow rules")
+        child.expect(r"allow\? (\[[^\]]*\])")
+        assert child.match.group(1) == "[y/N]"
+        child.send("a" + ENTER)
+        child.expect(r"no always here \(the server's API sets no allow rules\)")
+        child.expect(r"allow\? \[y/N\]")
+        assert not (workspace / "b.py").exists()
+        child.send("y" + ENTER)
+        child.expect("wrote it")
+        child.expect("turn completed")
+        thread = only_thread(home)
+        child.send("/rewind 1" + ENTER)
+        child.expect(f"instead: kun --server {url} rewind {thread} 1 ")
+        child.send("/undo-rewind" + ENTER)
+        child.expect(f"instead: kun --server {url} rewind {thread} --undo ")
+        child.send("/goal ship it" + ENTER)
+        child.expect(f"kun resume {thread} opens this thread there")
+        child.send("/help" + ENTER)
+        child.expect("/help  these commands")
+        child.send("/quit" + ENTER)
+        code, text = finish(child)
+        assert code == 0 and "Traceback" not in text, text
+        assert (workspace / "b.py").read_text() == "x"
+
+        child = _session(workspace, "--server", url, "resume", thread)
+        child.send("/quit" + ENTER)
+        code, text = finish(child)
+        assert code == 0 and f"resumed {thread} · " in text and " · 1 turn" in text, text
+        assert "1 turns" not in text

@@ -153,7 +153,7 @@ def test_usage_compares_two_threads_and_counts_skipped_lines(tmp_path: Path) -> 
     assert code == 0
     cost = next(line for line in out.split("\n") if line.startswith("cost (USD)"))
     assert cost.split()[2:] == ["0.500000", "1.000000", "+0.500000", "(+100.0%)"]
-    assert "skipped 1 unreadable lines" in err
+    assert "skipped 1 unreadable line\n" in err
 
 
 def test_the_console_script_runs_as_a_module(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ def test_gc_then_confirm(tmp_path: Path) -> None:
     code, out, _ = run("gc", TID, "--home", str(tmp_path))
     assert code == 0
     saved = before - path.stat().st_size
-    assert "dropped 2 hidden turn(s)" in out and f"{saved} bytes saved" in out
+    assert "dropped 2 hidden turns " in out and f"{saved} bytes saved" in out
     assert f"kun gc {TID} --confirm --home {tmp_path}" in out
     assert (thread_dir(tmp_path, TID) / "generations" / "1" / "events.jsonl").exists()
     code, out, _ = run("gc", TID, "--confirm", "--home", str(tmp_path))

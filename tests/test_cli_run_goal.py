@@ -95,7 +95,28 @@ async def test_run_goal_without_progress_ends_blocked_and_fails(
     assert result.goal is not None and result.goal.status == "blocked"
     assert delays == [2, 4, 8, 16, 32]
     captured = capsys.readouterr()
-    assert "goal blocked: goal blocked: 5 resumed turns" in captured.out + captured.err
+    shown = captured.out + captured.err
+    assert "goal blocked: 5 resumed turns" in shown
+    assert "goal blocked: goal blocked" not in shown
+
+
+async def test_run_goal_with_a_model_repeating_one_read_ends_blocked(
+    tmp_path: Path, delays: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each read succeeds, so the storm-stopped turn used to count as
+    progress and the goal was resumed without end."""
+    _workspace(tmp_path)
+    script = [tool_reply("read_file", {"path": "a.py"}) for _ in range(40)]
+    async with FakeProvider(script, format="chat_completions") as provider:
+        options = _options(tmp_path, provider.base_url, goal="Read a.py forever")
+        result = await run_prompt(options)
+        calls = len(provider.requests)
+    assert result.failed(options)
+    assert result.goal is not None and result.goal.status == "blocked"
+    assert delays == []
+    assert calls <= 12
+    shown = capsys.readouterr()
+    assert "goal blocked: kun stopped the turn (tool_storm_stopped)" in shown.out + shown.err
 
 
 def test_goal_flags_are_checked_in_one_line(tmp_path: Path) -> None:

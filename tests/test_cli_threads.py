@@ -116,7 +116,7 @@ def test_rewinding_a_turn_already_hidden_is_refused_and_hides_nothing(tmp_path: 
     assert code == 1 and out == ""
     assert err.startswith("kun: error: turn 3 of thread 't_hid' is already hidden (by the rewind")
     code, out, err = _run("rewind", "t_hid", "--undo", *home)
-    assert "brought back 1 turn(s)" in out
+    assert "brought back 1 turn " in out
 
 
 def test_rewind_by_turn_number_then_undo(tmp_path: Path) -> None:
@@ -132,7 +132,7 @@ def test_rewind_by_turn_number_then_undo(tmp_path: Path) -> None:
     assert "~ user > prompt 2" in shown and "  user > prompt 1" in shown
     code, out, err = _run("rewind", "t_cli", "--undo", *home)
     assert code == 0, err
-    assert "brought back 2 turn(s)" in out
+    assert "brought back 2 turns " in out
     code, shown, _ = _run("replay", "t_cli", *home)
     assert "hidden" not in shown and "== turn 3 ·" in shown
     code, _, err = _run("rewind", "t_cli", "--undo", *home)
@@ -160,7 +160,7 @@ def test_fork_at_turn_keeps_turns_one_to_n(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("rewind", "t_cli", "--before-turn", "9"), "has 1 turns: there is no turn 9"),
+        (("rewind", "t_cli", "--before-turn", "9"), "has 1 turn: there is no turn 9"),
         (("rewind", "t_cli"), "give --before-turn N (or a turn id), or --undo"),
         (("rewind", "t_cli", "--before-turn", "1", "--undo"), "or --undo"),
         (("fork", "t_cli", "--at-turn", "2"), "cannot fork at turn 2"),

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 
 import kun.cli.demo
 from kun.cli import cli, demo_tour
-from kun.contracts import events as ev
 from tests.terminal_support import events_of, finish, spawn, state_of
 
 
@@ -42,14 +41,15 @@ def test_the_demo_runs_real_turns_priced_and_tours_its_own_log(tmp_path: Path) -
     assert len(usage_lines) == 2 and all("· $0.00" in line for line in usage_lines)
     assert "openai/gpt-4.1-mini" in live
     commands = _commands(tour)
-    assert [c[0][1] for c in commands] == ["replay", "fork", "usage", "rewind"]
+    assert [c[0][1] for c in commands] == ["replay", "fork", "usage", "rewind", "rewind"]
     for args, _ in commands:
         assert args[0] == "kun" and args[-2:] == ["--home", str(tmp_path)]
     thread_id = commands[0][0][2]
     events = events_of(tmp_path, thread_id)
-    assert f"\n{len(events) - 1} events, one JSON line each" in tour  # the rewind came after
+    # the rewind and its undo came after the count
+    assert f"\n{len(events) - 2} events, one JSON line each" in tour
 
-    (replay_args, replayed), (fork_args, fork_id), (usage_args, compared), _ = commands
+    (replay_args, replayed), (fork_args, fork_id), (usage_args, compared), *rest = commands
     seq = int(replay_args[replay_args.index("--until-seq") + 1])
     assert "== turn 1 · running" in replayed and "-> ok" in replayed
     assert "edit_file" not in replayed
@@ -60,19 +60,21 @@ def test_the_demo_runs_real_turns_priced_and_tours_its_own_log(tmp_path: Path) -
     assert usage_args[2:4] == [thread_id, fork_id]
     assert compared.split("\n")[1].split()[:4] == ["model", "calls", "5", "1"]
 
+    (rewind_args, rewound), (undo_args, undone) = rest
+    assert "--before-turn" in rewind_args and "hid turn 2" in rewound
+    # The undo the rewind's line offers is the next command printed.
+    offered = shlex.split(rewound.rpartition("; ")[2].removesuffix(" brings them back"))
+    assert offered == undo_args == ["kun", "rewind", thread_id, "--undo", "--home", str(tmp_path)]
+    assert "brought back 1 turn " in undone
     state = state_of(tmp_path, thread_id)
     assert [t.status for t in state.turns] == ["completed", "completed"]
-    assert len(state.visible_turns) == 1
-    assert isinstance(events[-1], ev.ThreadRewound)
-    # Pasted again, the printed command prints what the demo showed under it.
+    assert len(state.visible_turns) == 2
+    # Every printed command, pasted in the order shown, really runs again.
+    for args, _ in commands:
+        code, again, err = _run(*args[1:])
+        assert code == 0, (args, again, err)
     code, again, _ = _run(*replay_args[1:])
     assert code == 0 and again.rstrip("\n") == replayed
-    # So does the undo the rewind's line offers: it carries the demo's --home.
-    rewound = commands[-1][1]
-    undo = shlex.split(rewound.rpartition("; ")[2].removesuffix(" brings them back"))
-    assert undo == ["kun", "rewind", thread_id, "--undo", "--home", str(tmp_path)]
-    code, undone, err = _run(*undo[1:])
-    assert code == 0 and "brought back 1 turn(s)" in undone, err
     workspace = Path(out.rpartition("\nworkspace: ")[2].strip())
     assert "return a + b" in (workspace / "calc.py").read_text()
 

@@ -24,7 +24,7 @@ from kun.chat.plan_command import plan_command
 from kun.cli.options import explained, pasteable
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.shown import shown_cell
-from kun.domain.transcript import format_usage
+from kun.domain.transcript import format_usage, plural
 from kun.domain.turnref import hidden_span
 from kun.errors import KunError, UserMistake
 from kun.runtime.checkpoints import describe_restore
@@ -133,7 +133,7 @@ async def _rewind(session: ChatSession, rest: str) -> None:
 
 async def _undo_rewind(session: ChatSession, rest: str) -> None:
     rewind = await undo_latest_rewind(session.service, _thread(session))
-    session.say(f"brought back {len(rewind.hidden_turn_ids)} hidden turn(s)")
+    session.say(f"brought back {plural(len(rewind.hidden_turn_ids), 'hidden turn')}")
     for line in describe_restore(rewind.undo_files, undo=True):
         session.say(line)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kun.contracts.items import Compaction
 from kun.domain.compaction import text_tokens
+from kun.domain.transcript import plural
 from kun.errors import UserMistake
 from kun.runtime.compact_turn import NOTHING_TO_COMPACT
 
@@ -47,7 +48,7 @@ async def compact_command(session: ChatSession, rest: str) -> None:
     summary = next((i for i in turn.items if isinstance(i, Compaction)), None)
     if turn.status == "completed" and summary is not None:
         session.say(
-            f"compacted {summary.replaced_items} items into a summary of about "
+            f"compacted {plural(summary.replaced_items, 'item')} into a summary of about "
             f"{text_tokens(summary.summary):,} tokens; the next turn starts from it "
             "(/rewind takes it back)",
             "good",

@@ -21,6 +21,7 @@ Only the commands that mean the same over the API are offered here:
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from kun.cli.remote_run import RemoteView
 from kun.client import ApiError, AsyncKunClient
 from kun.contracts import events as ev
 from kun.contracts.threads import ApprovalPolicy
+from kun.domain.transcript import plural
 from kun.errors import KunError, UserMistake
 
 __all__ = ["RemoteChat", "RemoteSetup", "open_remote_chat", "pick_remote_thread"]
@@ -265,7 +267,7 @@ class RemoteChat(PromptLoop):
         settings = self.thread.get("settings", {})
         turns = [t for t in self.thread.get("turns", []) if not t.get("hidden")]
         title = settings.get("title") or "(untitled)"
-        self.say(f"resumed {self.thread_id} · {title} · {len(turns)} turns", "good")
+        self.say(f"resumed {self.thread_id} · {title} · {plural(len(turns), 'turn')}", "good")
         for item in turns[-1]["items"] if turns else []:
             if item.get("type") in ("user_message", "assistant_text"):
                 first = str(item.get("text", "")).strip().split("\n", 1)[0][:200]
@@ -287,14 +289,39 @@ class RemoteChat(PromptLoop):
         handler = self._commands.get(name.lower())
         if handler is None:
             offered = ", ".join(f"/{n}" for n in self._commands if n != "exit")
-            self.say(f"/{name} is not offered over --server (here: {offered})", "error")
+            instead = self._instead(name.lower(), rest.strip())
+            self.say(f"/{name} is not offered over --server{instead} (here: {offered})", "error")
             return
         if self.turn_id is not None and handler not in (self._help, self._quit):
             self.say(f"/{name} waits until the turn ends (Esc interrupts it)", "warn")
             return
         await handler(rest.strip())
 
+    def _instead(self, name: str, rest: str) -> str:
+        """``: COMMAND``, the command that does what the session's ``/name``
+        does locally, to paste (``""`` for a command kun does not have)."""
+        thread = self.thread_id or "THREAD"
+        server = ["kun", "--server", self.remote.url]
+        args = {
+            "rewind": ["rewind", thread, *(rest.split() or ["N"])],
+            "undo-rewind": ["rewind", thread, "--undo"],
+            "fork": ["fork", thread, *(["--at-turn", rest] if rest else [])],
+            "compact": ["compact", thread],
+            "usage": ["usage", thread],
+            "threads": ["threads"],
+            "plan": ["run", "--thread", thread, "--plan", "PROMPT"],
+        }.get(name)
+        if args is not None:
+            return f"; instead: {shlex.join([*server, *args])}"
+        if name == "goal":
+            return (
+                "; goals are not set over the API yet: on the server's machine, "
+                f"{shlex.join(['kun', 'resume', thread])} opens this thread there"
+            )
+        return ""
+
     async def _help(self, rest: str) -> None:
+        self.say("/help  these commands")
         self.say("/approval [POLICY]  the thread's approval policy")
         self.say("/model [PROVIDER/]MODEL  the thread's model (the server's providers)")
         self.say("/title TEXT  the thread's title")

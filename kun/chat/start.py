@@ -24,6 +24,7 @@ from kun.app.lookup import ThreadSummary, latest_thread, recent_threads, resolve
 from kun.cli.flags import RuntimeFlags
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.shown import shown_cell
+from kun.domain.transcript import plural
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
@@ -153,7 +154,8 @@ def _recap(session: ChatSession, thread_id: str) -> None:
     state = session.service.state(thread_id)
     settings = state.settings
     session.say(
-        f"resumed {thread_id} · {shown_cell(settings.title)} · {len(state.visible_turns)} turns · "
+        f"resumed {thread_id} · {shown_cell(settings.title)} · "
+        f"{plural(len(state.visible_turns), 'turn')} · "
         f"{session.model.provider}/{session.model.model}",
         "good",
     )

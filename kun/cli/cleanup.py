@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from kun.cli.options import home_option, pasteable
+from kun.domain.transcript import plural
 
 __all__ = ["gc", "restore", "rm", "trash"]
 
@@ -54,8 +55,9 @@ def gc(thread: str, confirm: bool, home: Path | None) -> None:
         click.echo(f"nothing to collect in {thread_id}: no hidden turn, no loose side file")
         return
     click.echo(
-        f"{thread_id}: dropped {report.turns} hidden turn(s) ({report.events} event(s)) "
-        f"and {report.side_files} side file(s); {_bytes(report.bytes_saved)} saved "
+        f"{thread_id}: dropped {plural(report.turns, 'hidden turn')} "
+        f"({plural(report.events, 'event')}) and {plural(report.side_files, 'side file')}; "
+        f"{_bytes(report.bytes_saved)} saved "
         f"once the old generation ({report.generation}) is removed: "
         f"{pasteable('gc', thread_id, '--confirm')}"
     )
@@ -109,4 +111,4 @@ def trash(home: Path | None) -> None:
 
 def _bytes(count: int) -> str:
     """Exact, so a script can read it."""
-    return f"{count} bytes"
+    return plural(count, "byte")

@@ -17,6 +17,7 @@ import click
 
 from kun.cli.options import home_option, log_of
 from kun.cli.remote import local_only, remote_target
+from kun.domain.transcript import plural
 
 if TYPE_CHECKING:
     from kun.contracts.items import Compaction
@@ -75,8 +76,8 @@ def compacted_line(
         return False, f"kun compact: {outcome}"
     summary = outcome
     return True, (
-        f"compacted {summary.replaced_items} items of {thread_id} into a summary of about "
-        f"{text_tokens(summary.summary):,} tokens (turn {turn_id})"
+        f"compacted {plural(summary.replaced_items, 'item')} of {thread_id} into a summary of "
+        f"about {text_tokens(summary.summary):,} tokens (turn {turn_id})"
     )
 
 

@@ -5,7 +5,10 @@ would type next (with the demo's ``--home``, so it works when pasted) and
 then run through the same CLI entry point that command would reach, so the
 output under it is real: the event count, a time-travel replay with
 ``--until-seq``, a fork at that moment, a usage comparison of the thread and
-its fork, and a rewind of the last turn.
+its fork, a rewind of the last turn and its undo. The undo comes last so
+the thread ends as the turns left it: every printed command, pasted in the
+order shown, runs again and exits 0 (a rewind left in force would make the
+pasted rewind fail: the turn is already hidden).
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ def tour(run: DemoRun, out: TextIO, *, color: bool = False) -> None:
         "hide the last turn; the log keeps it (replay --hidden)",
         color,
     )
+    _command(out, ["rewind", thread, "--undo", *home], "and bring it back", color)
     out.write(f"\nworkspace: {run.workspace}\n")
 
 

@@ -14,6 +14,7 @@ import click
 
 from kun.cli.options import home_option, pasteable, written_out
 from kun.cli.remote import local_only, remote_target
+from kun.domain.transcript import plural
 from kun.ids import new_id
 
 __all__ = ["export_command", "import_command"]
@@ -53,7 +54,8 @@ def export_command(thread: str, output: Path | None, force: bool, home: Path | N
     out = output if output is not None else Path(default_bundle_name(thread_id))
     manifest = export_thread(root, thread_id, out, force=force)
     blobs = len(manifest.files) - 1
-    click.echo(f"exported {thread_id} ({manifest.events} events, {blobs} side file(s)) to {out}")
+    events = plural(manifest.events, "event")
+    click.echo(f"exported {thread_id} ({events}, {plural(blobs, 'side file')}) to {out}")
 
 
 @click.command("import")
@@ -156,7 +158,7 @@ def _imported(
     if outcome == "already_imported":
         click.echo(f"already imported: {thread_id} ({detail or 'unchanged'})", err=True)
     else:
-        click.echo(f"{outcome} {thread_id} ({events} events)", err=True)
+        click.echo(f"{outcome} {thread_id} ({plural(events, 'event')})", err=True)
         if detail:
             click.echo(detail, err=True)
     if trashed is not None:

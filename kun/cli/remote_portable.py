@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from kun.cli.remote import Remote, explained
+from kun.domain.transcript import plural
 
 __all__ = ["remote_export", "remote_import"]
 
@@ -32,8 +33,8 @@ def remote_export(remote: Remote, thread: str, out: Path | None, *, force: bool)
     with explained(remote), remote.client() as client:
         facts = client.export_thread(thread, target, compress=not target.name.endswith(".tar"))
     return (
-        f"exported {facts['thread_id']} ({facts['events']} events, "
-        f"{facts['side_files']} side file(s)) to {target}"
+        f"exported {facts['thread_id']} ({plural(facts['events'], 'event')}, "
+        f"{plural(facts['side_files'], 'side file')}) to {target}"
     )
 
 

@@ -16,6 +16,7 @@ import click
 
 from kun.cli.options import home_option, log_of
 from kun.cli.remote import local_only, remote_target
+from kun.domain.transcript import plural
 
 __all__ = ["json_chunks", "replay", "report_notes", "transcript_chunks"]
 
@@ -196,14 +197,16 @@ def report_notes(report: Any) -> Iterator[str]:
     if report.seq_gaps:
         before, after = report.first_gap
         yield (
-            f"note: {report.missing_seqs} events are missing from the log "
-            f"(its seqs jump {report.seq_gaps} times, first from seq {before} to {after}); "
+            f"note: {plural(report.missing_seqs, 'event')} missing from the log "
+            f"(its seqs jump {plural(report.seq_gaps, 'time')}, first from seq {before} "
+            f"to {after}); "
             "--strict refuses such logs"
         )
     if report.unknown:
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(report.unknown_kinds.items()))
         yield (
-            f"note: skipped {report.unknown} events of kinds this kun does not know ({kinds}); "
+            f"note: skipped {plural(report.unknown, 'event')} of kinds this kun does not know "
+            f"({kinds}); "
             "the log was written by a newer kun (--strict refuses such logs)"
         )
     torn = report.torn_tail

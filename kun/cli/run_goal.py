@@ -117,6 +117,7 @@ def goal_line(service: TurnService, thread_id: str) -> str:
     if goal.status == "blocked":
         reason = next((w.message for w in reversed(state.warnings) if w.code in BLOCK_CODES), "")
         reason = written_out(reason, ("resume", thread_id, "--workspace", "DIR"))
+        reason = reason.removeprefix("goal blocked: ")
         return f"goal blocked: {reason}" if reason else "goal blocked"
     if goal.status == "active":
         return "goal still active (not resumed any more in this run)"

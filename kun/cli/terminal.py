@@ -40,7 +40,7 @@ from kun.domain.choices import NotAnOption, chosen_answer, numbered
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY
 from kun.domain.shown import shown, shown_cell
 from kun.domain.state import ThreadState
-from kun.domain.transcript import format_usage
+from kun.domain.transcript import format_usage, plural
 from kun.runtime.bus import LiveText
 from kun.runtime.errors import AnswerConflict, TurnNotRunning
 from kun.runtime.service import TurnService
@@ -269,7 +269,7 @@ class LiveView:
     def _result(self, result: ToolResult) -> None:
         first = result.output.strip().split("\n", 1)[0]
         lines = result.output.count("\n") + 1
-        more = f" (+{lines - 1} lines)" if lines > 1 else ""
+        more = f" (+{plural(lines - 1, 'line')})" if lines > 1 else ""
         if result.is_error:
             self.sink.line(f"   error: {_cut(first, 100)}{more}", "error")
         else:
@@ -302,7 +302,11 @@ class LiveView:
             else f"no always: {self.no_always}"
         )
         self.sink.line(f"   y yes · {always} · n no · or type why not", "dim")
-        reply = await self.prompter.prompt("   allow? [y/a/N] ")
+        asked = "   allow? [y/a/N] " if rule else "   allow? [y/N] "
+        reply = await self.prompter.prompt(asked)
+        while reply.kind == "text" and rule is None and _means_always(reply.text):
+            self.sink.line(f"   no always here ({self.no_always}): y allows once, n denies", "warn")
+            reply = await self.prompter.prompt(asked)
         if reply.kind == "text":
             await self._decide(event, reply.text.strip(), rule)
         elif reply.kind == "eof":
@@ -325,7 +329,8 @@ class LiveView:
         return None if call is None else rule_for(call.name, bytes(call.arguments))
 
     async def _decide(self, event: ev.ApprovalRequested, text: str, rule: AllowRule | None) -> None:
-        """``y``, ``a``, ``n`` or Enter, or a reason to deny."""
+        """``y``, ``a`` (only asked when ``rule`` can be added), ``n`` or
+        Enter, or a reason to deny."""
         answer = text.lower()
         if answer in ("a", "always") and rule is not None:
             settings = self._state().settings
@@ -337,9 +342,7 @@ class LiveView:
             await self._answer_approval(
                 event.approval_id, "approved", f"always for this thread: {describe(rule)}"
             )
-        elif answer in ("y", "yes", "a", "always"):
-            if answer.startswith("a"):
-                self.sink.line("   approved this once: this call cannot be always allowed", "dim")
+        elif answer in ("y", "yes"):
             await self._answer_approval(event.approval_id, "approved")
         elif answer in ("", "n", "no"):
             await self._answer_approval(event.approval_id, "denied")
@@ -414,3 +417,10 @@ def _diff_tone(row: str) -> Tone:
 def _cut(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _means_always(text: str) -> bool:
+    """An "always" typed where none is offered: asked again rather than
+    taken as a yes (the user meant more than once) or a denial with the
+    reason "a"."""
+    return text.strip().lower() in ("a", "always")

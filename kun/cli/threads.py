@@ -24,6 +24,7 @@ from kun.cli.options import home_option, log_of, pasteable, service_call
 from kun.cli.remote import local_only, remote_target
 from kun.domain.shown import shown as safe_text
 from kun.domain.shown import shown_cell
+from kun.domain.transcript import plural
 
 __all__ = ["fork", "reconcile", "rewind", "threads", "usage"]
 
@@ -197,16 +198,17 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
 def _usage_notes(report: Any) -> Iterator[str]:
     unreadable = report.skipped_bad + report.unknown + (report.torn_tail is not None)
     if unreadable:
-        yield f"skipped {unreadable} unreadable lines"
+        yield f"skipped {plural(unreadable, 'unreadable line')}"
     if report.repeated_seqs:
         yield (
-            f"skipped {report.repeated_seqs} lines that repeat an earlier seq "
+            f"skipped {plural(report.repeated_seqs, 'line')} that repeated an earlier seq "
             "(each event is counted once)"
         )
     if report.seq_gaps:
         yield (
-            f"{report.missing_seqs} events are missing (the seqs jump {report.seq_gaps} "
-            f"times, first from seq {report.first_gap[0]} to {report.first_gap[1]}); "
+            f"{plural(report.missing_seqs, 'event')} missing (the seqs jump "
+            f"{plural(report.seq_gaps, 'time')}, first from seq {report.first_gap[0]} "
+            f"to {report.first_gap[1]}); "
             "the totals may be short"
         )
 
@@ -283,7 +285,9 @@ def rewound_line(thread_id: str, number: int, turn_id: str, hidden: int, seq: in
 
 def undone_line(thread_id: str, restored: int, rewind_seq: int) -> str:
     """What ``kun rewind --undo`` says it did, locally or over a server."""
-    return f"brought back {restored} turn(s) of {thread_id} (the rewind at seq {rewind_seq})"
+    return (
+        f"brought back {plural(restored, 'turn')} of {thread_id} (the rewind at seq {rewind_seq})"
+    )
 
 
 def _echo_lines(lines: list[str]) -> None:

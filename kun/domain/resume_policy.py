@@ -9,6 +9,14 @@ remembered in memory). A resumed turn is marked on its user message
 Progress is a successful tool call other than the goal tools: reading or
 re-stating the goal is not work. A resumed turn that made no progress counts
 one attempt; progress, or a turn the user started, ends the count.
+
+A turn kun itself stopped as a runaway (:data:`RUNAWAY_CODES`: the storm
+breaker, the step, token, cost or wall limit) blocks the goal at once rather
+than counting as one more attempt: its calls may have "succeeded" (the same
+read, over and over), so it would look like progress and be resumed without
+end, and each resume would spend a whole new turn's limit (five resumes of a
+200-step turn are a thousand model calls). The limits bound a turn; the
+goal must not multiply them.
 """
 
 from __future__ import annotations
@@ -21,10 +29,13 @@ from kun.contracts.items import ToolResult, UserMessage, WarningItem
 from kun.contracts.threads import Goal
 from kun.domain.goals import budget_exhausted
 from kun.domain.state import ThreadState, TurnState
+from kun.domain.transcript import plural
 
 __all__ = [
     "BLOCK_CODES",
     "GOAL_TOOLS",
+    "RUNAWAY_BLOCK_CODE",
+    "RUNAWAY_CODES",
     "WORKSPACE_MISSING_CODE",
     "Block",
     "Decision",
@@ -49,8 +60,20 @@ GOAL_TOOLS = frozenset({"get_goal", "create_goal", "update_goal"})
 REPETITION_STOP = "goal_repetition_stop"
 BLOCKED_CODE = "goal_resume_exhausted"
 WORKSPACE_MISSING_CODE = "goal_resume_workspace_missing"
-BLOCK_CODES = frozenset({BLOCKED_CODE, WORKSPACE_MISSING_CODE})
+RUNAWAY_BLOCK_CODE = "goal_runaway_stopped"
+BLOCK_CODES = frozenset({BLOCKED_CODE, WORKSPACE_MISSING_CODE, RUNAWAY_BLOCK_CODE})
 """The warnings that say why kun blocked a goal itself."""
+
+RUNAWAY_CODES = frozenset(
+    {
+        "tool_storm_stopped",
+        "turn_step_limit",
+        "turn_token_limit",
+        "turn_wall_time_limit",
+        "budget_exhausted",
+    }
+)
+"""The failure codes of a turn kun stopped because it ran away (SPEC §7.3)."""
 
 GoalKey = tuple[str, int, str]
 """Thread id, the goal's ``created_at`` and its objective: a timer is only
@@ -163,13 +186,23 @@ def decide_after_turn(
         return NoResume(reason="budget_exhausted")
     if _repetition_stopped(turn) and not made_progress(turn):
         return NoResume(reason="repetition")
+    if turn.status == "failed" and turn.error is not None and turn.error.code in RUNAWAY_CODES:
+        return Block(
+            goal=msgspec.structs.replace(goal, status="blocked"),
+            code=RUNAWAY_BLOCK_CODE,
+            message=(
+                f"goal blocked: kun stopped the turn ({turn.error.code}), so it did not resume the "
+                "goal: a resumed turn would run into the same limit again; set it "
+                "active again to retry"
+            ),
+        )
     attempt = attempts_without_progress(state, goal) + 1
     if attempt > settings.max_attempts:
         return Block(
             goal=msgspec.structs.replace(goal, status="blocked"),
             code=BLOCKED_CODE,
             message=(
-                f"goal blocked: {settings.max_attempts} resumed turns in a row made no "
+                f"goal blocked: {plural(settings.max_attempts, 'resumed turn')} in a row made no "
                 "progress (no successful tool call besides the goal tools); set it "
                 "active again to retry"
             ),

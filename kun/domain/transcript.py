@@ -140,7 +140,7 @@ def _numbered(number: int, turn: TurnState, show_hidden: bool, show_reasoning: b
 def _header(state: ThreadState) -> list[str]:
     s = state.settings
     model = "/".join(p for p in (s.provider, s.model) if p) or "default model"
-    turns = _plural(len(state.turns), "turn")
+    turns = plural(len(state.turns), "turn")
     lines = [
         f"thread {state.thread_id} · {s.title!r} · {state.status} · {turns}",
         f"workspace {s.workspace or '-'} · {model} · approval {s.approval_policy}",
@@ -208,7 +208,8 @@ def _hidden(lines: list[str], rewind_seq: int) -> list[str]:
     return marked + ["~" + line[1:] if line.startswith(" ") else "~ " + line for line in lines[1:]]
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """``1 turn``, ``2 turns``: every count kun prints goes through it."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -297,7 +298,7 @@ def _result(result: ToolResult, indent: str) -> list[str]:
     prefix, width = f"{indent}| ", LINE_WIDTH
     shown = [prefix + (row if len(row) <= width else row[: width - 3] + "...") for row in rows]
     if rest is not None:
-        shown.append(f"{indent}| ... ({rest.count(chr(10)) + 1} more lines)")
+        shown.append(f"{indent}| ... ({plural(rest.count(chr(10)) + 1, 'more line')})")
     ref = result.output_ref
     if ref is not None:
         shown.append(f"{indent}| [{-(-ref.size // 1024):,} KB in side file {ref.sha256[:12]}]")
@@ -328,9 +329,9 @@ def format_usage(usage: UsageTotals) -> str:
     else:
         cost = f"${usage.cost_usd:.4f}"
         if usage.unpriced_calls:
-            cost += f" + {_plural(usage.unpriced_calls, 'unpriced call')}"
+            cost += f" + {plural(usage.unpriced_calls, 'unpriced call')}"
     return (
-        f"{_plural(usage.calls, 'call')} · prompt {usage.prompt_tokens:,} "
+        f"{plural(usage.calls, 'call')} · prompt {usage.prompt_tokens:,} "
         f"(cache hit {usage.cache_hit_tokens:,}) · completion {usage.completion_tokens:,} "
         f"· {cost}"
     )

@@ -9,6 +9,7 @@ id, or by an unambiguous prefix of its id.
 from __future__ import annotations
 
 from kun.domain.state import Rewind, ThreadState, TurnState
+from kun.domain.transcript import plural
 from kun.errors import UserMistake
 
 __all__ = [
@@ -67,7 +68,8 @@ def find_turn(state: ThreadState, ref: str) -> tuple[int, TurnState]:
         number = int(ref)
         if not 1 <= number <= len(turns):
             raise NoSuchTurn(
-                f"thread {state.thread_id!r} has {len(turns)} turns: there is no turn {number}"
+                f"thread {state.thread_id!r} has {plural(len(turns), 'turn')}: "
+                f"there is no turn {number}"
             )
         return number, turns[number - 1]
     matches = [(n, t) for n, t in enumerate(turns, 1) if t.turn_id == ref]

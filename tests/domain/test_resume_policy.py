@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from kun.contracts.items import Item, ToolResult, UserMessage, WarningItem
 from kun.contracts.threads import Goal, ThreadSettings
 from kun.domain.resume_policy import (
+    RUNAWAY_BLOCK_CODE,
+    RUNAWAY_CODES,
     Block,
     NoResume,
     ResumeSettings,
@@ -21,7 +23,7 @@ from kun.domain.resume_policy import (
     made_progress,
     still_resumable,
 )
-from kun.domain.state import ThreadState, TurnState
+from kun.domain.state import ThreadState, TurnError, TurnState
 
 GOAL = Goal(objective="ship it", created_at=100)
 SETTINGS = ResumeSettings()
@@ -90,6 +92,11 @@ def test_resumed_turns_without_progress_count_up_then_block() -> None:
     assert isinstance(decision, Block)
     assert decision.goal == msgspec.structs.replace(GOAL, status="blocked")
     assert "5 resumed turns" in decision.message
+    one = decide_after_turn(
+        state(turn(1), turn(2, resume=1)), turn(2, resume=1), aborted=False,
+        settings=ResumeSettings(max_attempts=1),
+    )  # fmt: skip
+    assert isinstance(one, Block) and "1 resumed turn in a row" in one.message
 
 
 def test_progress_resets_the_count() -> None:
@@ -129,6 +136,23 @@ def test_an_aborted_turn_is_not_resumed() -> None:
 
 def test_a_failed_turn_is_resumed() -> None:
     assert isinstance(decide(state(turn(1, status="failed"))), Schedule)
+
+
+@pytest.mark.parametrize("code", sorted(RUNAWAY_CODES))
+def test_a_runaway_stop_blocks_the_goal_even_after_successful_calls(code: str) -> None:
+    """The storm breaker stops a model repeating a call that succeeds: those
+    calls are not progress a resume could build on, and a resumed turn would
+    spend its whole limit again."""
+    stopped = msgspec.structs.replace(
+        turn(1, result("read_file"), status="failed"),
+        error=TurnError(code=code, message="stopped"),
+    )
+    decision = decide(state(stopped))
+    assert isinstance(decision, Block)
+    assert decision.code == RUNAWAY_BLOCK_CODE and code in decision.message
+    assert decision.goal.status == "blocked"
+    other = msgspec.structs.replace(stopped, error=TurnError(code="provider_error", message="x"))
+    assert isinstance(decide(state(other)), Schedule)
 
 
 def test_a_plan_mode_turn_is_not_resumed() -> None:

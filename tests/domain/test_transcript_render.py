@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kun.contracts.items import ToolResult
-from kun.domain.transcript import LINE_WIDTH, RESULT_LINES, _result
+from kun.domain.transcript import LINE_WIDTH, RESULT_LINES, _result, plural
 
 
 def _plain(output: str, indent: str) -> list[str]:
@@ -18,7 +18,7 @@ def _plain(output: str, indent: str) -> list[str]:
     rows = output.split("\n")
     shown = [f"{indent}| {cut(row.expandtabs(4))}" for row in rows[:RESULT_LINES]]
     if len(rows) > RESULT_LINES:
-        shown.append(f"{indent}| ... ({len(rows) - RESULT_LINES} more lines)")
+        shown.append(f"{indent}| ... ({plural(len(rows) - RESULT_LINES, 'more line')})")
     return shown
 
 

@@ -69,6 +69,6 @@ def test_rewinding_everything_over_an_open_turn_leaves_the_thread_idle(tmp_path:
     assert all(t.settled for t in state.turns)
     code, out, err = _kun("rewind", "t_dead", "--undo", "--home", str(tmp_path))
     assert code == 0, err
-    assert "brought back 3 turn(s)" in out
+    assert "brought back 3 turns " in out
     state = replay(_log(tmp_path, "t_dead"))
     assert state.status == "failed" and len(state.visible_turns) == 3

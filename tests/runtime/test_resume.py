@@ -20,9 +20,14 @@ from kun.cli.run_goal import goal_line
 from kun.contracts import events as ev
 from kun.contracts.items import UserMessage
 from kun.contracts.threads import Goal, ThreadSettings
-from kun.domain.resume_policy import BLOCKED_CODE, WORKSPACE_MISSING_CODE, ResumeSettings
+from kun.domain.resume_policy import (
+    BLOCKED_CODE,
+    RUNAWAY_BLOCK_CODE,
+    WORKSPACE_MISSING_CODE,
+    ResumeSettings,
+)
 from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
-from kun.runtime.context import draft
+from kun.runtime.context import TurnLimits, draft
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
@@ -114,7 +119,7 @@ async def rig(
         service = TurnService(
             recorder,
             tg,
-            model=ScriptedModelClient(list(script)),
+            model=ScriptedModelClient(script if callable(script) else list(script)),
             tools=tools or builtin_host(),
             resume=settings,
             sleep=clock.sleep,
@@ -175,7 +180,8 @@ async def test_a_resume_without_its_workspace_blocks_the_goal_saying_how_to_rebi
         message = state.warnings[0].message
         assert str(workspace) in message
         assert f"kun resume {r.thread_id} --workspace DIR" in message
-        assert goal_line(r.service, r.thread_id) == f"goal blocked: {message}"
+        assert message.startswith("goal blocked: ")
+        assert goal_line(r.service, r.thread_id) == message
         elsewhere = tmp_path / "elsewhere"
         with click.Context(click.Command("run")) as ctx:
             ctx.params["home"] = elsewhere
@@ -366,3 +372,44 @@ async def test_server_shutdown_cancels_pending_resumes_first(tmp_path: Path) -> 
         assert r.clock.cancelled == 1
         await r.run("one more")  # a turn settling now schedules nothing
         assert r.service.resumes.pending(r.thread_id) is None
+
+
+async def test_a_model_repeating_one_successful_call_ends_the_goal_blocked(
+    tmp_path: Path,
+) -> None:
+    """The reads succeed, so they looked like progress and the goal was
+    resumed forever (73 turns in 150 s). A turn kun stopped as a runaway
+    blocks the goal at once: no resume, a handful of model calls in all."""
+    calls: list[object] = []
+
+    def forever(request: object) -> list[Any]:
+        calls.append(request)
+        return READ
+
+    async with rig(tmp_path, forever) as r:
+        turn_id = await r.run("read a.py forever")
+        state = r.service.state(r.thread_id)
+        turn = next(t for t in state.turns if t.turn_id == turn_id)
+        assert turn.error is not None and turn.error.code == "tool_storm_stopped"
+        assert r.service.resumes.pending(r.thread_id) is None
+        assert r.clock.delays == []
+        assert state.settings.goal is not None and state.settings.goal.status == "blocked"
+        assert [w.code for w in state.warnings] == [RUNAWAY_BLOCK_CODE]
+        assert "tool_storm_stopped" in state.warnings[0].message
+        assert goal_line(r.service, r.thread_id) == state.warnings[0].message
+        assert len(calls) <= 12
+
+
+async def test_a_turn_stopped_by_its_step_limit_blocks_the_goal(tmp_path: Path) -> None:
+    """Distinct successful calls (no storm) until ``max_steps``: resuming
+    would spend another whole turn's limit each time."""
+    script = [tool_reply("read_file", {"path": "a.py", "offset": n}) for n in range(3)]
+    async with rig(tmp_path, script) as r:
+        await r.run("read a.py", limits=TurnLimits(max_steps=3))
+        state = r.service.state(r.thread_id)
+        assert state.turns[-1].error is not None
+        assert state.turns[-1].error.code == "turn_step_limit"
+        assert r.service.resumes.pending(r.thread_id) is None
+        assert state.settings.goal is not None and state.settings.goal.status == "blocked"
+        assert [w.code for w in state.warnings] == [RUNAWAY_BLOCK_CODE]
+        assert "turn_step_limit" in state.warnings[0].message
