@@ -283,6 +283,14 @@ def test_threads_fit_the_terminal_width(tmp_path: Path, columns: int) -> None:
     assert all("Migrate the" in line and "$1.5000" in line for line in lines[1:])
 
 
+def test_threads_fit_a_narrow_terminal_by_leaving_out_more_columns(tmp_path: Path) -> None:
+    _long_threads(tmp_path)
+    lines = _threads_on_a_terminal(tmp_path, 50)
+    assert len(lines) == 4, lines
+    assert all(len(line) <= 50 for line in lines), lines
+    assert lines[0].split()[:3] == ["THREAD", "TITLE", "STATUS"]
+
+
 def test_an_error_that_suggests_a_command_gives_it_with_the_home(tmp_path: Path) -> None:
     _write(tmp_path, _thread("t_err", turns=1))
     code, _, err = _run("rewind", "t_err", "zz", "--home", str(tmp_path))

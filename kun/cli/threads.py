@@ -119,10 +119,10 @@ def _columns() -> tuple[Any, ...]:
         Column("WORKSPACE", flex=True, least=12, left=True, drop=3),
         Column("MODEL", flex=True, least=10, drop=2),
         Column("STATUS"),
-        Column("TURNS"),
-        Column("LAST ACTIVITY"),
+        Column("TURNS", drop=6),
+        Column("LAST ACTIVITY", drop=4),
         Column("TOKENS", drop=1),
-        Column("COST"),
+        Column("COST", drop=5),
     )
 
 
