@@ -107,3 +107,15 @@ async def test_trusting_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert code != 0
     missing = tmp_path / "kun.toml"
     assert err == f"kun: error: {missing} does not exist; kun trust names a kun.toml to trust\n"
+
+
+async def test_kun_config_shows_the_homes_sandbox_as_a_floor(tmp_path: Path) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    (home / "kun.toml").write_text('[tools.bash]\nsandbox = "on"\n')
+    (project / "kun.toml").write_text('[tools.bash]\nsandbox = "auto"\n')
+    code, out, err = await kun(project, home, "config")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("sandbox = "))
+    assert row.startswith('sandbox = "on"') and "the home's kun.toml as a floor" in row

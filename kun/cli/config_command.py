@@ -79,10 +79,11 @@ def render_config(
         _row("home", str(root), _home_source(home, env)),
         _row("config_file", str(found) if found else None, _file_source(config_path, found, env)),
     ]
+    trust_row = None
     if found is not None:
-        lines.append(
-            _trust_row(found, root, config_path is not None or bool(env.get("KUN_CONFIG")))
-        )
+        trust_row = _trust_row(found, root, config_path is not None or bool(env.get("KUN_CONFIG")))
+        lines.append(trust_row)
+    floored = trust_row is not None and trust_row.startswith("config_trusted = false")
     default_source = str(found) if raw.get("default_provider") else "default (first provider)"
     if found is None:
         default_source = "environment (first key set)"
@@ -95,6 +96,8 @@ def render_config(
     for key in ("env_allow", "sandbox", "writable", "network"):
         value = getattr(bash, key)
         source = str(found) if key in written else "default"
+        if floored and key != "env_allow":
+            source = f"{source}, the home's kun.toml as a floor (the file is not trusted)"
         lines.append(_row(key, list(value) if isinstance(value, tuple) else value, source))
     lines += observe_lines(
         config.observability, raw.get("observability", {}), found, env, given_flags()
@@ -190,9 +193,10 @@ def _trust_row(found: Path, root: Path, named: bool) -> str:
     """Whether the file may use every key (:mod:`kun.config.trust`)."""
     import shlex
 
+    from kun.config import CONFIG_NAME
     from kun.config.trust import is_trusted
 
-    in_home = root / "kun.toml"
+    in_home = root / CONFIG_NAME
     if named or (in_home.is_file() and found.samefile(in_home)):
         return _row("config_trusted", True, "named on purpose or kun's home: always trusted")
     if is_trusted(root, found, found.read_bytes()):

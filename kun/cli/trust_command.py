@@ -21,7 +21,7 @@ def trust_command(path: Path | None, revoke: bool, as_list: bool, home: Path | N
     """Trust PATH (default ./kun.toml) as it is now, after reading it: its
     MCP servers, provider URLs and sandbox widening are then taken. Any
     change to the file un-trusts it."""
-    from kun.config import trust
+    from kun.config import CONFIG_NAME, trust
     from kun.errors import UserMistake
     from kun.store.paths import resolve_home
 
@@ -31,7 +31,7 @@ def trust_command(path: Path | None, revoke: bool, as_list: bool, home: Path | N
             raise UserMistake("kun trust --list takes no PATH and no --revoke")
         _list(root)
         return
-    target = (path or Path("kun.toml")).absolute()
+    target = (path or Path(CONFIG_NAME)).absolute()
     if revoke:
         if path is None:
             raise UserMistake("kun trust --revoke needs the PATH to forget")
