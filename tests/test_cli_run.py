@@ -198,6 +198,8 @@ async def test_a_thread_continued_from_another_folder_reads_its_workspaces_kun_t
 
     async with FakeProvider([ANSWER, ANSWER], format="chat_completions") as provider:
         config = _config(tmp_path, provider.base_url).rename(workspace / "kun.toml")
+        code, _, err = await kun("trust", str(config))
+        assert code == 0, err  # its base_url counts only once the user trusts it
         code, _, err = await kun("run", "first", "--workspace", str(workspace))
         assert code == 0, err  # the workspace named here has the kun.toml
         assert f"kun: note: configuration from {config} (the thread's workspace)" in err

@@ -16,6 +16,7 @@ import pytest
 from kun.app.sandboxing import sandbox_settings, serving
 from kun.app.session import tool_host
 from kun.config import ConfigError, load_config, parse_config
+from kun.config.trust import trust
 from kun.tools import ToolContext
 from kun.tools.sandbox import SandboxUnavailable, probe
 
@@ -74,8 +75,9 @@ WIDENING = [
     ('[tools.bash]\nsandbox = "off"\n', "tools.bash.sandbox"),
     ("[tools.bash]\nnetwork = true\n", "tools.bash.network"),
     ('[tools.bash]\nwritable = ["~"]\n', "tools.bash.writable"),
-    ('[mcp.gh]\ncommand = "gh-mcp"\nnetwork = true\n', "mcp.gh.network"),
-    ('[mcp.gh]\ncommand = "gh-mcp"\nsandbox = "off"\n', "mcp.gh.sandbox"),
+    # an untrusted project's stdio MCP server is refused for its command first
+    ('[mcp.gh]\ncommand = "gh-mcp"\nnetwork = true\n', "mcp.gh.command"),
+    ('[mcp.gh]\ncommand = "gh-mcp"\nsandbox = "off"\n', "mcp.gh.command"),
 ]
 
 
@@ -90,8 +92,18 @@ def test_a_projects_kun_toml_cannot_widen_the_sandbox(tmp_path: Path, text: str,
     for where in ({"cwd": workspace}, {"cwd": tmp_path, "workspace": workspace}):
         with pytest.raises(ConfigError) as caught:
             load_config(home=home, environ=env, **where)  # type: ignore[arg-type]
-        assert caught.value.key == key and "a sandboxed command" in str(caught.value)
-        assert "--config" in str(caught.value)
+        assert caught.value.key == key and "until you trust it" in str(caught.value)
+        assert f"kun trust {workspace / 'kun.toml'}" in str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "key"), WIDENING)
+def test_a_trusted_projects_kun_toml_can_widen_it(tmp_path: Path, text: str, key: str) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "kun.toml").write_text(text)
+    home, env = tmp_path / "home", {"PATH": os.defpath}
+    trust(home, workspace / "kun.toml")
+    assert load_config(home=home, environ=env, cwd=workspace).source == str(workspace / "kun.toml")
 
 
 @pytest.mark.parametrize(("text", "key"), WIDENING)

@@ -79,6 +79,11 @@ def render_config(
         _row("home", str(root), _home_source(home, env)),
         _row("config_file", str(found) if found else None, _file_source(config_path, found, env)),
     ]
+    trust_row = None
+    if found is not None:
+        trust_row = _trust_row(found, root, config_path is not None or bool(env.get("KUN_CONFIG")))
+        lines.append(trust_row)
+    floored = trust_row is not None and trust_row.startswith("config_trusted = false")
     default_source = str(found) if raw.get("default_provider") else "default (first provider)"
     if found is None:
         default_source = "environment (first key set)"
@@ -91,6 +96,8 @@ def render_config(
     for key in ("env_allow", "sandbox", "writable", "network"):
         value = getattr(bash, key)
         source = str(found) if key in written else "default"
+        if floored and key != "env_allow":
+            source = f"{source}, the home's kun.toml as a floor (the file is not trusted)"
         lines.append(_row(key, list(value) if isinstance(value, tuple) else value, source))
     lines += observe_lines(
         config.observability, raw.get("observability", {}), found, env, given_flags()
@@ -180,6 +187,26 @@ def _file_source(given: Path | None, found: Path | None, env: Mapping[str, str])
     if found is None:
         return "none found: providers come from the environment's API keys"
     return "./kun.toml" if found.parent == Path.cwd() else "the home's kun.toml"
+
+
+def _trust_row(found: Path, root: Path, named: bool) -> str:
+    """Whether the file may use every key (:mod:`kun.config.trust`)."""
+    import shlex
+
+    from kun.config import CONFIG_NAME
+    from kun.config.trust import is_trusted
+
+    in_home = root / CONFIG_NAME
+    if named or (in_home.is_file() and found.samefile(in_home)):
+        return _row("config_trusted", True, "named on purpose or kun's home: always trusted")
+    if is_trusted(root, found, found.read_bytes()):
+        return _row("config_trusted", True, "kun trust (any change to the file un-trusts it)")
+    return _row(
+        "config_trusted",
+        False,
+        "found in the project: no MCP server, provider URL or key, or sandbox widening "
+        f"until `kun trust {shlex.quote(str(found))}`; the home's [tools.bash] is a floor",
+    )
 
 
 def _row(key: str, value: Any, source: str) -> str:

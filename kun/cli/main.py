@@ -30,6 +30,7 @@ from kun.cli.replay import replay
 from kun.cli.serve import serve
 from kun.cli.steering import interrupt, steer
 from kun.cli.threads import fork, reconcile, rewind, threads, usage
+from kun.cli.trust_command import trust_command
 from kun.errors import KunError
 
 EXIT_FAILURE = 1
@@ -315,6 +316,7 @@ for _command in (replay, threads, usage, rewind, fork, reconcile):
 cli.add_command(resume)
 cli.add_command(compact)
 cli.add_command(config_command)
+cli.add_command(trust_command)
 cli.add_command(serve)
 cli.add_command(export_command)
 cli.add_command(import_command)

@@ -25,6 +25,7 @@ a value may be a secret in the wrong place.
 from __future__ import annotations
 
 import re
+import shlex
 import types
 import typing
 from collections.abc import Iterable
@@ -34,7 +35,7 @@ import msgspec
 
 from kun.errors import UserMistake
 
-__all__ = ["ConfigError", "explain", "key_path"]
+__all__ = ["ConfigError", "UntrustedKey", "explain", "key_path"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SEGMENT = re.compile(r"\.([^.\[]+)|\[(\.\.\.|\d+)\]")
@@ -67,6 +68,20 @@ class ConfigError(UserMistake):
         self.expected = expected
         where = f"{file}: {key}" if key else file
         super().__init__(f"{where}: {expected}")
+
+
+class UntrustedKey(ConfigError):
+    """A key that runs a program, sends a credential or widens the sandbox,
+    in a project ``kun.toml`` the user has not trusted (:mod:`kun.config.trust`)."""
+
+    def __init__(self, file: str, key: str) -> None:
+        super().__init__(
+            file,
+            "",
+            f"{key} is not taken from a kun.toml found in the project until you trust it: "
+            f"kun trust {shlex.quote(file)} (after reading it)",
+        )
+        self.key = key
 
 
 def key_path(parts: Iterable[str | int]) -> str:

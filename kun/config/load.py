@@ -6,14 +6,16 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
-from kun.config.errors import ConfigError, explain, key_path
+from kun.config.errors import ConfigError, UntrustedKey, explain, key_path
 from kun.config.keys import value_problem
 from kun.config.schema import (
     KNOWN_PROVIDERS,
     URL_PATTERN,
+    BashSettings,
     Config,
     ConfigFile,
     KnownProvider,
@@ -21,8 +23,10 @@ from kun.config.schema import (
     ProviderConfig,
     ProviderTable,
     RuntimeTable,
+    SandboxMode,
     known_provider,
 )
+from kun.config.trust import is_trusted
 from kun.domain.resume_policy import ResumeSettings
 
 __all__ = [
@@ -115,36 +119,96 @@ def load_config(
     config = parse_config(data, str(found))
     named = path is not None or bool(env.get("KUN_CONFIG"))
     home_file = _home_file(home, Path.cwd() if cwd is None else Path(cwd), env)
-    if not named and not (home_file.is_file() and found.samefile(home_file)):
-        _refuse_widening(config)
-    return config
+    if named or (home_file.is_file() and found.samefile(home_file)):
+        return config
+    if is_trusted(home_file.parent, found, data):
+        return config
+    _refuse_untrusted(config, msgspec.toml.decode(data))
+    return _under_home_floor(config, data, home_file)
 
 
-_WIDENING = (
-    "is not taken from a kun.toml found in the project, which a sandboxed command "
-    "could have written: put it in kun's home (the kun.toml beside the threads) or "
-    "name the file with --config"
-)
+_PERMISSIVE_APPROVALS = ("never", "auto", "full-auto")
+_OBSERVE_WORDS = ("off", "file", "stderr")
 
 
-def _refuse_widening(config: Config) -> None:
+def _refuse_untrusted(config: Config, raw: dict[str, Any]) -> None:
     """Refuse a project's ``kun.toml`` (found in the workspace or the working
-    directory) that widens the sandbox: a command run in the sandbox can write
-    there, and a ``sandbox = "off"`` it planted would free the next run. The
-    keys that widen it count only from a file named on purpose or kun's home."""
-    bash = config.tools.bash
-    widening = [
+    directory, not trusted with ``kun trust``) that sets a key which runs a
+    program, sends a credential or widens the sandbox: a command run in the
+    sandbox can write there, and a cloned repository can ship one. Nothing
+    it asks for runs until the user has read the file and trusted it."""
+    keys = [
+        *(_mcp_keys(name, table) for name, table in config.mcp.items()),
+        *(_provider_keys(name, raw) for name in config.providers),
+        _bash_keys(config.tools.bash),
+    ]
+    if config.runtime.approval_policy in _PERMISSIVE_APPROVALS:
+        keys.append(["runtime.approval_policy"])
+    if config.observability.log not in _OBSERVE_WORDS:
+        keys.append(["observability.log"])
+    refused = [key for group in keys for key in group]
+    if refused:
+        raise UntrustedKey(config.source, refused[0])
+
+
+def _mcp_keys(name: str, table: McpServerTable) -> list[str]:
+    here = ("mcp", name)
+    found = [key for key in ("command", "url") if getattr(table, key) is not None]
+    if table.headers_env:
+        found.append("headers_env")
+    if table.sandbox == "off":
+        found.append("sandbox")
+    if table.network:
+        found.append("network")
+    return [key_path((*here, key)) for key in found]
+
+
+def _provider_keys(name: str, raw: dict[str, Any]) -> list[str]:
+    written = raw.get("providers", {}).get(name, {})
+    return [
+        key_path(("providers", name, key))
+        for key in ("base_url", "api_key_env", "headers", "proxy")
+        if key in written
+    ]
+
+
+def _bash_keys(bash: BashSettings) -> list[str]:
+    return [
         *(["tools.bash.sandbox"] if bash.sandbox == "off" else []),
         *(["tools.bash.network"] if bash.network else []),
         *(["tools.bash.writable"] if bash.writable else []),
+        *(["tools.bash.env_allow"] if bash.env_allow else []),
     ]
-    for name, table in config.mcp.items():
-        if table.sandbox == "off":
-            widening.append(key_path(("mcp", name, "sandbox")))
-        if table.network:
-            widening.append(key_path(("mcp", name, "network")))
-    if widening:
-        raise ConfigError(config.source, widening[0], _WIDENING)
+
+
+_STRICTNESS: dict[SandboxMode, int] = {"off": 0, "auto": 1, "on": 2}
+
+
+def _under_home_floor(config: Config, data: bytes, home_file: Path) -> Config:
+    """An untrusted project file's ``[tools.bash]`` with the home file's as a
+    floor: the stricter ``sandbox`` of the two, the network only if both
+    allow it, and the home file's ``writable``. Narrowing is all such a file
+    may do; a key it leaves out keeps the home's value."""
+    home = _home_bash(home_file)
+    project = config.tools.bash
+    written = msgspec.toml.decode(data).get("tools", {}).get("bash", {})
+    sandbox = max(home.sandbox, project.sandbox, key=_STRICTNESS.__getitem__)
+    network = home.network and ("network" not in written or project.network)
+    bash = msgspec.structs.replace(
+        project, sandbox=sandbox, network=network, writable=home.writable
+    )
+    tools = msgspec.structs.replace(config.tools, bash=bash)
+    return msgspec.structs.replace(config, tools=tools)
+
+
+def _home_bash(home_file: Path) -> BashSettings:
+    try:
+        data = home_file.read_bytes()
+    except FileNotFoundError:
+        return BashSettings()
+    except OSError as exc:
+        raise ConfigError(str(home_file), "", f"cannot be read: {exc.strerror or exc}") from exc
+    return parse_config(data, str(home_file)).tools.bash
 
 
 def parse_config(data: bytes | str, source: str) -> Config:

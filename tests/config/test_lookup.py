@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kun.config import ENVIRONMENT, ConfigError, find_config, load_config
+from kun.config.trust import trust
 
 MINIMAL = '[providers.local]\nbase_url = "http://localhost:8080/v1"\ndefault_model = "{name}"\n'
 
@@ -24,12 +25,14 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """A working directory, a home, and a named file, each with a kun.toml
     whose default model names where it is."""
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
-    return {
+    found = {
         "explicit": write(tmp_path / "named" / "mine.toml", "explicit"),
         "env": write(tmp_path / "from-env" / "kun.toml", "env"),
         "cwd": write(tmp_path / "work" / "kun.toml", "cwd"),
         "home": write(tmp_path / "home" / "kun.toml", "home"),
     }
+    trust(tmp_path / "home", found["cwd"])  # its base_url counts only once trusted
+    return found
 
 
 def model_of(places: dict[str, Path], path: str | None = None, **environ: str) -> str:
@@ -51,6 +54,7 @@ def test_a_continued_threads_workspace_comes_after_flag_and_env_before_cwd(
     places: dict[str, Path], tmp_path: Path
 ) -> None:
     thread_ws = write(tmp_path / "project" / "kun.toml", "thread")
+    trust(places["home"].parent, thread_ws)
 
     def model(path: str | None = None, **environ: str) -> str:
         config = load_config(
@@ -104,7 +108,7 @@ def test_a_directory_is_not_a_config_file(tmp_path: Path) -> None:
 
 
 def test_an_empty_kun_config_is_not_a_name(places: dict[str, Path]) -> None:
-    assert model_of(places, None, KUN_CONFIG="") == "cwd"
+    assert model_of(places, None, KUN_CONFIG="", KUN_HOME=str(places["home"].parent)) == "cwd"
 
 
 def test_no_file_means_providers_from_the_environment(tmp_path: Path) -> None:
