@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from kun.app.answers import ThreadOptions, TurnLimitsShown
 from kun.app.lookup import resolve_thread_id
 from kun.app.overrides import RuntimeFlags
 from kun.app.selection import Router, choose_model
@@ -41,7 +42,6 @@ from kun.runtime.context import TurnLimits
 from kun.runtime.errors import UnknownTurn
 from kun.runtime.rearm import open_suspension, rearm
 from kun.runtime.service import TurnService
-from kun.server.answers import ThreadOptions, TurnLimitsShown
 from kun.server.bodies import CreateThread, Limits, UpdateThread
 from kun.server.errors import ApiError
 from kun.store.errors import ThreadLocked

@@ -1,8 +1,6 @@
-"""The request bodies of the API as msgspec Structs, and reading them.
-
-Each body is decoded straight into its Struct (``forbid_unknown_fields``:
-a misspelt field is an error, not silently ignored), so the types here are
-the contract, and :mod:`kun.server.openapi` publishes them. A body is read
+"""Reading the API's request bodies into their Structs
+(:mod:`kun.app.requests`, which the in-process adapter and the Python
+client share, and :mod:`kun.server.openapi` publishes). A body is read
 up to :data:`MAX_BODY_BYTES` (32 MiB: a few base64 images) and refused
 with 413 past it, before it is decoded; a decode error names the field
 (msgspec's path, ``$.limits.max_steps``) in the 400.
@@ -16,22 +14,35 @@ last value, so ``{"decision": "denied", "decision": "approved"}`` would
 approve. The check is one more C-speed parse of a body that already
 decoded, calling back once per object.
 
-A name (a title, a model, a file name) is one line of printable text: a
-control character (a newline or a tab too) would corrupt a listing, a log
-line or the terminal that shows it. A count is at most 2^63 - 1, what every
-store and client can hold, so no value is silently wrapped or refused later.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Literal, TypeVar
+from typing import TypeVar
 
 import msgspec
 from starlette.requests import Request
 
-from kun.contracts.threads import ApprovalPolicy
+from kun.app.requests import (
+    _ONE_LINE_SAID,
+    _REGEX_SAID,
+    MAX_BODY_BYTES,
+    AnswerApproval,
+    AnswerUserInput,
+    CreateThread,
+    Fork,
+    Interrupt,
+    Limits,
+    NoBody,
+    RewindThread,
+    StartTurn,
+    Steer,
+    UpdateThread,
+    Upload,
+    _Body,
+)
 from kun.server.errors import ApiError
 
 __all__ = [
@@ -52,138 +63,6 @@ __all__ = [
     "is_json",
     "read_body",
 ]
-
-MAX_BODY_BYTES = 32 * 1024 * 1024
-
-_Text = Annotated[str, msgspec.Meta(max_length=1 << 20)]
-_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*(?![\s\S])"
-_Name = Annotated[
-    str,
-    msgspec.Meta(
-        min_length=1,
-        max_length=200,
-        pattern=_ONE_LINE,
-        description="one line of text, without control characters",
-    ),
-]
-_REGEX_SAID = f"`str` matching regex {_ONE_LINE!r}"
-_ONE_LINE_SAID = "one line of text without control characters (no newline or tab)"
-_Path = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=4096, description="a path, at most 4096 bytes")
-]
-_Positive = Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]
-_TurnRef = _Positive | _Name
-"""A turn, in every body that names one: its number as the transcript
-shows it (1-based, hidden turns counted), as a JSON number or a string of
-digits; or its id, or an unambiguous prefix of its id."""
-
-
-class _Body(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-class Limits(_Body):
-    """A thread's turn limits over HTTP; ``null`` (or absent) keeps the
-    server's."""
-
-    max_steps: _Positive | None = None
-    max_wall_seconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
-    max_cost_usd: Annotated[float, msgspec.Meta(ge=0)] | None = None
-    max_turn_tokens: _Positive | None = None
-
-
-class CreateThread(_Body):
-    """``workspace`` is a folder on the server's machine (default: where
-    the server runs); the rest as in :class:`UpdateThread`."""
-
-    workspace: _Path | None = None
-    title: _Name | None = None
-    provider: _Name | None = None
-    model: _Name | None = None
-    approval_policy: ApprovalPolicy | None = None
-    reasoning_effort: _Name | None = None
-    limits: Limits | None = None
-
-
-class UpdateThread(_Body):
-    """Only the fields given change. ``provider``/``model``,
-    ``approval_policy``, ``title`` and ``workspace`` (a folder on the
-    server's machine: where the thread's turns run from now on) are recorded
-    in the log (``thread_updated``); ``reasoning_effort`` and ``limits``
-    apply to the turns this server starts on the thread."""
-
-    title: _Name | None = None
-    provider: _Name | None = None
-    model: _Name | None = None
-    approval_policy: ApprovalPolicy | None = None
-    reasoning_effort: _Name | None = None
-    limits: Limits | None = None
-    workspace: str | None = None
-
-
-class Upload(_Body):
-    """An attachment sent with the turn: its bytes as base64 (never a path
-    on the server)."""
-
-    name: _Name
-    mime_type: Annotated[str, msgspec.Meta(pattern=r"^[\w.+-]+/[\w.+-]+$", examples=["image/png"])]
-    data: bytes
-
-
-class StartTurn(_Body):
-    """``plan_mode``: the turn investigates and records a plan, changing
-    nothing (SPEC §7.5)."""
-
-    text: _Text = ""
-    attachments: tuple[Upload, ...] = ()
-    disable_user_input: bool = False
-    plan_mode: bool = False
-
-
-class Steer(_Body):
-    text: _Text
-
-
-class Interrupt(_Body):
-    """``discard``: drop what the turn generated (its user message stays);
-    else open items are sealed as aborted."""
-
-    discard: bool = False
-
-
-class RewindThread(_Body):
-    """Hide turn ``before_turn`` and every later one (a turn named as
-    :data:`_TurnRef` says). ``files``: also put the workspace's files back
-    as they were before it (where unchanged since)."""
-
-    before_turn: _TurnRef
-    files: bool = False
-
-
-class Fork(_Body):
-    """Keep turns 1..``at_turn`` (a turn named as :data:`_TurnRef` says),
-    or the log up to ``at_seq`` (neither: all of it)."""
-
-    at_seq: _Positive | None = None
-    at_turn: _TurnRef | None = None
-
-
-class AnswerApproval(_Body):
-    decision: Literal["approved", "denied"]
-    reason: _Text | None = None
-
-
-class AnswerUserInput(_Body):
-    """``answer`` ``null`` cancels the question."""
-
-    answer: _Text | None
-
-
-class NoBody(_Body):
-    """A request that takes no fields (``{}`` or nothing): a field sent
-    anyway is refused, as a misspelt one is everywhere else, rather than
-    silently ignored."""
-
 
 T = TypeVar("T", bound=_Body)
 

@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from kun.app.answers import CompactionStarted
 from kun.observe.propagation import caller_trace
 from kun.runtime.compact_turn import NOTHING_TO_COMPACT
-from kun.server.answers import CompactionStarted
 from kun.server.bodies import NoBody, read_body
 from kun.server.threads import backend_of, json_response
 

@@ -17,8 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from kun.app import answers
 from kun.domain.state import ThreadState, TurnState
-from kun.server import answers, bodies
+from kun.server import bodies
 from kun.server.web import send_page
 
 __all__ = ["OPERATIONS", "QUERY", "Operation", "openapi_routes", "spec"]

@@ -36,11 +36,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from kun.app.answers import ImportDone
 from kun.portable.bundle import default_bundle_name, export_thread
 from kun.portable.errors import BundleRefused, ImportChanged, ImportConflict, SourceRefused
 from kun.portable.reimport import HTTP_HINT, ImportResult
 from kun.portable.unbundle import import_bundle
-from kun.server.answers import ImportDone
 from kun.server.errors import ApiError
 from kun.server.threads import backend_of, json_response
 

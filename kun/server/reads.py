@@ -18,10 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from kun.app.answers import ThreadUsage, UsageReport
 from kun.contracts.usage import UsageTotals
 from kun.domain.transcript import render_transcript
 from kun.domain.usage_report import render_usage
-from kun.server.answers import ThreadUsage, UsageReport
 from kun.server.backend import Backend
 from kun.server.errors import ApiError
 from kun.server.threads import backend_of, json_response, query_bool, query_int

@@ -14,12 +14,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from kun.app.answers import Forked, RewindDone, RewindUndone, ThreadPage
 from kun.app.listing import ThreadSummary, list_threads
 from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
 from kun.contracts.events import FilesRestore
 from kun.domain.turnref import find_turn
 from kun.runtime.checkpoints import UNTRACKED_NOTE
-from kun.server.answers import Forked, RewindDone, RewindUndone, ThreadPage
 from kun.server.backend import Backend
 from kun.server.bodies import CreateThread, Fork, NoBody, RewindThread, UpdateThread, read_body
 from kun.server.errors import ApiError

@@ -23,10 +23,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from kun.app.answers import ApprovalAnswered, Steered, TurnStarted, UserInputAnswered
 from kun.contracts.items import Attachment
 from kun.ids import new_id
 from kun.observe.propagation import caller_trace
-from kun.server.answers import ApprovalAnswered, Steered, TurnStarted, UserInputAnswered
 from kun.server.bodies import (
     AnswerApproval,
     AnswerUserInput,

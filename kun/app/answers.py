@@ -1,5 +1,6 @@
-"""The JSON answers of the API as msgspec Structs: the handlers encode
-these, and :mod:`kun.server.openapi` publishes their schemas, so a
+"""The answers of kun's application interface (:mod:`kun.app.interface`)
+as msgspec Structs: both adapters return these, ``kun serve``'s handlers
+encode them, and :mod:`kun.server.openapi` publishes their schemas, so a
 documented answer is the answer sent. The projections a route hands out
 as they are (a thread, a turn, a thread list row, usage totals) are the
 domain's own Structs.
@@ -18,20 +19,28 @@ import msgspec
 
 from kun.app.listing import ThreadSummary
 from kun.contracts.events import FilesRestore
-from kun.contracts.threads import ThreadSettings
+from kun.contracts.threads import Goal, ThreadSettings
 from kun.contracts.usage import UsageTotals
 
 __all__ = [
     "ApprovalAnswered",
+    "Collected",
     "CompactionStarted",
+    "Exported",
     "Forked",
+    "GoalSet",
     "ImportDone",
+    "Reconciled",
+    "Restored",
     "RewindDone",
     "RewindUndone",
     "Steered",
     "ThreadOptions",
     "ThreadPage",
     "ThreadUsage",
+    "TrashEntry",
+    "TrashPage",
+    "Trashed",
     "TurnLimitsShown",
     "TurnStarted",
     "UsageReport",
@@ -156,3 +165,66 @@ class ImportDone(_Answer):
     events: int
     detail: str
     trashed: str | None
+
+
+class Exported(_Answer):
+    """A bundle written: its thread, how many events and side files it holds."""
+
+    thread_id: str
+    events: int
+    side_files: int
+
+
+class GoalSet(_Answer):
+    """The thread's goal after a change (``null``: it has none)."""
+
+    thread_id: str
+    goal: Goal | None
+
+
+class Trashed(_Answer):
+    """A thread moved to the trash: ``entry`` names it there (give it to
+    ``restore``)."""
+
+    thread_id: str
+    entry: str
+
+
+class TrashEntry(_Answer):
+    """A thread in the trash; ``removed_at`` in milliseconds since the epoch."""
+
+    entry: str
+    thread_id: str
+    removed_at: int
+
+
+class TrashPage(_Answer):
+    entries: list[TrashEntry]
+
+
+class Restored(_Answer):
+    """A trashed thread back among the threads, under ``thread_id``."""
+
+    thread_id: str
+    entry: str
+
+
+class Collected(_Answer):
+    """What a gc did: ``generation`` ``null`` when there was nothing to
+    collect; ``freed``: bytes removed by a confirm (old generations)."""
+
+    thread_id: str
+    generation: str | None
+    turns: int = 0
+    events: int = 0
+    side_files: int = 0
+    bytes_saved: int = 0
+    freed: int = 0
+
+
+class Reconciled(_Answer):
+    """Turns left running by a process that died, settled: the threads
+    touched, and those skipped with why."""
+
+    reconciled: list[str]
+    skipped: dict[str, str]
