@@ -17,18 +17,22 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from kun.contracts.threads import ApprovalPolicy
+from kun.contracts.threads import AllowRule, ApprovalPolicy
 
 __all__ = [
     "MAX_BODY_BYTES",
     "AnswerApproval",
     "AnswerUserInput",
+    "ChangeGoal",
+    "Collect",
     "CreateThread",
     "Fork",
     "Interrupt",
     "Limits",
     "NoBody",
+    "RestoreThread",
     "RewindThread",
+    "SetGoal",
     "StartTurn",
     "Steer",
     "UpdateThread",
@@ -151,8 +155,12 @@ class Fork(_Body):
 
 
 class AnswerApproval(_Body):
+    """``always`` (with ``approved``): the allow rule to add to the thread
+    first, so later calls it matches run without asking."""
+
     decision: Literal["approved", "denied"]
     reason: _Text | None = None
+    always: AllowRule | None = None
 
 
 class AnswerUserInput(_Body):
@@ -165,3 +173,32 @@ class NoBody(_Body):
     """A request that takes no fields (``{}`` or nothing): a field sent
     anyway is refused, as a misspelt one is everywhere else, rather than
     silently ignored."""
+
+
+class SetGoal(_Body):
+    """A goal for the thread, replacing any it has."""
+
+    objective: _Text
+    token_budget: _Positive | None = None
+
+
+class ChangeGoal(_Body):
+    """``status``: pause (``paused``), resume (``active``) or finish
+    (``complete``) the goal; ``token_budget``: a new budget
+    (``clear_budget``: none)."""
+
+    status: Literal["active", "paused", "complete"] | None = None
+    token_budget: _Positive | None = None
+    clear_budget: bool = False
+
+
+class RestoreThread(_Body):
+    """``as_id``: bring the thread back under this id instead of its own."""
+
+    as_id: _Name | None = None
+
+
+class Collect(_Body):
+    """``confirm``: remove the old generations an earlier gc kept."""
+
+    confirm: bool = False
