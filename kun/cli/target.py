@@ -1,0 +1,53 @@
+"""The adapter a command works through, chosen once: the server named by
+``--server URL`` or ``$KUN_SERVER`` (:mod:`kun.cli.remote`), else the
+home (``--home``, ``$KUN_HOME``, ``~/.kun``). Commands call
+:func:`with_kun` and never reach past :class:`~kun.app.interface.Kun`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+from kun.app.connect import LocalTarget, RemoteTarget, Target, open_kun
+from kun.app.interface import Kun
+from kun.app.overrides import RuntimeFlags
+
+__all__ = ["command_target", "with_kun"]
+
+T = TypeVar("T")
+
+
+def command_target(
+    home: Path | None, *, config: Path | None = None, flags: RuntimeFlags | None = None
+) -> Target:
+    """The running command's target. With a server, a ``--home`` or
+    ``--config`` given is a usage error (they mean something only here)."""
+    from kun.cli.remote import local_only, remote_target
+
+    remote = remote_target()
+    if remote is not None:
+        local_only(home=home, config=config)
+        return RemoteTarget(remote.url, remote.token, remote.token_env)
+    from kun.store.paths import resolve_home
+
+    return LocalTarget(resolve_home(home), config, flags or RuntimeFlags())
+
+
+def with_kun(target: Target, body: Callable[[Kun], Awaitable[T]]) -> T:
+    """``await body(kun)`` on the target's adapter, from synchronous code
+    (a click command); a server that cannot be used is one line
+    (:func:`kun.cli.remote.explained`)."""
+    import anyio
+
+    async def go() -> T:
+        async with open_kun(target) as kun:
+            return await body(kun)
+
+    if isinstance(target, RemoteTarget):
+        from kun.cli.remote import Remote, explained
+
+        with explained(Remote(target.url, target.token, target.token_env)):
+            return anyio.run(go)
+    return anyio.run(go)
