@@ -50,7 +50,7 @@ from kun.app.answers import (
 )
 from kun.app.requests import CreateThread, StartTurn, UpdateThread
 from kun.contracts.events import Event
-from kun.contracts.threads import GoalStatus
+from kun.contracts.threads import AllowRule, GoalStatus
 from kun.domain.state import ThreadState, TurnState
 
 __all__ = ["EventFeed", "Kun", "ThreadState", "TurnState"]
@@ -122,7 +122,12 @@ class Kun(Protocol):
         approval_id: str,
         decision: Literal["approved", "denied"],
         reason: str | None = None,
-    ) -> ApprovalAnswered: ...
+        *,
+        always: AllowRule | None = None,
+    ) -> ApprovalAnswered:
+        """``always`` (with ``approved``): add the rule to the thread's allow
+        rules first, so later calls it matches run without asking."""
+        ...
 
     async def answer_user_input(self, request_id: str, answer: str | None) -> UserInputAnswered:
         """``None`` cancels the question."""
