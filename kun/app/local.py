@@ -57,7 +57,7 @@ from kun.app.answers import (
     UsageReport,
     UserInputAnswered,
 )
-from kun.app.interface import EventFeed, ImportSource
+from kun.app.interface import ImportSource
 from kun.app.local_engine import Engine
 from kun.app.local_errors import TurnRunning
 from kun.app.local_goals import changed_goal
@@ -79,7 +79,7 @@ from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import lock_path, log_path, validate_thread_id
 
-__all__ = ["UPLOADS", "EngineOpener", "LocalKun", "open_home", "open_local"]
+__all__ = ["UPLOADS", "EngineOpener", "LocalFeed", "LocalKun", "open_home", "open_local"]
 
 UPLOADS = "uploads"
 """Where a turn's attachments sent as bytes are written, per thread."""
@@ -286,14 +286,14 @@ class LocalKun:
 
     def follow(
         self, thread: str, *, after: int = 0, previews: bool = False
-    ) -> AbstractAsyncContextManager[EventFeed]:
+    ) -> AbstractAsyncContextManager[LocalFeed]:
         return self._follow(thread, after, previews)
 
     @asynccontextmanager
-    async def _follow(self, thread: str, after: int, previews: bool) -> AsyncIterator[EventFeed]:
+    async def _follow(self, thread: str, after: int, previews: bool) -> AsyncIterator[LocalFeed]:
         follower = self.recorder.subscribe(self.thread_id(thread), after=after, live=previews)
         try:
-            yield _Feed(follower)
+            yield LocalFeed(follower)
         finally:
             await follower.aclose()
 
@@ -505,7 +505,7 @@ class LocalKun:
         self._idle(thread_id)
         await self.recorder.flush(thread_id)
         where = await anyio.to_thread.run_sync(remove_thread, self.home, thread_id)
-        return Trashed(thread_id=thread_id, entry=self._entry(where))
+        return Trashed(thread_id=thread_id, entry=where.name)
 
     async def trash(self) -> TrashPage:
         from kun.app.trash import trashed
@@ -514,7 +514,7 @@ class LocalKun:
         return TrashPage(
             entries=[
                 TrashEntry(
-                    entry=self._entry(t.path),
+                    entry=t.path.name,
                     thread_id=t.thread_id,
                     removed_at=int(t.removed_at.astimezone(UTC).timestamp() * 1000),
                 )
@@ -524,7 +524,7 @@ class LocalKun:
 
     async def restore_thread(self, entry: str, *, as_id: str | None = None) -> Restored:
         """``entry``: a thread id (its most recent removal) or an entry of
-        :meth:`trash`."""
+        :meth:`trash` (its name in the trash, as ``kun trash`` lists it)."""
         from kun.app.trash import restore_thread
 
         thread_id = await anyio.to_thread.run_sync(restore_thread, self.home, entry, as_id)
@@ -566,14 +566,20 @@ class LocalKun:
         return Reconciled(reconciled=touched, skipped=skipped)
 
 
-class _Feed:
-    """A follower as an :class:`~kun.app.interface.EventFeed`."""
+class LocalFeed:
+    """A thread's follower on the recorder, as an
+    :class:`~kun.app.interface.EventFeed`; :meth:`batch` takes what is
+    waiting at once (the SSE route sends it as one write)."""
 
     def __init__(self, follower: Follower) -> None:
         self._follower = follower
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._follower
+
+    async def batch(self, most: int) -> list[Event]:
+        """Up to ``most`` events, waiting for the first; ``[]``: the feed ended."""
+        return await self._follower.batch(most)
 
 
 async def _save(folder: Path, uploads: tuple[Upload, ...]) -> list[Attachment]:

@@ -24,8 +24,8 @@ async def test_trash_list_and_restore(tmp_path: Path) -> None:
     async with local(tmp_path) as t:
         thread = await t.new_thread()
         trashed = await t.kun.trash_thread(thread[:12])
-        assert trashed.thread_id == thread and trashed.entry.startswith(f"trash/{thread}-")
-        assert (t.home / trashed.entry).is_dir()
+        assert trashed.thread_id == thread and trashed.entry.startswith(f"{thread}-")
+        assert (t.home / "trash" / trashed.entry).is_dir()
         with pytest.raises(ThreadNotFound):
             await t.kun.thread(thread)
         (entry,) = (await t.kun.trash()).entries
