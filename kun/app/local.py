@@ -249,14 +249,36 @@ class LocalKun:
                         break
         return turn
 
+    def _elsewhere(self, thread_id: str, turn: TurnState) -> bool:
+        """Whether the turn is open and another process would run it: this
+        one runs nothing on the thread."""
+        return not turn.settled and self.service.running_turn(thread_id) is None
+
     async def steer(self, thread: str, turn_id: str, text: str) -> Steered:
+        """A turn another process on this machine runs is reached on its
+        control socket (:mod:`kun.app.local_steering`)."""
         thread_id, turn = await self._turn(thread, turn_id)
-        await self.service.steer_turn(thread_id, turn.turn_id, text)
+        if self._elsewhere(thread_id, turn):
+            from kun.app.local_steering import STEER_THERE, reach
+            from kun.runtime.control_channel import Steer as SteerRequest
+
+            request = SteerRequest(text=text, turn_id=turn.turn_id)
+            await reach(self.home, thread_id, turn.turn_id, request, STEER_THERE)
+        else:
+            await self.service.steer_turn(thread_id, turn.turn_id, text)
         return Steered(thread_id=thread_id, turn_id=turn.turn_id, queued=True)
 
     async def interrupt(self, thread: str, turn_id: str, *, discard: bool = False) -> TurnState:
+        """As :meth:`steer`, for a turn another process runs."""
         thread_id, turn = await self._turn(thread, turn_id)
-        await self.service.interrupt_turn(thread_id, turn.turn_id, discard=discard)
+        if self._elsewhere(thread_id, turn):
+            from kun.app.local_steering import INTERRUPT_THERE, reach
+            from kun.runtime.control_channel import Interrupt as InterruptRequest
+
+            request = InterruptRequest(discard=discard, turn_id=turn.turn_id)
+            await reach(self.home, thread_id, turn.turn_id, request, INTERRUPT_THERE)
+        else:
+            await self.service.interrupt_turn(thread_id, turn.turn_id, discard=discard)
         return (await self._turn(thread_id, turn.turn_id))[1]
 
     async def answer_approval(

@@ -10,7 +10,14 @@ from pathlib import Path
 from kun.errors import RuntimeFailure, UserMistake
 from kun.store.errors import ThreadLocked
 
-__all__ = ["GoalRefused", "InvalidCursor", "InvalidWorkspace", "NoGoal", "TurnRunning"]
+__all__ = [
+    "GoalRefused",
+    "InvalidCursor",
+    "InvalidWorkspace",
+    "NoGoal",
+    "TurnRunning",
+    "TurnUnreachable",
+]
 
 
 class InvalidWorkspace(UserMistake):
@@ -45,3 +52,9 @@ class TurnRunning(ThreadLocked):
 
 class InvalidCursor(UserMistake):
     """A ``cursor`` that no page of the thread list gave."""
+
+
+class TurnUnreachable(UserMistake):
+    """A turn open in the log that this process does not run and cannot
+    reach: another process runs it and takes no steering from here, or a
+    kun that stopped left it open."""

@@ -30,7 +30,13 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kun.app.local_errors import GoalRefused, InvalidCursor, InvalidWorkspace, NoGoal
+from kun.app.local_errors import (
+    GoalRefused,
+    InvalidCursor,
+    InvalidWorkspace,
+    NoGoal,
+    TurnUnreachable,
+)
 from kun.app.lookup import AmbiguousThreadId
 from kun.domain.turnref import NoSuchTurn, NothingToUndo, TurnAlreadyHidden
 from kun.errors import KunError, RuntimeFailure
@@ -79,6 +85,7 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (InvalidCursor, 400, "invalid_query"),
     (NoGoal, 409, "no_goal"),
     (GoalRefused, 409, "goal_refused"),
+    (TurnUnreachable, 409, "turn_unreachable"),
 )
 _FIELD = {
     InvalidThreadId: "thread_id",
