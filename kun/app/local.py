@@ -354,14 +354,16 @@ class LocalKun:
     async def fork(
         self, thread: str, *, at_seq: int | None = None, at_turn: str | None = None
     ) -> Forked:
-        from kun.app.threadops import fork_at
+        from kun.app.threadops import fork_noting_cut
 
         thread_id = self.thread_id(thread)
         number = None
         if at_turn is not None:
             number, _ = find_turn(await self._state(thread_id), at_turn)
-        new, seq = await fork_at(self.service, thread_id, at_seq=at_seq, at_turn=number)
-        return Forked(thread_id=new, source_thread_id=thread_id, source_seq=seq)
+        new, seq, cut = await fork_noting_cut(
+            self.service, thread_id, at_seq=at_seq, at_turn=number
+        )
+        return Forked(thread_id=new, source_thread_id=thread_id, source_seq=seq, cut=cut)
 
     async def compact(self, thread: str) -> CompactionStarted:
         from kun.runtime.compact_turn import NOTHING_TO_COMPACT

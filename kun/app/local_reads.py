@@ -5,18 +5,20 @@ replay``'s text)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from kun.app.answers import ThreadPage, ThreadUsage, UsageReport
 from kun.app.listing import ThreadSummary, list_threads
 from kun.app.local_errors import InvalidCursor
 from kun.contracts.usage import UsageTotals
-from kun.domain.transcript import render_transcript
+from kun.domain.transcript import plural, render_transcript
 from kun.domain.usage_report import render_usage
+from kun.store.port import ReadReport
 from kun.store.replay import replay_log
 from kun.store.usage_totals import skipped_lines, usage_of_log
 
-__all__ = ["DEFAULT_PAGE", "thread_page", "transcript_text", "usage_report"]
+__all__ = ["DEFAULT_PAGE", "thread_page", "transcript_text", "usage_notes", "usage_report"]
 
 DEFAULT_PAGE = 50
 
@@ -81,9 +83,29 @@ def usage_report(logs: list[tuple[str, Path]]) -> UsageReport:
                 usage=total,
                 cost_usd=total.cost_usd if priced else None,
                 skipped_lines=skipped_lines(report),
+                notes=tuple(usage_notes(report)),
             )
         )
     return UsageReport(threads=shown, text="\n".join(render_usage(labels, totals)))
+
+
+def usage_notes(report: ReadReport) -> Iterator[str]:
+    """What reading the log skipped or found missing, a line each."""
+    unreadable = report.skipped_bad + report.unknown + (report.torn_tail is not None)
+    if unreadable:
+        yield f"skipped {plural(unreadable, 'unreadable line')}"
+    if report.repeated_seqs:
+        yield (
+            f"skipped {plural(report.repeated_seqs, 'line')} that repeated an earlier seq "
+            "(each event is counted once)"
+        )
+    if report.seq_gaps and report.first_gap is not None:
+        yield (
+            f"{plural(report.missing_seqs, 'event')} missing (the seqs jump "
+            f"{plural(report.seq_gaps, 'time')}, first from seq {report.first_gap[0]} "
+            f"to {report.first_gap[1]}); "
+            "the totals may be short"
+        )
 
 
 def transcript_text(path: Path, *, hidden: bool, reasoning: bool, until_seq: int | None) -> str:

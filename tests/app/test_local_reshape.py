@@ -50,3 +50,26 @@ async def test_export_then_import_beside_it(tmp_path: Path) -> None:
         copy = await t.kun.import_thread(plain, as_id="thr_copy")
         assert copy.outcome == "imported" and copy.events == events
         assert (await t.kun.thread("thr_copy")).turns[0].status == "completed"
+
+
+async def test_a_fork_inside_a_turn_says_what_it_cut(tmp_path: Path) -> None:
+    async with local(tmp_path, [text_reply("one")]) as t:
+        thread = await t.new_thread()
+        turn = await t.run(thread, "first")
+        inside = turn.started_seq + 1
+        forked = await t.kun.fork(thread, at_seq=inside)
+        assert forked.cut is not None
+        assert forked.cut.startswith(f"seq {inside} is inside turn 1 ({turn.turn_id})")
+        whole = await t.kun.fork(thread, at_turn="1")
+        assert whole.cut is None
+
+
+async def test_usage_says_what_reading_the_log_skipped(tmp_path: Path) -> None:
+    async with local(tmp_path, [text_reply("one")]) as t:
+        thread = await t.new_thread()
+        await t.run(thread, "first")
+        _, log = await t.kun.log_file(thread)
+        with log.open("ab") as file:
+            file.write(b"{not json\n")
+        (usage,) = (await t.kun.usage(thread)).threads
+        assert usage.notes == ("skipped 1 unreadable line",) and usage.skipped_lines == 1
