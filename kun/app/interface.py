@@ -178,8 +178,11 @@ class Kun(Protocol):
         ...
 
     # -- moving threads -----------------------------------------------------
-    async def export_thread(self, thread: str, out: Path, *, compress: bool = True) -> Exported:
-        """Write the thread's bundle to ``out`` (it appears only once whole)."""
+    async def export_thread(
+        self, thread: str, out: Path, *, compress: bool = True, force: bool = False
+    ) -> Exported:
+        """Write the thread's bundle to ``out`` (it appears only once whole);
+        an ``out`` that exists is refused unless ``force``."""
         ...
 
     async def import_thread(
@@ -189,8 +192,11 @@ class Kun(Protocol):
         source: ImportSource = "kun",
         as_id: str | None = None,
         replace: bool = False,
+        workspace: Path | None = None,
     ) -> ImportDone:
-        """Import a bundle, or a ``codex`` or ``claude-code`` session file."""
+        """Import a bundle, or a ``codex`` or ``claude-code`` session file;
+        ``workspace``: where the thread's new turns run (a folder where the
+        threads are held)."""
         ...
 
     # -- goals --------------------------------------------------------------

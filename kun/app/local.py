@@ -412,19 +412,24 @@ class LocalKun:
 
     # -- moving threads -------------------------------------------------------
 
-    async def export_thread(self, thread: str, out: Path, *, compress: bool = True) -> Exported:
+    async def export_thread(
+        self, thread: str, out: Path, *, compress: bool = True, force: bool = False
+    ) -> Exported:
         """``out`` ending in ``.tar`` is a plain tar whatever ``compress``
         says (the name says what the file is)."""
         from kun.portable.bundle import export_thread
+        from kun.portable.errors import BundleRefused
 
         thread_id, _ = await self.log_file(thread)
 
         def write() -> Exported:
+            if out.exists() and not force:
+                raise BundleRefused(out, "file exists (give --force to overwrite it)")
             target = out
             if not compress and not out.name.endswith(".tar"):
                 target = out.with_name(f".{out.name}.{new_id('part')}.tar")
             try:
-                manifest = export_thread(self.home, thread_id, target)
+                manifest = export_thread(self.home, thread_id, target, force=force)
                 if target != out:
                     os.replace(target, out)
             finally:

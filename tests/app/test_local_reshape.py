@@ -73,3 +73,18 @@ async def test_usage_says_what_reading_the_log_skipped(tmp_path: Path) -> None:
             file.write(b"{not json\n")
         (usage,) = (await t.kun.usage(thread)).threads
         assert usage.notes == ("skipped 1 unreadable line",) and usage.skipped_lines == 1
+
+
+async def test_an_export_over_a_file_is_refused_unless_forced(tmp_path: Path) -> None:
+    from kun.portable.errors import BundleRefused
+
+    async with local(tmp_path, [text_reply("one")]) as t:
+        thread = await t.new_thread()
+        for name, compress in (("b.kun", False), ("b.tar.gz", True)):
+            out = tmp_path / name
+            out.write_bytes(b"mine")
+            with pytest.raises(BundleRefused, match="file exists"):
+                await t.kun.export_thread(thread, out, compress=compress)
+            assert out.read_bytes() == b"mine"
+            await t.kun.export_thread(thread, out, compress=compress, force=True)
+            assert out.read_bytes() != b"mine"
