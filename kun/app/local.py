@@ -126,6 +126,12 @@ class LocalKun:
         """The heavy layer, when it is open."""
         return self._engine
 
+    @property
+    def config_source(self) -> str | None:
+        """The ``kun.toml`` the engine runs with, once it is open (a session
+        notes it when it is the thread's workspace's rather than the one here)."""
+        return self._engine.config_source if self._engine is not None else None
+
     async def open_engine(self, workspace: Path | None = None) -> Engine:
         """The heavy layer, opened now if it is not (configured for
         ``workspace``: where the thread that needs it works)."""
@@ -214,6 +220,7 @@ class LocalKun:
         engine = await self._engine_of(self.thread_id(thread))
         state = await engine.state(thread)
         thread_id = state.thread_id
+        await engine.check_sandbox(state.settings.approval_policy)
         saved = await _save(self.home / UPLOADS / thread_id, request.attachments)
         options = engine.options(thread_id)
         try:

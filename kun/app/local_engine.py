@@ -48,6 +48,7 @@ from kun.runtime.service import TurnService
 from kun.store.errors import ThreadLocked
 from kun.store.paths import validate_thread_id
 from kun.tools.host import ToolHost
+from kun.tools.sandbox import SandboxSettings
 
 __all__ = ["Engine", "TurnOptions", "engine_from_config", "engine_over"]
 
@@ -93,6 +94,18 @@ class Engine:
         self.approval_policy = approval_policy
         self.defaults = TurnOptions(service.reasoning_effort, service.limits)
         self._options: dict[str, TurnOptions] = {}
+        self.config_source: str | None = None
+        """The ``kun.toml`` the engine was configured from (``None``: none read)."""
+        self.sandbox: SandboxSettings | None = None
+        """``[tools.bash]``'s sandbox, to check before a turn runs under a
+        policy that wants it (``None``: not checked)."""
+
+    async def check_sandbox(self, policy: ApprovalPolicy) -> None:
+        """:class:`~kun.tools.sandbox.SandboxUnavailable` (one line) before a
+        turn whose policy runs commands sandboxed, when ``bwrap`` cannot
+        start here."""
+        if self.sandbox is not None:
+            await anyio.to_thread.run_sync(require_sandbox, self.sandbox, policy)
 
     # -- threads ---------------------------------------------------------------
 
@@ -295,9 +308,8 @@ async def engine_from_config(
     from kun.model.factory import build_router
 
     runtime = runtime_settings(config, flags)
-    await anyio.to_thread.run_sync(
-        require_sandbox, sandbox_settings(config, home), runtime.approval_policy
-    )
+    sandbox = sandbox_settings(config, home)
+    await anyio.to_thread.run_sync(require_sandbox, sandbox, runtime.approval_policy)
     async with AsyncExitStack() as stack:
         router = await stack.enter_async_context(router or build_router(config))
         model = choose_model(router)
@@ -306,4 +318,6 @@ async def engine_from_config(
                 home, model, runtime=runtime, router=router, config=config, recorder=recorder
             )
         )
+        engine.config_source = config.source
+        engine.sandbox = sandbox
         yield engine

@@ -11,9 +11,10 @@ import pytest
 
 from kun.app.local import open_local
 from kun.app.overrides import RuntimeFlags
-from kun.app.requests import CreateThread, UpdateThread
+from kun.app.requests import CreateThread, StartTurn, UpdateThread
 from kun.config.errors import UntrustedKey
 from kun.config.trust import trust
+from kun.tools.sandbox import SandboxUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -54,3 +55,20 @@ async def test_an_untrusted_project_file_is_refused_when_a_turn_needs_it(
         with pytest.raises(UntrustedKey):
             await kun.create_thread(CreateThread(workspace=str(project)))
         assert kun.engine is None and (await kun.threads()).threads == []
+
+
+async def test_a_turn_that_needs_a_sandbox_here_is_refused_before_it_starts(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    trust(home, project / "kun.toml")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    async with open_local(home) as kun:
+        created = await kun.create_thread(CreateThread(workspace=str(project)))
+        assert kun.config_source == str(project / "kun.toml")
+        await kun.update_thread(created.thread_id, UpdateThread(approval_policy="full-auto"))
+        with pytest.raises(SandboxUnavailable, match="bubblewrap"):
+            await kun.start_turn(created.thread_id, StartTurn(text="go"))
+        assert (await kun.thread(created.thread_id)).turns == ()
