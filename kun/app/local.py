@@ -27,13 +27,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC
 from functools import partial
 from pathlib import Path
 from typing import Literal
 
 import anyio
+from anyio.abc import TaskGroup, TaskStatus
 
 from kun.app.answers import (
     ApprovalAnswered,
@@ -101,14 +102,15 @@ class LocalKun:
         *,
         engine: Engine | None = None,
         open_engine: EngineOpener | None = None,
-        stack: AsyncExitStack | None = None,
+        task_group: TaskGroup | None = None,
     ) -> None:
         self.home = home
         self.recorder = recorder
         self._bare = service
         self._engine = engine
         self._open_engine = open_engine
-        self._stack = stack
+        self._tg = task_group
+        self._closing = anyio.Event()
         self._opening = anyio.Lock()
 
     @classmethod
@@ -134,14 +136,30 @@ class LocalKun:
 
     async def open_engine(self, workspace: Path | None = None) -> Engine:
         """The heavy layer, opened now if it is not (configured for
-        ``workspace``: where the thread that needs it works)."""
+        ``workspace``: where the thread that needs it works). It lives in a
+        task of its own, so whichever task first needs it, it is closed
+        when the adapter is."""
         async with self._opening:
             if self._engine is None:
-                if self._open_engine is None or self._stack is None:
+                if self._open_engine is None or self._tg is None:
                     raise RuntimeError("this LocalKun cannot run turns: it has no engine")
-                opened = self._open_engine(self.recorder, workspace)
-                self._engine = await self._stack.enter_async_context(opened)
+                self._engine = await self._tg.start(self._hold_engine, self._open_engine, workspace)
         return self._engine
+
+    async def _hold_engine(
+        self,
+        opener: EngineOpener,
+        workspace: Path | None,
+        *,
+        task_status: TaskStatus[Engine] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        async with opener(self.recorder, workspace) as engine:
+            task_status.started(engine)
+            await self._closing.wait()
+
+    def close(self) -> None:
+        """Let the engine close (the adapter's owner waits for it)."""
+        self._closing.set()
 
     async def _engine_of(self, thread_id: str) -> Engine:
         if self._engine is not None:
@@ -653,13 +671,18 @@ async def open_home(home: Path, open_engine: EngineOpener) -> AsyncIterator[Loca
     """The adapter over ``home``: the light layer now, the engine by
     ``open_engine`` when a call first needs it; all closed, flushed, when
     the block ends."""
-    async with AsyncExitStack() as stack:
-        store = await stack.enter_async_context(JsonlEventStore(home))
-        recorder = await stack.enter_async_context(EventRecorder(store))
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(tg.cancel_scope.cancel)
-        service = TurnService(recorder, tg)
-        yield LocalKun(home, recorder, service, open_engine=open_engine, stack=stack)
+    async with (
+        JsonlEventStore(home) as store,
+        EventRecorder(store) as recorder,
+        anyio.create_task_group() as tg,
+    ):
+        kun = LocalKun(
+            home, recorder, TurnService(recorder, tg), open_engine=open_engine, task_group=tg
+        )
+        try:
+            yield kun
+        finally:
+            kun.close()
 
 
 def open_local(

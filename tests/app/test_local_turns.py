@@ -14,6 +14,7 @@ from kun.app.lookup import AmbiguousThreadId
 from kun.app.requests import StartTurn, UpdateThread
 from kun.contracts import events as ev
 from kun.contracts.threads import AllowRule
+from kun.domain.state import ThreadState
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime.errors import AnswerConflict, ThreadBusy, UnknownTurn
 from kun.store.errors import ThreadNotFound
@@ -126,3 +127,26 @@ async def test_a_question_answered_and_a_compaction_with_nothing_to_do(tmp_path:
         assert answered.status == "answered"
         with anyio.fail_after(WAIT_SECONDS):
             assert (await t.kun.wait_turn(thread, turn.turn_id)).status == "completed"
+
+
+async def test_the_engine_first_needed_in_another_task_closes_with_the_adapter(
+    tmp_path: Path,
+) -> None:
+    async with local(tmp_path, [text_reply("one")]) as t:
+        made: list[str] = []
+
+        async def create() -> None:
+            made.append(await t.new_thread())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(create)
+        turn = await t.run(made[0], "first")
+        assert turn.status == "completed" and t.opened == [t.workspace]
+    assert (await _replayed(t.home, made[0])).turns[0].status == "completed"
+
+
+async def _replayed(home: Path, thread: str) -> ThreadState:
+    from kun.store.paths import log_path
+    from kun.store.replay import replay_log
+
+    return replay_log(log_path(home, thread))
