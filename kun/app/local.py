@@ -181,7 +181,7 @@ class LocalKun:
 
     async def _state(self, text: str) -> ThreadState:
         if self._engine is not None:
-            return await self._engine.state(text)
+            return await self._engine.state(self.thread_id(text))
         return await self.recorder.view(self.thread_id(text))
 
     async def _turn(self, text: str, turn_id: str) -> tuple[str, TurnState]:
@@ -201,8 +201,9 @@ class LocalKun:
         return engine.options(thread_id).answer(settings, thread_id)
 
     async def update_thread(self, thread: str, request: UpdateThread) -> ThreadOptions:
-        engine = await self._engine_of(self.thread_id(thread))
-        state = await engine.update(thread, request)
+        thread_id = self.thread_id(thread)
+        engine = await self._engine_of(thread_id)
+        state = await engine.update(thread_id, request)
         return engine.options(state.thread_id).answer(state.settings, state.thread_id)
 
     async def threads(
@@ -235,9 +236,9 @@ class LocalKun:
         """Attachments sent as bytes are written under
         ``<home>/uploads/<thread>/`` first (the turn keeps them as side
         files); a refused turn removes them again."""
-        engine = await self._engine_of(self.thread_id(thread))
-        state = await engine.state(thread)
-        thread_id = state.thread_id
+        thread_id = self.thread_id(thread)
+        engine = await self._engine_of(thread_id)
+        state = await engine.state(thread_id)
         await engine.check_sandbox(state.settings.approval_policy)
         saved = await _save(self.home / UPLOADS / thread_id, request.attachments)
         options = engine.options(thread_id)
@@ -393,8 +394,9 @@ class LocalKun:
     async def compact(self, thread: str) -> CompactionStarted:
         from kun.runtime.compact_turn import NOTHING_TO_COMPACT
 
-        engine = await self._engine_of(self.thread_id(thread))
-        state = await engine.state(thread)
+        thread_id = self.thread_id(thread)
+        engine = await self._engine_of(thread_id)
+        state = await engine.state(thread_id)
         turn_id = await engine.service.start_compaction(
             state.thread_id, model=engine.model_for(state.settings)
         )

@@ -27,7 +27,6 @@ import msgspec
 
 from kun.app.answers import ThreadOptions, TurnLimitsShown
 from kun.app.local_errors import InvalidWorkspace
-from kun.app.lookup import resolve_thread_id
 from kun.app.overrides import RuntimeFlags
 from kun.app.requests import CreateThread, Limits, UpdateThread
 from kun.app.sandboxing import require_sandbox, sandbox_settings
@@ -36,17 +35,15 @@ from kun.app.session import SYSTEM_PROMPT, open_service
 from kun.app.settings import RuntimeSettings, runtime_settings
 from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
-from kun.domain.state import ThreadState, TurnState
+from kun.domain.state import ThreadState
 from kun.domain.titles import title_changes
 from kun.model.port import ModelClient
 from kun.model.router import MultiProviderClient
 from kun.runtime.context import TurnLimits
-from kun.runtime.errors import UnknownTurn
 from kun.runtime.rearm import open_suspension, rearm
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
 from kun.store.errors import ThreadLocked
-from kun.store.paths import validate_thread_id
 from kun.tools.host import ToolHost
 from kun.tools.sandbox import SandboxSettings
 
@@ -109,17 +106,7 @@ class Engine:
 
     # -- threads ---------------------------------------------------------------
 
-    def thread_id(self, text: str) -> str:
-        """``text`` as an existing thread's id, or the one thread whose id
-        it starts, as on the command line (``kun threads`` shows the
-        shortest unique prefix). ``InvalidThreadId`` before it touches the
-        disk, then ``ThreadNotFound`` or ``AmbiguousThreadId``."""
-        validate_thread_id(text)
-        if self.service.recorder.store.exists(text):
-            return text
-        return resolve_thread_id(self.home, text)
-
-    async def state(self, text: str) -> ThreadState:
+    async def state(self, thread_id: str) -> ThreadState:
         """The thread as its log holds it now. A read never takes the
         thread's writer lock (:meth:`EventRecorder.view
         <kun.runtime.recorder.EventRecorder.view>`): a thread the server
@@ -127,7 +114,6 @@ class Engine:
         Except a thread whose turn waits for an answer that nobody runs (a
         terminal left it waiting after the server started): the server takes
         it up (:meth:`take_waiting`), so its answer can be given here."""
-        thread_id = self.thread_id(text)
         state = await self.service.recorder.view(thread_id)
         if open_suspension(state) is not None and self.service.running_turn(thread_id) is None:
             await self.take_waiting(thread_id, state.settings)
@@ -151,13 +137,6 @@ class Engine:
             _log.info("turn %s of thread %s waits for an answer again", turn_id, thread_id)
         return turn_id
 
-    async def turn(self, thread_text: str, turn_id: str) -> tuple[str, TurnState]:
-        state = await self.state(thread_text)
-        turn = next((t for t in state.turns if t.turn_id == turn_id), None)
-        if turn is None:
-            raise UnknownTurn(state.thread_id, turn_id)
-        return state.thread_id, turn
-
     def options(self, thread_id: str) -> TurnOptions:
         return self._options.get(thread_id, self.defaults)
 
@@ -177,8 +156,8 @@ class Engine:
         self._set_options(thread_id, body.reasoning_effort, body.limits)
         return thread_id
 
-    async def update(self, thread_text: str, body: UpdateThread) -> ThreadState:
-        state = await self.state(thread_text)
+    async def update(self, thread_id: str, body: UpdateThread) -> ThreadState:
+        state = await self.state(thread_id)
         thread_id = state.thread_id
         changes: dict[str, Any] = {}
         if body.provider is not None or body.model is not None:
