@@ -71,6 +71,7 @@ from kun.contracts.items import Attachment
 from kun.contracts.threads import AllowRule, Goal, GoalStatus
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.turnref import find_turn
+from kun.errors import UserMistake
 from kun.ids import new_id
 from kun.runtime.bus import Follower
 from kun.runtime.checkpoints import UNTRACKED_NOTE
@@ -416,6 +417,8 @@ class LocalKun:
         return thread_id, log_path(self.home, thread_id)
 
     async def usage(self, *threads: str) -> UsageReport:
+        if not 1 <= len(threads) <= 2:
+            raise UserMistake("give one thread, or two to compare")
         logs = [await self.log_file(name) for name in threads]
         return await anyio.to_thread.run_sync(usage_report, logs)
 
