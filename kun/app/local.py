@@ -12,10 +12,14 @@ configuration, its trust rules, the runtime settings, the sandbox check,
 the provider router and the tools) opens on the first call that runs or
 configures a turn, with the configuration of that thread's workspace
 (as ``kun run`` picks it), and shares the recorder, so what its turns
-write reaches every follower. It is opened in the task that makes that
-call and closed when :func:`open_local`'s block ends: call the adapter from
-the task that opened it (``kun serve`` composes the engine up front,
+write reaches every follower. It lives in a task of the adapter's own and
+closes, flushed, when :func:`open_local`'s block ends, whichever task
+first needed it (``kun serve`` composes the engine up front,
 :meth:`LocalKun.over`).
+
+A turn another process on this machine runs is steered and interrupted on
+that process's control socket (:mod:`kun.app.local_steering`), as ``kun
+steer`` does.
 
 Threads are named by id or by an unambiguous prefix of it
 (:func:`~kun.app.lookup.resolve_thread_id`) in every method; errors are
