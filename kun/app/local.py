@@ -116,6 +116,7 @@ class LocalKun:
         self._open_engine = open_engine
         self._tg = task_group
         self._closing = anyio.Event()
+        self._closed = anyio.Event()
         self._opening = anyio.Lock()
 
     @classmethod
@@ -158,13 +159,19 @@ class LocalKun:
         *,
         task_status: TaskStatus[Engine] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        async with opener(self.recorder, workspace) as engine:
-            task_status.started(engine)
-            await self._closing.wait()
+        try:
+            async with opener(self.recorder, workspace) as engine:
+                task_status.started(engine)
+                await self._closing.wait()
+        finally:
+            self._closed.set()
 
-    def close(self) -> None:
-        """Let the engine close (the adapter's owner waits for it)."""
+    async def aclose(self) -> None:
+        """Close the engine, if it was opened, and wait until it is."""
         self._closing.set()
+        if self._engine is not None and self._tg is not None:
+            with anyio.CancelScope(shield=True):
+                await self._closed.wait()
 
     async def _engine_of(self, thread_id: str) -> Engine:
         if self._engine is not None:
@@ -691,7 +698,8 @@ async def open_home(home: Path, open_engine: EngineOpener) -> AsyncIterator[Loca
         try:
             yield kun
         finally:
-            kun.close()
+            await kun.aclose()
+            tg.cancel_scope.cancel()  # what the model-less service left (a goal's resume timer)
 
 
 def open_local(
