@@ -150,6 +150,7 @@ class LocalKun:
                 if self._open_engine is None or self._tg is None:
                     raise RuntimeError("this LocalKun cannot run turns: it has no engine")
                 self._engine = await self._tg.start(self._hold_engine, self._open_engine, workspace)
+                self._bare.resumes.close()  # from now on the engine's service resumes goals
         return self._engine
 
     async def _hold_engine(
