@@ -154,12 +154,15 @@ class LocalKun:
         *,
         task_status: TaskStatus[Engine] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
+        started = False
         try:
             async with opener(self.recorder, workspace) as engine:
                 task_status.started(engine)
+                started = True
                 await self._closing.wait()
         finally:
-            self._closed.set()
+            if started:
+                self._closed.set()
 
     async def aclose(self) -> None:
         """Close the engine, if it was opened, and wait until it is."""
