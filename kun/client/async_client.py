@@ -16,7 +16,7 @@ from kun.app import answers as a
 from kun.app.listing import ThreadSummary
 from kun.app.requests import AnswerApproval, CreateThread, StartTurn, UpdateThread, Upload
 from kun.client.errors import not_kun, refusal, transport_failures
-from kun.client.feed import AsyncFeed, Position, Retry
+from kun.client.feed import AsyncFeed, Position, Retry, decoded
 from kun.client.routes import ALL_EVENTS, Call, Calls
 from kun.client.wire import (
     CHUNK,
@@ -31,8 +31,10 @@ from kun.client.wire import (
     request_args,
     upload,
 )
+from kun.contracts.events import Event
 from kun.contracts.threads import AllowRule, GoalStatus
 from kun.domain.state import ThreadState, TurnState
+from kun.model.sse import SSEParser
 
 __all__ = ["AsyncKunClient"]
 
@@ -165,26 +167,18 @@ class AsyncKunClient:
             yield feed
 
     @asynccontextmanager
-    async def follow_all(self) -> AsyncIterator[AsyncIterator[bytes]]:
-        """Every thread's live events as their JSON (``GET /v1/events``): no
-        backlog and no resume point (seqs are per thread); after a drop,
-        follow it again and catch each thread up with :meth:`follow`."""
-        from kun.model.sse import SSEParser
-
+    async def follow_all(self) -> AsyncIterator[AsyncIterator[Event]]:
+        """Every thread's live events (``GET /v1/events``; each names its
+        thread): no backlog and no resume point (seqs are per thread), so
+        after a drop follow it again and catch each thread up with
+        :meth:`follow` from the last seq it saw."""
         with transport_failures(self.base_url):
             request = self._http.stream("GET", ALL_EVENTS.path, timeout=SLOW)
             async with request as response:
                 if response.status_code != 200:
                     await response.aread()
                     raise refusal(response)
-
-                async def messages() -> AsyncIterator[bytes]:
-                    parser = SSEParser()
-                    async for chunk in response.aiter_bytes():
-                        for message in parser.feed(chunk):
-                            yield message.raw
-
-                yield messages()
+                yield _firehose(response)
 
     # -- reshaping ----------------------------------------------------------
     async def rewind(
@@ -307,6 +301,15 @@ class AsyncKunClient:
 
     async def reconcile(self) -> a.Reconciled:
         return await self._do(Calls.reconcile())
+
+
+async def _firehose(response: httpx.Response) -> AsyncIterator[Event]:
+    parser = SSEParser()
+    async for chunk in response.aiter_bytes():
+        for message in parser.feed(chunk):
+            event = decoded(message)
+            if event is not None:
+                yield event
 
 
 async def _chunks(path: Path) -> AsyncIterator[bytes]:

@@ -41,7 +41,7 @@ from kun.client.routes import EVENTS
 from kun.contracts.events import Event
 from kun.model.sse import SSEEvent, SSEParser
 
-__all__ = ["READ_TIMEOUT", "AsyncFeed", "Feed", "Position", "Retry"]
+__all__ = ["READ_TIMEOUT", "AsyncFeed", "Feed", "Position", "Retry", "decoded"]
 
 READ_TIMEOUT = 60.0
 """Seconds without a byte before the stream is taken for dead and resumed."""
@@ -79,7 +79,7 @@ class Position:
 
     def events(self, parser: SSEParser, chunk: bytes) -> Iterator[Event]:
         for message in parser.feed(chunk):
-            event = _decoded(message)
+            event = decoded(message)
             if event is None:
                 continue
             if event.seq:
@@ -90,7 +90,8 @@ class Position:
         return StreamLost(self.thread, self.seen, reason)
 
 
-def _decoded(message: SSEEvent) -> Event | None:
+def decoded(message: SSEEvent) -> Event | None:
+    """The message's event; a kind this kun does not know is skipped."""
     from kun.store.codec import LineError, decode_line
 
     try:

@@ -136,3 +136,19 @@ async def test_a_stream_already_past_its_end_has_no_events() -> None:
     async with AsyncKunClient("http://kun", transport=httpx.MockTransport(handle)) as kun:
         async with kun.follow("thr_a") as feed:
             assert [event async for event in feed] == []
+
+
+@pytest.mark.anyio
+async def test_the_firehose_gives_typed_events_of_every_thread_and_skips_unknown_kinds() -> None:
+    unknown = b'event: from_the_future\ndata: {"kind":"from_the_future","seq":3,"at":1}\n\n'
+    body = b": live\n\n" + delta(1, "a", "thr_a") + unknown + delta(5, "b", "thr_b")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/v1/events"
+        return httpx.Response(200, headers=SSE, stream=Cut(body.replace(b"id: 1\n", b""),
+                                                           cut=False))  # fmt: skip
+
+    async with AsyncKunClient("http://kun", transport=httpx.MockTransport(handle)) as kun:
+        async with kun.follow_all() as events:
+            got = [(event.thread_id, event.seq) async for event in events]
+    assert got == [("thr_a", 1), ("thr_b", 5)]
