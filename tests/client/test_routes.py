@@ -5,7 +5,7 @@ Struct and answer Struct, and nothing the document does not list."""
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from kun.app.requests import CreateThread, StartTurn, UpdateThread
-from kun.client import AsyncKunClient, NotFound
+from kun.client import AsyncKunClient, KunClient, NotFound
 from kun.client.routes import ROUTES, Route
 from kun.contracts.threads import AllowRule
 from kun.server.openapi import OPERATIONS
@@ -73,86 +73,121 @@ def test_each_route_sends_the_documented_body_and_decodes_the_documented_answer(
         assert route.answer is expected or route.answer.__name__ == expected
 
 
-def _png(tmp: Path) -> Path:
-    path = tmp / "dot.png"
-    path.write_bytes(b"\x89PNG")
-    return path
-
-
-Use = Callable[[AsyncKunClient, Path], Awaitable[object]]
 T = "thr_a"
-USES: dict[str, list[Use]] = {
-    "create_thread": [lambda k, p: k.create_thread(CreateThread(title="t"))],
-    "threads": [lambda k, p: k.threads(limit=2, cursor="c", include_hidden=True)],
-    "thread": [lambda k, p: k.thread(T)],
-    "update_thread": [lambda k, p: k.update_thread(T, UpdateThread(model="m"))],
-    "start_turn": [lambda k, p: k.start_turn(T, StartTurn(text="hi"))],
-    "turn": [lambda k, p: k.turn(T, "trn_1")],
-    "steer": [lambda k, p: k.steer(T, "trn_1", "more")],
-    "interrupt": [lambda k, p: k.interrupt(T, "trn_1", discard=True)],
-    "rewind": [lambda k, p: k.rewind(T, 2, files=True)],
-    "undo_rewind": [lambda k, p: k.undo_rewind(T)],
-    "fork": [lambda k, p: k.fork(T, at_turn="1")],
-    "compact": [lambda k, p: k.compact(T)],
-    "answer_approval": [
-        lambda k, p: k.answer_approval("apr_1", "approved", always=AllowRule(tool="bash"))
-    ],
-    "answer_user_input": [lambda k, p: k.answer_user_input("inp_1", None)],
-    "usage": [lambda k, p: k.usage(T), lambda k, p: k.usage(T, "thr_b")],
-    "transcript": [lambda k, p: k.transcript(T, hidden=True, until_seq=3)],
-    "log": [lambda k, p: k.log(T)],
-    "export_thread": [lambda k, p: k.export_thread(T, p / "out.kun")],
-    "import_thread": [lambda k, p: k.import_thread(_png(p), source="codex", as_id="thr_c")],
-    "follow": [lambda k, p: _enter(k.follow(T))],
-    "follow_all": [lambda k, p: _enter(k.follow_all())],
-    "set_goal": [lambda k, p: k.set_goal(T, "ship it", token_budget=10)],
-    "change_goal": [
-        lambda k, p: k.change_goal(T, status="paused"),
-        lambda k, p: k.change_goal(T, clear=True),
-    ],
-    "trash_thread": [lambda k, p: k.trash_thread(T)],
-    "trash": [lambda k, p: k.trash()],
-    "restore_thread": [lambda k, p: k.restore_thread("20260101-thr_a", as_id="thr_z")],
-    "collect": [lambda k, p: k.collect(T, confirm=True)],
-    "reconcile": [lambda k, p: k.reconcile()],
-    "openapi": [lambda k, p: k.openapi()],
-}
+Use = tuple[str, tuple[Any, ...], dict[str, Any]]
+USES: list[Use] = [
+    ("create_thread", (CreateThread(title="t"),), {}),
+    ("threads", (), {"limit": 2, "cursor": "c", "include_hidden": True}),
+    ("thread", (T,), {}),
+    ("update_thread", (T, UpdateThread(model="m")), {}),
+    ("start_turn", (T, StartTurn(text="hi")), {}),
+    ("turn", (T, "trn_1"), {}),
+    ("steer", (T, "trn_1", "more"), {}),
+    ("interrupt", (T, "trn_1"), {"discard": True}),
+    ("rewind", (T, 2), {"files": True}),
+    ("undo_rewind", (T,), {}),
+    ("fork", (T,), {"at_turn": "1"}),
+    ("compact", (T,), {}),
+    ("answer_approval", ("apr_1", "approved"), {"always": AllowRule(tool="bash")}),
+    ("answer_user_input", ("inp_1", None), {}),
+    ("usage", (T,), {}),
+    ("usage", (T, "thr_b"), {}),
+    ("transcript", (T,), {"hidden": True, "until_seq": 3}),
+    ("log", (T,), {}),
+    ("export_thread", (T, Path("out.kun")), {}),
+    ("import_thread", (Path("dot.png"),), {"source": "codex", "as_id": "thr_c"}),
+    ("follow", (T,), {}),
+    ("follow_all", (), {}),
+    ("set_goal", (T, "ship it"), {"token_budget": 10}),
+    ("change_goal", (T,), {"status": "paused"}),
+    ("change_goal", (T,), {"clear": True}),
+    ("trash_thread", (T,), {}),
+    ("trash", (), {}),
+    ("restore_thread", ("20260101-thr_a",), {"as_id": "thr_z"}),
+    ("collect", (T,), {"confirm": True}),
+    ("reconcile", (), {}),
+    ("openapi", (), {}),
+]
+"""Each client method once per route it sends (paths relative to a
+folder holding ``dot.png``)."""
 
 
-async def _enter(manager: Any) -> None:
-    async with manager:
-        pass
+def _in(folder: Path, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(folder / arg if isinstance(arg, Path) else arg for arg in args)
+
+
+async def _use_async(kun: AsyncKunClient, use: Use, folder: Path) -> None:
+    name, args, kwargs = use
+    method = getattr(kun, name)
+    if name.startswith("follow"):
+        async with method(*_in(folder, args), **kwargs):
+            return
+    await method(*_in(folder, args), **kwargs)
+
+
+def _use_sync(kun: KunClient, use: Use, folder: Path) -> None:
+    name, args, kwargs = use
+    method = getattr(kun, name)
+    if name.startswith("follow"):
+        with method(*_in(folder, args), **kwargs):
+            return
+    method(*_in(folder, args), **kwargs)
 
 
 def _matches(template: str, path: str) -> bool:
     return re.fullmatch(re.sub(r"\{\w+\}", "[^/]+", template), path) is not None
 
 
-@pytest.mark.anyio
-async def test_each_client_method_sends_its_routes_and_only_those(tmp_path: Path) -> None:
-    sent: list[httpx.Request] = []
-
+def _refuse(sent: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Response]:
     def handle(request: httpx.Request) -> httpx.Response:
+        request.read()
         sent.append(request)
         return httpx.Response(404, json={"error": {"code": "nope", "message": "nope"}})
 
+    return handle
+
+
+@pytest.mark.anyio
+async def test_each_client_method_sends_its_routes_and_only_those(tmp_path: Path) -> None:
+    (tmp_path / "dot.png").write_bytes(b"\x89PNG")
+    sent: list[httpx.Request] = []
     used: set[tuple[str, str]] = set()
-    async with AsyncKunClient("http://kun", transport=httpx.MockTransport(handle)) as kun:
-        assert set(USES) == {route.name for route in ROUTES}
-        for name, uses in USES.items():
-            for use in uses:
-                sent.clear()
-                with pytest.raises(NotFound):
-                    await use(kun, tmp_path)
-                (request,) = sent
-                (route,) = [
-                    r
-                    for r in ROUTES
-                    if r.name == name
-                    and r.method == request.method
-                    and _matches(r.path, request.url.path)
-                ]
-                used.add(_key(route))
-                if route.body is not None:
-                    msgspec.json.decode(request.content, type=route.body)
+    async with AsyncKunClient("http://kun", transport=httpx.MockTransport(_refuse(sent))) as kun:
+        assert {use[0] for use in USES} == {route.name for route in ROUTES}
+        for use in USES:
+            sent.clear()
+            with pytest.raises(NotFound):
+                await _use_async(kun, use, tmp_path)
+            (request,) = sent
+            (route,) = [
+                r
+                for r in ROUTES
+                if r.name == use[0]
+                and r.method == request.method
+                and _matches(r.path, request.url.path)
+            ]
+            used.add(_key(route))
+            if route.body is not None:
+                msgspec.json.decode(request.content, type=route.body)
     assert used == {_key(route) for route in ROUTES}
+
+
+@pytest.mark.anyio
+async def test_the_two_clients_send_the_same_bytes(tmp_path: Path) -> None:
+    (tmp_path / "dot.png").write_bytes(b"\x89PNG")
+    by_async: list[httpx.Request] = []
+    by_sync: list[httpx.Request] = []
+    async with AsyncKunClient("http://kun", transport=httpx.MockTransport(_refuse(by_async))) as a:
+        for use in USES:
+            with pytest.raises(NotFound):
+                await _use_async(a, use, tmp_path)
+    with KunClient("http://kun", transport=httpx.MockTransport(_refuse(by_sync))) as k:
+        for use in USES:
+            if use[0] == "follow_all":
+                continue  # the firehose is async only
+            with pytest.raises(NotFound):
+                _use_sync(k, use, tmp_path)
+    by_async = [r for r in by_async if r.url.path != "/v1/events"]
+    assert [(r.method, str(r.url), r.content) for r in by_sync] == [
+        (r.method, str(r.url), r.content) for r in by_async
+    ]
