@@ -105,3 +105,39 @@ def test_a_url_that_is_not_http_says_so() -> None:
     with KunClient("ftp://kun") as kun, pytest.raises(Unreachable) as wrong:
         kun.threads()
     assert str(wrong.value) == "--server ftp://kun: not an http:// or https:// URL"
+
+
+def test_explained_says_which_variable_holds_the_token() -> None:
+    from kun.client import explained
+
+    with _client(_refusing(401, "unauthorized")) as kun:
+        with pytest.raises(UserMistake) as missing:
+            with explained("http://kun", token_given=False):
+                kun.threads()
+        with pytest.raises(UserMistake) as wrong:
+            with explained("http://kun", token_given=True, token_env="MY_TOKEN"):
+                kun.threads()
+    assert str(missing.value) == (
+        "the server at http://kun wants a token: put it in $KUN_TOKEN "
+        "(or name its variable with --token-env VAR)"
+    )
+    assert str(wrong.value) == "the server at http://kun refused the token in $MY_TOKEN"
+
+
+def test_explained_turns_a_missing_workspace_into_the_run_that_gives_one() -> None:
+    from kun.client import explained
+
+    message = "thread thr_a has no workspace; PATCH /v1/threads/thr_a with a workspace"
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        error = {"code": "workspace_missing", "message": message}
+        return httpx.Response(409, json={"error": error})
+
+    with _client(handle) as kun, pytest.raises(UserMistake) as hinted:
+        with explained("http://kun", token_given=False):
+            kun.thread("thr_a")
+    assert str(hinted.value) == (
+        "thread thr_a has no workspace; kun run --thread thr_a --workspace DIR PROMPT "
+        "(a folder on the server's machine) gives it one (HTTP 409, workspace_missing)"
+    )
+    assert hinted.value.suggests == ("run", "--thread", "thr_a", "--workspace", "DIR", "PROMPT")
