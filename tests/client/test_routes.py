@@ -31,6 +31,7 @@ NEW_ROUTES = {
     ("POST", "/v1/trash/{entry}/restore"),
     ("POST", "/v1/threads/{thread_id}/gc"),
     ("POST", "/v1/reconcile"),
+    ("GET", "/v1/threads/{thread_id}/turns/{turn_id}/goal-resume"),
 }
 """Added to the server by the in-process adapter's branch at the same time
 as the client: once both are merged every one of these is in OPERATIONS
@@ -110,6 +111,8 @@ USES: list[Use] = [
 ]
 """Each client method once per route it sends (paths relative to a
 folder holding ``dot.png``)."""
+if hasattr(AsyncKunClient, "goal_resume"):  # added with its route by the live branch
+    USES.append(("goal_resume", (T, "trn_1"), {}))
 
 
 def _in(folder: Path, args: tuple[Any, ...]) -> tuple[Any, ...]:
