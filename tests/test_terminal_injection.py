@@ -191,7 +191,7 @@ def test_a_servers_transcript_and_usage_are_escaped_again_on_the_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An older or hostile ``kun serve`` may send raw control characters."""
-    from kun.client import KunClient
+    from kun.client.legacy import KunClient
 
     hostile = "reply \x1b]0;pwned\x07 \x9b31m\n"
     monkeypatch.setattr(KunClient, "transcript", lambda self, *a, **k: hostile)

@@ -81,7 +81,7 @@ async def test_rewind_files_over_http_writes_nothing_an_imported_bundle_names(
         transport = httpx.ASGITransport(app=served.app)
         client = AsyncKunClient("http://kun", transport=transport)
         answer = await client.import_thread(bundle)
-        assert answer["outcome"] == "imported"
+        assert answer.outcome == "imported"
         response = await served.client.post(
             f"/v1/threads/{THREAD}/rewind", json={"before_turn": "1", "files": True}
         )

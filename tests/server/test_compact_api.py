@@ -10,6 +10,7 @@ import anyio
 import httpx
 import pytest
 
+from kun.app.requests import CreateThread, StartTurn
 from kun.client import AsyncKunClient, KunClient
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime.compact_turn import COMPACTED, NOTHING_TO_COMPACT
@@ -74,14 +75,16 @@ async def test_the_clients_compact(tmp_path: Path) -> None:
     async with api(tmp_path, [text_reply(LONG), _summary()]) as a:
         transport = httpx.ASGITransport(app=a.app)
         async with AsyncKunClient("http://kun", transport=transport) as kun:
-            thread = await kun.create_thread(workspace=str(a.workspace))
-            assert await kun.compact(thread) is None
-            await kun.wait_turn(thread, await kun.start_turn(thread, "hello"), poll=0.01)
-            turn_id = await kun.compact(thread)
+            made = await kun.create_thread(CreateThread(workspace=str(a.workspace)))
+            thread = made.thread_id
+            assert (await kun.compact(thread)).turn_id is None
+            hello = await kun.start_turn(thread, StartTurn(text="hello"))
+            await kun.wait_turn(thread, hello.turn_id, poll=0.01)
+            turn_id = (await kun.compact(thread)).turn_id
             assert turn_id is not None
             with anyio.fail_after(10):
                 turn = await kun.wait_turn(thread, turn_id, poll=0.01)
-            assert turn["stop_reason"] == COMPACTED
+            assert turn.stop_reason == COMPACTED
 
 
 def test_the_sync_clients_compact_posts_and_reads_the_turn_id() -> None:
@@ -92,5 +95,5 @@ def test_the_sync_clients_compact_posts_and_reads_the_turn_id() -> None:
         return httpx.Response(202, json={"thread_id": "thr_a", "turn_id": "turn_b"})
 
     with KunClient("http://kun", transport=httpx.MockTransport(answer)) as kun:
-        assert kun.compact("thr_a") == "turn_b"
+        assert kun.compact("thr_a").turn_id == "turn_b"
     assert seen == ["POST /v1/threads/thr_a/compact"]

@@ -19,7 +19,8 @@ import httpx
 import msgspec
 import pytest
 
-from kun.client import ApiError, AsyncKunClient
+from kun.app.answers import Exported, ImportDone
+from kun.client import AsyncKunClient, Conflict
 from kun.portable.sessions import import_session, session_thread_id
 from kun.server import portable
 from kun.store.paths import blobs_dir, log_path
@@ -63,16 +64,16 @@ async def test_a_round_trip_between_two_servers_changes_nothing(tmp_path: Path) 
         facts = await client.export_thread("thr_source", bundle)
         projection = (await one.client.get("/v1/threads/thr_source")).json()
         assert _scratch_left(one.home) == []
-    assert facts == {"thread_id": "thr_source", "events": facts["events"], "side_files": 1}
+    assert facts == Exported(thread_id="thr_source", events=facts.events, side_files=1)
     async with api(tmp_path / "b") as two, _client(two) as client:
         answer = await client.import_thread(bundle)
-        assert answer == {
-            "thread_id": "thr_source",
-            "outcome": "imported",
-            "events": facts["events"],
-            "detail": "",
-            "trashed": None,
-        }
+        assert answer == ImportDone(
+            thread_id="thr_source",
+            outcome="imported",
+            events=facts.events,
+            detail="",
+            trashed=None,
+        )
         got = (await two.client.get("/v1/threads/thr_source")).json()
         assert got.pop("imported_through") == got["last_seq"] == projection["last_seq"] + 1
         assert got.pop("imported") == {"source": "bundle", "workspace": None}
@@ -83,7 +84,7 @@ async def test_a_round_trip_between_two_servers_changes_nothing(tmp_path: Path) 
         listed = (await two.client.get("/v1/threads")).json()
         assert [t["thread_id"] for t in listed["threads"]] == ["thr_source"]
         again = await client.import_thread(bundle)
-        assert again["outcome"] == "already_imported"
+        assert again.outcome == "already_imported"
         assert _scratch_left(two.home) == []
     source, copy = tmp_path / "a" / "home", tmp_path / "b" / "home"
     assert unmarked(log_path(copy, "thr_source")) == log_path(source, "thr_source").read_bytes()
@@ -128,12 +129,12 @@ async def test_a_taken_id_is_409_until_as_names_another(tmp_path: Path) -> None:
         await client.export_thread("thr_source", bundle)
         log = log_path(served.home, "thr_source")
         log.write_bytes(log.read_bytes()[:-1])
-        with pytest.raises(ApiError) as refused:
+        with pytest.raises(Conflict) as refused:
             await client.import_thread(bundle)
         assert (refused.value.status, refused.value.code) == (409, "thread_exists")
         assert "--as" in refused.value.message
         copy = await client.import_thread(bundle, as_id="thr_copy")
-        assert copy["thread_id"] == "thr_copy"
+        assert copy.thread_id == "thr_copy"
         assert (await served.client.get("/v1/threads/thr_copy")).status_code == 200
 
 
@@ -201,7 +202,7 @@ async def test_a_session_imports_as_it_does_locally(
     )
     async with api(tmp_path) as served, _client(served) as client:
         answer = await client.import_thread(upload, source=source)
-    assert (answer["thread_id"], answer["outcome"]) == (here.thread_id, "imported")
+    assert (answer.thread_id, answer.outcome) == (here.thread_id, "imported")
     if source == "claude-code":
         assert here.thread_id == session_thread_id(source, "f0e1d2c3-session")
     copy = unmarked(log_path(tmp_path / "home", here.thread_id))
