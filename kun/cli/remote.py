@@ -1,26 +1,14 @@
-"""``kun --server URL ...``: the commands that can work on a thread held by a
-running ``kun serve`` instead of the local home (the session, ``run``, ``replay``,
-``threads``, ``usage``, ``rewind``, ``fork``, ``compact``, ``export``,
-``import``, ``steer``, ``interrupt``), so one server holds the threads while
-several terminals and programs follow and steer them.
-
-The server is named by ``--server URL`` or ``$KUN_SERVER``; its bearer token
-is read from the environment variable named by ``--token-env VAR`` (default
-``$KUN_TOKEN``), never from the command line, where ``ps`` would show it.
-``$KUN_SERVER`` only applies to the commands that can use it (``kun serve``
-stays local, and the session goes to a server only with ``--server`` on
-the command line: :mod:`kun.chat.remote`); ``--server`` given to any other command is a
-usage error. Everything goes through :mod:`kun.client`; a server that is not
-there, a refused token and every other refusal are one line, exit status 1.
+"""The server a command works on, as the composition root chose it
+(:mod:`kun.entry`: ``--server URL``, ``$KUN_SERVER``, ``--token-env VAR``),
+and a server that cannot be used said in one line (:func:`explained`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
@@ -30,25 +18,14 @@ if TYPE_CHECKING:
     from kun.client import AsyncKunClient, KunClient
 
 __all__ = [
-    "REMOTE_COMMANDS",
+    "TOKEN_ENV",
     "Remote",
+    "choose_remote",
     "explained",
     "local_only",
     "remote_target",
-    "server_options",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-REMOTE_COMMANDS = frozenset(
-    {
-        "compact", "export", "fork", "import", "interrupt", "replay", "rewind", "run", "steer",
-        "threads", "usage",
-    }
-)  # fmt: skip
-SESSION_COMMANDS = frozenset({None, "chat", "resume"})
-"""The session (plain ``kun``, ``kun chat``, ``kun resume``): on a server
-with ``--server URL`` given on the command line, never by ``$KUN_SERVER``."""
 TOKEN_ENV = "KUN_TOKEN"
 _META = "kun.remote"
 
@@ -75,60 +52,10 @@ class Remote:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
 
-def server_options(func: F) -> F:
-    """The group's ``--server`` and ``--token-env``."""
-    func = click.option(
-        "--token-env",
-        "token_env",
-        default=None,
-        metavar="VAR",
-        help=f"With --server: the bearer token is in $VAR (default: ${TOKEN_ENV}).",
-    )(func)
-    return click.option(
-        "--server",
-        "server",
-        default=None,
-        envvar="KUN_SERVER",
-        metavar="URL",
-        help="Work on the threads of the kun serve at URL (the session, run, replay, threads, "
-        "usage, rewind, fork, compact, export, import, steer, interrupt; default: $KUN_SERVER, "
-        "except for the session).",
-    )(func)
-
-
-def keep_server(ctx: click.Context, server: str | None, token_env: str | None) -> None:
-    """Record the server for the command about to run; refuse ``--server``
-    (not ``$KUN_SERVER``) for a command that cannot use it."""
-    from click.core import ParameterSource
-
-    if server is None:
-        if token_env is not None:
-            raise click.UsageError("--token-env goes with --server URL")
-        return
-    from_environment = ctx.get_parameter_source("server") is ParameterSource.ENVIRONMENT
-    session = ctx.invoked_subcommand in SESSION_COMMANDS
-    if ctx.invoked_subcommand not in REMOTE_COMMANDS and not session:
-        if from_environment:
-            return
-        what = f"kun {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "the session"
-        raise click.UsageError(
-            f"--server works with the session and {', '.join(sorted(REMOTE_COMMANDS))}; "
-            f"not with {what}"
-        )
-    if session and from_environment:
-        return  # the session goes to a server only when told on the command line
-    variable = token_env or TOKEN_ENV
-    token = os.environ.get(variable) or None
-    if token_env is not None and token is None:
-        raise click.UsageError(f"--token-env {token_env}: ${token_env} is not set or empty")
-    ctx.meta[_META] = Remote(_url(server), token, variable)
-
-
-def _url(server: str) -> str:
-    server = server.strip().rstrip("/")
-    if not server:
-        raise click.UsageError("--server: expected a URL such as http://127.0.0.1:8765")
-    return server if "://" in server else f"http://{server}"
+def choose_remote(ctx: click.Context, url: str, token: str | None, token_env: str) -> None:
+    """Record, for the whole command line, that the command works on the
+    server at ``url`` (the composition root decides: :func:`kun.entry.choose_adapter`)."""
+    ctx.meta[_META] = Remote(url, token, token_env)
 
 
 def remote_target() -> Remote | None:
