@@ -121,8 +121,8 @@ def demo(fast: bool, home: Path | None) -> None:
     comparison, a rewind (into a fresh temporary home unless --home)."""
     import tempfile
 
+    from kun.app.home import resolve_home
     from kun.cli.demo_tour import demo as run_demo
-    from kun.store.paths import resolve_home
 
     root = resolve_home(home) if home is not None else Path(tempfile.mkdtemp(prefix="kun-demo-"))
     group = click.get_current_context().find_root().command

@@ -30,7 +30,7 @@ def command_target(
     if remote is not None:
         local_only(home=home, config=config)
         return RemoteTarget(remote.url, remote.token, remote.token_env)
-    from kun.store.paths import resolve_home
+    from kun.app.home import resolve_home
 
     return LocalTarget(resolve_home(home), config, flags or RuntimeFlags())
 
