@@ -1,6 +1,6 @@
-"""The adapter a command works through, chosen once: the server named by
-``--server URL`` or ``$KUN_SERVER`` (:mod:`kun.cli.remote`), else the
-home (``--home``, ``$KUN_HOME``, ``~/.kun``). Commands call
+"""The adapter a command works through, chosen once by the composition root
+(:func:`kun.entry.choose_adapter`): the server named by ``--server URL`` or
+``$KUN_SERVER``, else the home (``--home``, ``$KUN_HOME``, ``~/.kun``). Commands call
 :func:`with_kun` and never reach past :class:`~kun.app.interface.Kun`.
 """
 
