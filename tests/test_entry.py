@@ -4,6 +4,8 @@ command works through is chosen there once, from ``--server URL`` or
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -76,3 +78,23 @@ def test_kun_server_leaves_a_command_that_cannot_use_it_local(tmp_path: Path) ->
     result = CliRunner().invoke(cli, ["--server", "http://127.0.0.1:9", "config"], env=env)
     assert result.exit_code == 1
     assert result.output.startswith("kun: error: --server works with the session and compact,")
+
+
+def test_a_command_starts_without_loading_what_it_does_not_use() -> None:
+    """``kun replay --help`` runs the group's callbacks (its options' too)
+    but loads neither the configuration (jsonschema, the tool host) nor
+    the server, the runtime or the model layer."""
+    script = (
+        "import sys\n"
+        "from kun.entry import cli\n"
+        "try:\n"
+        "    cli.main(['replay', '--help'], prog_name='kun')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('kun.config', 'kun.server', 'kun.runtime', 'kun.model', 'kun.tools')\n"
+        "print(sorted({m for m in sys.modules if m.startswith(heavy)}), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stderr.strip() == "[]"
