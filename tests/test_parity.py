@@ -77,12 +77,15 @@ def row(*args: str, keeps: str | None = None, differs: str | None = None) -> Row
 
 
 NOT_OVER_A_SERVER = "not yet over a server: --server refused for this command"
+LOCAL_ONLY = "the remote twin refuses {} ('does not go with --server')"
 SUFFIXED = "the remote twin adds the refusal's '(HTTP status, code)' to the local message"
 
 TABLE = [
     row("threads"),
     row("threads", "--json"),
     row("threads", "--limit", "2"),
+    row("threads", "--here"),
+    row("threads", "--all"),
     row("usage", "{T1}"),
     row("usage", "{T1}", "{T2}"),
     row("usage", "{T1}", "--json"),
@@ -91,6 +94,8 @@ TABLE = [
     row("replay", "{T1}", "--hidden"),
     row("replay", "{T1}", "--reasoning"),
     row("replay", "{T1}", "--until-seq", "5"),
+    row("replay", "{T1}", "--from-seq", "5", differs=LOCAL_ONLY.format("--from-seq")),
+    row("replay", "{T1}", "--strict", differs=LOCAL_ONLY.format("--strict")),
     row("replay", "{FORK}"),
     row("replay", "{IMP}"),
     row("rewind", "{T1}", "--undo"),
