@@ -38,6 +38,7 @@ from kun.app.local_errors import (
     TurnUnreachable,
 )
 from kun.app.lookup import AmbiguousThreadId
+from kun.app.trash import NotInTrash, RestoreConflict
 from kun.domain.turnref import NoSuchTurn, NothingToUndo, TurnAlreadyHidden
 from kun.errors import KunError, RuntimeFailure
 from kun.model.errors import AttachmentTooLarge
@@ -86,6 +87,8 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (NoGoal, 409, "no_goal"),
     (GoalRefused, 409, "goal_refused"),
     (TurnUnreachable, 409, "turn_unreachable"),
+    (NotInTrash, 404, "not_in_trash"),
+    (RestoreConflict, 409, "thread_exists"),
 )
 _FIELD = {
     InvalidThreadId: "thread_id",
@@ -95,6 +98,7 @@ _FIELD = {
     InvalidWorkspace: "workspace",
     InvalidCursor: "cursor",
     GoalRefused: "status",
+    RestoreConflict: "as_id",
 }
 
 

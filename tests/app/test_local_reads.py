@@ -58,7 +58,18 @@ async def test_the_thread_list_pages_by_cursor(tmp_path: Path) -> None:
         assert first.next_cursor is not None
         rest = await t.kun.threads(limit=2, cursor=first.next_cursor)
         seen = [s.thread_id for s in (*first.threads, *rest.threads)]
-        assert seen == ids[::-1] and rest.next_cursor is None
+        everything = [s.thread_id for s in (await t.kun.threads()).threads]
+        assert seen == everything and sorted(seen) == sorted(ids) and rest.next_cursor is None
         assert [s.thread_id for s in (await t.kun.threads(query="T1")).threads] == [ids[1]]
         with pytest.raises(KunError, match="cursor is not a next_cursor"):
             await t.kun.threads(cursor="nonsense")
+
+
+async def test_usage_of_one_or_two_threads_only(tmp_path: Path) -> None:
+    async with local(tmp_path) as t:
+        thread = await t.new_thread()
+        both = await t.kun.usage(thread, thread)
+        assert [u.thread_id for u in both.threads] == [thread, thread]
+        for wrong in ((), (thread, thread, thread)):
+            with pytest.raises(KunError, match="give one thread, or two to compare"):
+                await t.kun.usage(*wrong)

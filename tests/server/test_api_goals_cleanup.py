@@ -63,8 +63,18 @@ async def test_trash_list_restore_and_restore_again(tmp_path: Path) -> None:
         assert restored.status_code == 201 and restored.json()["thread_id"] == thread
         assert (await a.client.get(f"/v1/threads/{thread}")).status_code == 200
         missing = await a.client.post(f"/v1/trash/{entry}/restore", json={})
-        assert missing.status_code == 400
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_in_trash"
         assert str(a.home) not in missing.text and "<home>/trash" in missing.text
+        second = (await a.client.delete(f"/v1/threads/{thread}")).json()["entry"]
+        other = await a.new_thread()
+        clash = await a.client.post(f"/v1/trash/{second}/restore", json={"as_id": other})
+        assert clash.status_code == 409 and clash.json()["error"] == {
+            "code": "thread_exists",
+            "message": f"thread {other!r} exists; give --as another id",
+            "field": "as_id",
+        }
+        taken = await a.client.post(f"/v1/trash/{second}/restore", json={"as_id": "thr_b"})
+        assert taken.status_code == 201 and taken.json()["thread_id"] == "thr_b"
 
 
 async def test_a_busy_thread_is_not_trashed_or_collected(tmp_path: Path) -> None:
