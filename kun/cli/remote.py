@@ -76,9 +76,11 @@ def local_only(**given: object) -> None:
 
 @contextmanager
 def explained(remote: Remote) -> Iterator[None]:
-    """Say in one line why the server could not be used: nothing listening,
-    a missing or wrong token, a lost connection, its refusal, or an answer
-    without the fields kun serve sends (another JSON API on that port)."""
+    """For the commands still on the old dict client (:mod:`kun.client.legacy`):
+    why the server could not be used, in one line, in the words of the
+    client (:func:`kun.client.explained`, :func:`kun.client.errors.unreachable`);
+    an answer without the fields kun serve sends (another JSON API on that
+    port) says so."""
     import httpx
 
     from kun.client.legacy import ApiError
@@ -87,7 +89,9 @@ def explained(remote: Remote) -> Iterator[None]:
     try:
         yield
     except BaseExceptionGroup as group:
-        leaf = _first_leaf(group)
+        from kun.cli.target import first_leaf
+
+        leaf = first_leaf(group)
         if isinstance(leaf, understood):
             raise _mistake(remote, leaf) from None
         raise
@@ -95,67 +99,24 @@ def explained(remote: Remote) -> Iterator[None]:
         raise _mistake(remote, exc) from None
 
 
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    leaf: BaseException = group
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    return leaf
-
-
-def _mistake(remote: Remote, exc: Exception) -> UserMistake:
-    import httpx
-
+def _mistake(remote: Remote, exc: Exception) -> Exception:
+    from kun.app.refusals import refused
+    from kun.client import explained as client_explained
+    from kun.client.errors import unreachable
     from kun.client.legacy import ApiError
 
     if isinstance(exc, ApiError):
-        if exc.code == "workspace_missing":
-            return _workspace_missing(exc.message)
-        if exc.status != 401:
+        if exc.status != 401 and exc.code != "workspace_missing":
             return exc
-        if remote.token is None:
-            return UserMistake(
-                f"the server at {remote.url} wants a token: put it in ${remote.token_env} "
-                "(or name its variable with --token-env VAR)"
-            )
-        return UserMistake(f"the server at {remote.url} refused the token in ${remote.token_env}")
-    if isinstance(exc, httpx.ConnectError) and _unresolved(exc):
-        return UserMistake(f"--server {remote.url}: no such host ({exc})")
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        return UserMistake(f"nothing is listening at {remote.url} — is `kun serve` running?")
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
-        return UserMistake(f"--server {remote.url}: not an http:// or https:// URL")
+        try:
+            with client_explained(
+                remote.url, token_given=remote.token is not None, token_env=remote.token_env
+            ):
+                raise refused(exc.status, exc.code, exc.message, exc.field)
+        except UserMistake as said:
+            return said
     if isinstance(exc, KeyError | TypeError):
         return UserMistake(
             f"the answer from {remote.url} lacks what kun serve sends ({exc!r}): is it a kun serve?"
         )
-    return UserMistake(f"lost the server at {remote.url}: {exc or type(exc).__name__}")
-
-
-def _workspace_missing(message: str) -> UserMistake:
-    """The server's ``workspace_missing`` in the command line's words (the
-    CLI writes the command out with the ``--server`` and ``--token-env`` in
-    use, :func:`kun.cli.options.explained`)."""
-    import re
-    import shlex
-
-    found = re.search(r"; PATCH /v1/threads/(\S+) with .*$", message)
-    if found is None:
-        return UserMistake(message)
-    command = ("run", "--thread", found[1], "--workspace", "DIR", "PROMPT")
-    hint = (
-        f"; {shlex.join(['kun', *command])} "
-        "(a folder on the server's machine) gives it one (HTTP 409, workspace_missing)"
-    )
-    mistake = UserMistake(message[: found.start()] + hint)
-    mistake.suggests = command
-    return mistake
-
-
-def _unresolved(exc: BaseException) -> bool:
-    """The host name did not resolve (a typo), which is no server down."""
-    import socket
-
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, socket.gaierror):
-        cause = cause.__cause__ or cause.__context__
-    return cause is not None
+    return unreachable(remote.url, exc)

@@ -37,17 +37,34 @@ def command_target(
 
 def with_kun(target: Target, body: Callable[[Kun], Awaitable[T]]) -> T:
     """``await body(kun)`` on the target's adapter, from synchronous code
-    (a click command); a server that cannot be used is one line
-    (:func:`kun.cli.remote.explained`)."""
+    (a click command); a server that cannot be used is one line in the
+    client's words (:func:`kun.client.explained`: a token missing or refused
+    named by its variable)."""
     import anyio
 
     async def go() -> T:
         async with open_kun(target) as kun:
             return await body(kun)
 
-    if isinstance(target, RemoteTarget):
-        from kun.cli.remote import Remote, explained
+    if not isinstance(target, RemoteTarget):
+        return anyio.run(go)
+    from kun.app.refusals import Refused
+    from kun.client import explained
 
-        with explained(Remote(target.url, target.token, target.token_env)):
+    token_given = target.token is not None
+    with explained(target.url, token_given=token_given, token_env=target.token_env):
+        try:
             return anyio.run(go)
-    return anyio.run(go)
+        except BaseExceptionGroup as group:
+            leaf = first_leaf(group)
+            if isinstance(leaf, Refused):
+                raise leaf from None
+            raise
+
+
+def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error a task group wrapped (its first, however deep)."""
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
