@@ -15,6 +15,9 @@ The rules:
   :mod:`kun.entry`; ``kun.cli`` never imports ``kun.chat``; ``kun.chat``
   never imports the group (``kun.cli.main``). Nothing below the surfaces
   imports them.
+- **The HTTP adapter stands alone**: ``kun.client`` imports neither the
+  server, the runtime nor the store (but the log's codec), so a program
+  that only talks to ``kun serve`` does not load the engine.
 - **Contracts and domain are pure** (SPEC §2): ``kun.contracts`` imports only
   itself; ``kun.domain`` only itself, ``kun.contracts`` and ``kun.errors``;
   neither imports a module that does IO, reads the clock or draws random
@@ -57,6 +60,10 @@ IMPURE = frozenset(
 """Top-level packages that touch files, sockets, processes, the terminal,
 the clock or randomness: none of them belongs in ``kun.contracts`` or
 ``kun.domain``."""
+
+CLIENT_MAY_USE = frozenset({"kun.store.codec"})
+"""What the HTTP adapter takes from the layers it stands in for: the log's
+codec, to decode the events a stream carries as the log writes them."""
 
 NOT_YET_MIGRATED: frozenset[tuple[str, str]] = frozenset(
     {
@@ -215,6 +222,12 @@ def layer_offences(imports: list[Import]) -> list[Import]:
             offences.append(found)
         elif _within(module, "kun.contracts", "kun.domain") and top in IMPURE:
             offences.append(found)
+        elif (
+            _within(module, "kun.client")
+            and _within(imported, "kun.server", "kun.runtime", "kun.store")
+            and imported not in CLIENT_MAY_USE
+        ):
+            offences.append(found)
     return offences
 
 
@@ -276,3 +289,23 @@ def test_every_kind_of_import_is_seen(tmp_path: Path) -> None:
         f"{module}:6 imports kun.domain.reduce",
         f"{module}:7 imports kun.domain.state",
     ]
+
+
+def test_each_layer_rule_catches_its_offence() -> None:
+    tried = [
+        Import("kun.cli.probe", 1, "kun.chat.session"),
+        Import("kun.chat.probe", 2, "kun.cli.main"),
+        Import("kun.cli.probe", 3, "kun.entry"),
+        Import("kun.store.probe", 4, "kun.cli.options"),
+        Import("kun.app.probe", 5, "kun.chat.view"),
+        Import("kun.contracts.probe", 6, "kun.domain.state"),
+        Import("kun.domain.probe", 7, "kun.store.paths"),
+        Import("kun.domain.probe", 8, "os"),
+        Import("kun.contracts.probe", 9, "time"),
+        Import("kun.client.probe", 10, "kun.runtime.service"),
+        Import("kun.__main__", 11, "kun.entry"),
+        Import("kun.chat.probe", 12, "kun.cli.options"),
+        Import("kun.domain.probe", 13, "kun.errors"),
+        Import("kun.client.probe", 14, "kun.store.codec"),
+    ]
+    assert [found.line for found in layer_offences(tried)] == list(range(1, 11))
