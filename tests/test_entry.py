@@ -114,3 +114,10 @@ def test_the_session_goes_to_a_server_only_when_told_on_the_command_line(
     ambient = CliRunner().invoke(cli, ["resume"], env=env)
     assert ambient.exit_code == 1
     assert "--server" not in ambient.output and "terminal" in ambient.output
+
+
+def test_the_commands_that_take_a_server_are_registered() -> None:
+    """Every name in REMOTE_COMMANDS is a command of the group (a typo
+    there would silently leave a command local)."""
+    assert kun.entry.REMOTE_COMMANDS <= set(cli.commands)
+    assert kun.entry.SESSION_COMMANDS - {None} <= set(cli.commands)
