@@ -1,3 +1,3 @@
-from kun.cli import main
+from kun.entry import main
 
 main()

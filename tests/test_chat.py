@@ -361,7 +361,8 @@ def test_with_no_terminal_to_pick_on_the_hint_names_the_home(
     from click.testing import CliRunner
 
     from kun.chat import start
-    from kun.cli import cli, tty
+    from kun.cli import tty
+    from kun.entry import cli
 
     home = tmp_path / "home"
     _past_thread(home, "thr_aaa_old", tmp_path, 1_000_000, "old")

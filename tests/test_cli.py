@@ -11,9 +11,9 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts.events import Event
 from kun.domain.state import ThreadState
+from kun.entry import cli
 from kun.testing.logbuilder import LogBuilder
 
 GOLDEN = Path(__file__).resolve().parent.parent / "events" / "golden"

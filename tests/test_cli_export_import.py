@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
+from kun.entry import cli
 from kun.store.paths import log_path
 from tests.portable.conftest import stored_thread
 from tests.portable.marks import unmarked

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kun.app.trash import remove_thread, trashed
-from kun.cli.main import cli
+from kun.entry import cli
 from kun.store.lock import lock_thread
 from kun.store.paths import lock_path, log_path, thread_dir
 from kun.store.replay import replay_log

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from kun.cli import cli
 from kun.cli.threads import TITLE_WIDTH
+from kun.entry import cli
 
 GOLDEN = Path(__file__).parent.parent / "events" / "golden"
 T = "thr_01JE1F6G7H8J9K"

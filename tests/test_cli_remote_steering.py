@@ -21,9 +21,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.cli.steering import interrupted_line, steered_line
 from kun.contracts import events as ev
+from kun.entry import cli
 from kun.store.lock import lock_thread
 from kun.store.paths import lock_path
 from tests.portable.conftest import stored_thread

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
+from kun.entry import cli
 from kun.store.codec import encode_line
 from kun.testing.logbuilder import LogBuilder
 

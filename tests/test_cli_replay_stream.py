@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kun.cli import cli
 from kun.contracts import events as ev
 from kun.domain.transcript import render_transcript
+from kun.entry import cli
 from kun.store.codec import encode_line
 from kun.store.replay import replay_log
 from tests.properties.strategies import thread_logs

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 from click.testing import CliRunner
 
-from kun.cli import cli
+from kun.entry import cli
 from kun.model.scripted import text_reply, tool_reply
 from tests.runtime.support import harness
 

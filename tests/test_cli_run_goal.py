@@ -14,10 +14,10 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.cli.run import RunOptions, run_prompt
 from kun.contracts.items import UserMessage
 from kun.domain.reduce import replay
+from kun.entry import cli
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime import resume
 from kun.runtime.service import TurnService

@@ -31,9 +31,9 @@ import pytest
 from anyio.abc import Process
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.cli.steering import interrupted_line, steered_line
 from kun.contracts import events as ev
+from kun.entry import cli
 from kun.model.scripted import tool_reply
 from kun.runtime.control_channel import control_path
 from kun.store.jsonl import JsonlEventStore

@@ -13,8 +13,8 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts.events import Event
+from kun.entry import cli
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.logbuilder import LogBuilder
 

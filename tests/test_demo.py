@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import kun.cli.demo
-from kun.cli import cli, demo_tour
+from kun.cli import demo_tour
+from kun.entry import cli
 from tests.terminal_support import events_of, finish, spawn, state_of
 
 
@@ -126,7 +127,7 @@ def test_the_demo_paces_only_on_a_terminal_and_not_when_fast(
     monkeypatch.setattr(kun.cli.demo, "run_demo", fake_run)
     monkeypatch.setattr("sys.stdout.isatty", lambda: tty, raising=False)
     with pytest.raises(SystemExit):
-        demo_tour.demo(tmp_path, fast=fast)
+        demo_tour.demo(tmp_path, cli, fast=fast)
     assert seen == {"paced": paced}
 
 

@@ -15,13 +15,13 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
 from kun.contracts.model import CompletedChunk, TextDeltaChunk, UsageChunk
 from kun.contracts.usage import UsageSnapshot, UsageTotals
 from kun.domain.reduce import replay
 from kun.domain.usage_report import render_usage
+from kun.entry import cli
 from kun.model.scripted import tool_reply
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kun.cli import cli
 from kun.domain.shown import shown, shown_cell
+from kun.entry import cli
 from kun.model.scripted import tool_reply
 from kun.testing.fake_provider import FakeResponse
 from kun.testing.logbuilder import LogBuilder

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kun.app.listing import ThreadSummary, list_threads, summarize, thread_ids
 from kun.app.thread_index import index_path, indexed_summaries
-from kun.cli import cli
+from kun.entry import cli
 from kun.testing.logbuilder import LogBuilder
 
 

@@ -126,7 +126,7 @@ _PEAK = (
     "    for l in open('/proc/self/status'):\n"
     "        if l.startswith('VmHWM:'): sys.__stderr__.write('VmHWM ' + l.split()[1] + '\\n')\n"
     "atexit.register(peak)\n"
-    "from kun.cli import main\n"
+    "from kun.entry import main\n"
     "sys.argv = ['kun', *sys.argv[1:]]\n"
     "main()\n"
 )

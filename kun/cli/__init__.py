@@ -1,7 +1,4 @@
-"""The command line: the click group lives in :mod:`kun.cli.main`, each
-family of commands in a small module beside it, and what the terminal shows
-in :mod:`kun.cli.terminal`. ``kun.cli:main`` is the console script."""
-
-from kun.cli.main import cli, main
-
-__all__ = ["cli", "main"]
+"""The command line's commands: each family in a small module, the group's
+own behaviour in :mod:`kun.cli.main`, what the terminal shows in
+:mod:`kun.cli.terminal`. The group is built, and the commands registered,
+by the composition root :mod:`kun.entry` (the ``kun`` console script)."""

@@ -63,11 +63,11 @@ def render_config(
 ) -> list[str]:
     import msgspec
 
+    from kun.app.home import resolve_home
     from kun.app.settings import resolve_runtime
     from kun.config import find_config, load_config
     from kun.observe.describe import config_lines as observe_lines
     from kun.observe.flags import given_flags
-    from kun.store.paths import resolve_home
 
     env = os.environ if environ is None else environ
     root = resolve_home(home)

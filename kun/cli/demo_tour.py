@@ -43,11 +43,9 @@ def _heading(out: TextIO, text: str, color: bool) -> None:
     out.flush()
 
 
-def _command(out: TextIO, args: list[str], why: str, color: bool) -> str:
-    """Print ``$ kun ARGS  # why``, run it as ``kun`` would, print and
-    return what it printed."""
-    from kun.cli import cli
-
+def _command(out: TextIO, cli: click.Group, args: list[str], why: str, color: bool) -> str:
+    """Print ``$ kun ARGS  # why``, run it with ``cli`` (the ``kun`` group) as
+    ``kun`` would, print and return what it printed."""
     typed = "$ " + shlex.join(["kun", *args])
     note = f"  # {why}"
     if color:
@@ -66,8 +64,9 @@ def _command(out: TextIO, args: list[str], why: str, color: bool) -> str:
     return printed.getvalue()
 
 
-def tour(run: DemoRun, out: TextIO, *, color: bool = False) -> None:
-    """Show what the log of ``run``'s thread makes possible."""
+def tour(run: DemoRun, out: TextIO, cli: click.Group, *, color: bool = False) -> None:
+    """Show what the log of ``run``'s thread makes possible, with the commands
+    of ``cli``."""
     home = ["--home", str(run.home)]
     thread = run.thread_id
     count, seq = step_boundary(run.path)
@@ -81,22 +80,29 @@ def tour(run: DemoRun, out: TextIO, *, color: bool = False) -> None:
         f"{count} events, one JSON line each. Everything below is rebuilt from them.\n"
     )
     at = f"seq {seq}, after the first tool results, before the fix"
-    _command(out, ["replay", thread, "--until-seq", str(seq), *home], f"time travel to {at}", color)
-    fork = _command(out, ["fork", thread, "--at-seq", str(seq), *home], "branch there", color)
-    _command(out, ["usage", thread, fork.strip(), *home], "the thread (A) vs its fork (B)", color)
+    _command(
+        out, cli, ["replay", thread, "--until-seq", str(seq), *home], f"time travel to {at}", color
+    )
+    fork = _command(out, cli, ["fork", thread, "--at-seq", str(seq), *home], "branch there", color)
+    _command(
+        out, cli, ["usage", thread, fork.strip(), *home], "the thread (A) vs its fork (B)", color
+    )
     _command(
         out,
+        cli,
         ["rewind", thread, "--before-turn", run.turn_ids[-1], *home],
         "hide the last turn; the log keeps it (replay --hidden)",
         color,
     )
-    _command(out, ["rewind", thread, "--undo", *home], "and bring it back", color)
+    _command(out, cli, ["rewind", thread, "--undo", *home], "and bring it back", color)
     out.write(f"\nworkspace: {run.workspace}\n")
 
 
-def demo(home: Path, *, fast: bool) -> None:
+def demo(home: Path, cli: click.Group, *, fast: bool) -> None:
     """``kun demo``: the turns, paced on a terminal unless ``fast``, then
-    the tour. A turn that does not complete is a failure (exit 1)."""
+    the tour of ``cli``'s commands (the ``kun`` group, passed down by the
+    command so that kun.cli needs no import of the composition root). A
+    turn that does not complete is a failure (exit 1)."""
     import anyio
 
     from kun.cli.colors import use_color
@@ -108,4 +114,4 @@ def demo(home: Path, *, fast: bool) -> None:
     run = anyio.run(lambda: run_demo(home, out, color=color, paced=tty and not fast))
     if any(status != "completed" for status in run.statuses):
         raise click.ClickException(f"a demo turn ended {', '.join(run.statuses)}")
-    tour(run, out, color=color)
+    tour(run, out, cli, color=color)

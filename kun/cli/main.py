@@ -1,4 +1,6 @@
-"""The ``kun`` command line.
+"""The ``kun`` command line's own parts: :class:`Cli`, the group's error
+handling, and the ``demo`` and ``run`` commands. The group itself is built,
+and every command registered, by the composition root :mod:`kun.entry`.
 
 Every command takes ``--home`` (default ``$KUN_HOME``, else ``~/.kun``). A
 user mistake or a failure kun can explain is one line on stderr and a
@@ -17,27 +19,19 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from kun.chat.cli import chat, resume, session_options, start_session
-from kun.cli.cleanup import gc, restore, rm, trash
 from kun.cli.colors import no_color_option
-from kun.cli.compact import compact
-from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import explained, home_option
-from kun.cli.portable import export_command, import_command
-from kun.cli.remote import keep_server, remote_target, server_options
-from kun.cli.replay import replay
-from kun.cli.serve import serve
-from kun.cli.steering import interrupt, steer
-from kun.cli.threads import fork, reconcile, rewind, threads, usage
-from kun.cli.trust_command import trust_command
+from kun.cli.remote import remote_target
 from kun.errors import KunError
 
 EXIT_FAILURE = 1
 EXIT_BROKEN_PIPE = 128 + 13  # as if killed by SIGPIPE
 
 
-class _Cli(click.Group):
+class Cli(click.Group):
+    """The group class of ``kun``: every user mistake is one line."""
+
     def main(
         self,
         args: Sequence[str] | None = None,
@@ -115,52 +109,7 @@ def _fail(message: str, code: int = EXIT_FAILURE) -> None:
     sys.exit(code)
 
 
-@click.group(
-    cls=_Cli,
-    invoke_without_command=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-@click.version_option(package_name="kun")
-@click.option(
-    "-c", "--continue", "continue_latest", is_flag=True,
-    help="Resume the latest thread of this workspace.",
-)  # fmt: skip
-@session_options
-@server_options
-@click.pass_context
-def cli(
-    ctx: click.Context,
-    /,
-    continue_latest: bool,
-    server: str | None,
-    token_env: str | None,
-    **options: Any,
-) -> None:
-    """kun: an event-sourced runtime for LLM agents.
-
-    Alone, kun opens an interactive session on a new thread (-c: on this
-    workspace's latest). Every change to a thread is an event in its
-    events.jsonl; the commands below rebuild what you see from that log.
-    With --server URL, the session (kun, -c, resume), run, replay, threads,
-    usage, rewind, fork, compact, export, import, steer and interrupt work
-    on the threads of a running kun serve.
-    """
-    keep_server(ctx, server, token_env)
-    if ctx.invoked_subcommand is None:
-        start_session(continue_latest=continue_latest, **options)
-    elif continue_latest or any(v is not None for v in options.values()) or _runtime_given():
-        raise click.UsageError(
-            f"the session's options go after the command: kun {ctx.invoked_subcommand} ..."
-        )
-
-
-def _runtime_given() -> bool:
-    """A runtime flag before a command's name (``kun --max-steps 3 run``),
-    which the command would not see."""
-    return runtime_flags().given()
-
-
-@cli.command()
+@click.command()
 @click.option(
     "--fast", is_flag=True, help="Do not pace the stream (it is paced only on a terminal)."
 )
@@ -172,17 +121,19 @@ def demo(fast: bool, home: Path | None) -> None:
     comparison, a rewind (into a fresh temporary home unless --home)."""
     import tempfile
 
+    from kun.app.home import resolve_home
     from kun.cli.demo_tour import demo as run_demo
-    from kun.store.paths import resolve_home
 
     root = resolve_home(home) if home is not None else Path(tempfile.mkdtemp(prefix="kun-demo-"))
-    run_demo(root, fast=fast)
+    group = click.get_current_context().find_root().command
+    assert isinstance(group, click.Group)
+    run_demo(root, group, fast=fast)
 
 
 _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
 
 
-@cli.command()
+@click.command()
 @click.argument("prompt", required=False)
 @click.option("--thread", "thread_id", default=None, help="Continue this thread.")
 @click.option(
@@ -308,23 +259,3 @@ def run(
     click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)
     if result.failed(options):
         sys.exit(EXIT_FAILURE)
-
-
-cli.add_command(chat)
-for _command in (replay, threads, usage, rewind, fork, reconcile):
-    cli.add_command(_command)
-cli.add_command(resume)
-cli.add_command(compact)
-cli.add_command(config_command)
-cli.add_command(trust_command)
-cli.add_command(serve)
-cli.add_command(export_command)
-cli.add_command(import_command)
-cli.add_command(steer)
-cli.add_command(interrupt)
-for _command in (gc, rm, restore, trash):
-    cli.add_command(_command)
-
-
-def main() -> None:
-    cli(prog_name="kun")

@@ -45,8 +45,8 @@ def pasteable(*args: str) -> str:
     the pasted command cannot find."""
     import shlex
 
+    from kun.app.home import resolve_home
     from kun.cli.remote import TOKEN_ENV, remote_target
-    from kun.store.paths import resolve_home
 
     words = ["kun"]
     remote = remote_target()

@@ -1,26 +1,14 @@
-"""``kun --server URL ...``: the commands that can work on a thread held by a
-running ``kun serve`` instead of the local home (the session, ``run``, ``replay``,
-``threads``, ``usage``, ``rewind``, ``fork``, ``compact``, ``export``,
-``import``, ``steer``, ``interrupt``), so one server holds the threads while
-several terminals and programs follow and steer them.
-
-The server is named by ``--server URL`` or ``$KUN_SERVER``; its bearer token
-is read from the environment variable named by ``--token-env VAR`` (default
-``$KUN_TOKEN``), never from the command line, where ``ps`` would show it.
-``$KUN_SERVER`` only applies to the commands that can use it (``kun serve``
-stays local, and the session goes to a server only with ``--server`` on
-the command line: :mod:`kun.chat.remote`); ``--server`` given to any other command is a
-usage error. Everything goes through :mod:`kun.client`; a server that is not
-there, a refused token and every other refusal are one line, exit status 1.
+"""The server a command works on, as the composition root chose it
+(:mod:`kun.entry`: ``--server URL``, ``$KUN_SERVER``, ``--token-env VAR``),
+and a server that cannot be used said in one line (:func:`explained`).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
@@ -30,25 +18,14 @@ if TYPE_CHECKING:
     from kun.client.legacy import AsyncKunClient, KunClient
 
 __all__ = [
-    "REMOTE_COMMANDS",
+    "TOKEN_ENV",
     "Remote",
+    "choose_remote",
     "explained",
     "local_only",
     "remote_target",
-    "server_options",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-REMOTE_COMMANDS = frozenset(
-    {
-        "compact", "export", "fork", "import", "interrupt", "replay", "rewind", "run", "steer",
-        "threads", "usage",
-    }
-)  # fmt: skip
-SESSION_COMMANDS = frozenset({None, "chat", "resume"})
-"""The session (plain ``kun``, ``kun chat``, ``kun resume``): on a server
-with ``--server URL`` given on the command line, never by ``$KUN_SERVER``."""
 TOKEN_ENV = "KUN_TOKEN"
 _META = "kun.remote"
 
@@ -75,60 +52,10 @@ class Remote:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
 
-def server_options(func: F) -> F:
-    """The group's ``--server`` and ``--token-env``."""
-    func = click.option(
-        "--token-env",
-        "token_env",
-        default=None,
-        metavar="VAR",
-        help=f"With --server: the bearer token is in $VAR (default: ${TOKEN_ENV}).",
-    )(func)
-    return click.option(
-        "--server",
-        "server",
-        default=None,
-        envvar="KUN_SERVER",
-        metavar="URL",
-        help="Work on the threads of the kun serve at URL (the session, run, replay, threads, "
-        "usage, rewind, fork, compact, export, import, steer, interrupt; default: $KUN_SERVER, "
-        "except for the session).",
-    )(func)
-
-
-def keep_server(ctx: click.Context, server: str | None, token_env: str | None) -> None:
-    """Record the server for the command about to run; refuse ``--server``
-    (not ``$KUN_SERVER``) for a command that cannot use it."""
-    from click.core import ParameterSource
-
-    if server is None:
-        if token_env is not None:
-            raise click.UsageError("--token-env goes with --server URL")
-        return
-    from_environment = ctx.get_parameter_source("server") is ParameterSource.ENVIRONMENT
-    session = ctx.invoked_subcommand in SESSION_COMMANDS
-    if ctx.invoked_subcommand not in REMOTE_COMMANDS and not session:
-        if from_environment:
-            return
-        what = f"kun {ctx.invoked_subcommand}" if ctx.invoked_subcommand else "the session"
-        raise click.UsageError(
-            f"--server works with the session and {', '.join(sorted(REMOTE_COMMANDS))}; "
-            f"not with {what}"
-        )
-    if session and from_environment:
-        return  # the session goes to a server only when told on the command line
-    variable = token_env or TOKEN_ENV
-    token = os.environ.get(variable) or None
-    if token_env is not None and token is None:
-        raise click.UsageError(f"--token-env {token_env}: ${token_env} is not set or empty")
-    ctx.meta[_META] = Remote(_url(server), token, variable)
-
-
-def _url(server: str) -> str:
-    server = server.strip().rstrip("/")
-    if not server:
-        raise click.UsageError("--server: expected a URL such as http://127.0.0.1:8765")
-    return server if "://" in server else f"http://{server}"
+def choose_remote(ctx: click.Context, url: str, token: str | None, token_env: str) -> None:
+    """Record, for the whole command line, that the command works on the
+    server at ``url`` (the composition root decides: :func:`kun.entry.choose_adapter`)."""
+    ctx.meta[_META] = Remote(url, token, token_env)
 
 
 def remote_target() -> Remote | None:
@@ -149,9 +76,11 @@ def local_only(**given: object) -> None:
 
 @contextmanager
 def explained(remote: Remote) -> Iterator[None]:
-    """Say in one line why the server could not be used: nothing listening,
-    a missing or wrong token, a lost connection, its refusal, or an answer
-    without the fields kun serve sends (another JSON API on that port)."""
+    """For the commands still on the old dict client (:mod:`kun.client.legacy`):
+    why the server could not be used, in one line, in the words of the
+    client (:func:`kun.client.explained`, :func:`kun.client.errors.unreachable`);
+    an answer without the fields kun serve sends (another JSON API on that
+    port) says so."""
     import httpx
 
     from kun.client.legacy import ApiError
@@ -160,7 +89,9 @@ def explained(remote: Remote) -> Iterator[None]:
     try:
         yield
     except BaseExceptionGroup as group:
-        leaf = _first_leaf(group)
+        from kun.cli.target import first_leaf
+
+        leaf = first_leaf(group)
         if isinstance(leaf, understood):
             raise _mistake(remote, leaf) from None
         raise
@@ -168,67 +99,24 @@ def explained(remote: Remote) -> Iterator[None]:
         raise _mistake(remote, exc) from None
 
 
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    leaf: BaseException = group
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    return leaf
-
-
-def _mistake(remote: Remote, exc: Exception) -> UserMistake:
-    import httpx
-
+def _mistake(remote: Remote, exc: Exception) -> Exception:
+    from kun.app.refusals import refused
+    from kun.client import explained as client_explained
+    from kun.client.errors import unreachable
     from kun.client.legacy import ApiError
 
     if isinstance(exc, ApiError):
-        if exc.code == "workspace_missing":
-            return _workspace_missing(exc.message)
-        if exc.status != 401:
+        if exc.status != 401 and exc.code != "workspace_missing":
             return exc
-        if remote.token is None:
-            return UserMistake(
-                f"the server at {remote.url} wants a token: put it in ${remote.token_env} "
-                "(or name its variable with --token-env VAR)"
-            )
-        return UserMistake(f"the server at {remote.url} refused the token in ${remote.token_env}")
-    if isinstance(exc, httpx.ConnectError) and _unresolved(exc):
-        return UserMistake(f"--server {remote.url}: no such host ({exc})")
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        return UserMistake(f"nothing is listening at {remote.url} — is `kun serve` running?")
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
-        return UserMistake(f"--server {remote.url}: not an http:// or https:// URL")
+        try:
+            with client_explained(
+                remote.url, token_given=remote.token is not None, token_env=remote.token_env
+            ):
+                raise refused(exc.status, exc.code, exc.message, exc.field)
+        except UserMistake as said:
+            return said
     if isinstance(exc, KeyError | TypeError):
         return UserMistake(
             f"the answer from {remote.url} lacks what kun serve sends ({exc!r}): is it a kun serve?"
         )
-    return UserMistake(f"lost the server at {remote.url}: {exc or type(exc).__name__}")
-
-
-def _workspace_missing(message: str) -> UserMistake:
-    """The server's ``workspace_missing`` in the command line's words (the
-    CLI writes the command out with the ``--server`` and ``--token-env`` in
-    use, :func:`kun.cli.options.explained`)."""
-    import re
-    import shlex
-
-    found = re.search(r"; PATCH /v1/threads/(\S+) with .*$", message)
-    if found is None:
-        return UserMistake(message)
-    command = ("run", "--thread", found[1], "--workspace", "DIR", "PROMPT")
-    hint = (
-        f"; {shlex.join(['kun', *command])} "
-        "(a folder on the server's machine) gives it one (HTTP 409, workspace_missing)"
-    )
-    mistake = UserMistake(message[: found.start()] + hint)
-    mistake.suggests = command
-    return mistake
-
-
-def _unresolved(exc: BaseException) -> bool:
-    """The host name did not resolve (a typo), which is no server down."""
-    import socket
-
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, socket.gaierror):
-        cause = cause.__cause__ or cause.__context__
-    return cause is not None
+    return unreachable(remote.url, exc)

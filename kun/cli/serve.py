@@ -137,6 +137,7 @@ def _run(
     home: Path | None,
     limits: ConnectionLimits,
 ) -> None:
+    from kun.app.home import resolve_home
     from kun.app.sandboxing import require_sandbox, sandbox_settings, serving
     from kun.config import load_config
     from kun.model.factory import build_router
@@ -144,7 +145,6 @@ def _run(
     from kun.server.app import create_app
     from kun.server.backend import backend_from_config
     from kun.server.runner import serve as run_server
-    from kun.store.paths import resolve_home
     from kun.tools.sandbox import SandboxUnavailable
 
     root = resolve_home(home)

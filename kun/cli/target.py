@@ -1,6 +1,6 @@
-"""The adapter a command works through, chosen once: the server named by
-``--server URL`` or ``$KUN_SERVER`` (:mod:`kun.cli.remote`), else the
-home (``--home``, ``$KUN_HOME``, ``~/.kun``). Commands call
+"""The adapter a command works through, chosen once by the composition root
+(:func:`kun.entry.choose_adapter`): the server named by ``--server URL`` or
+``$KUN_SERVER``, else the home (``--home``, ``$KUN_HOME``, ``~/.kun``). Commands call
 :func:`with_kun` and never reach past :class:`~kun.app.interface.Kun`.
 """
 
@@ -30,24 +30,41 @@ def command_target(
     if remote is not None:
         local_only(home=home, config=config)
         return RemoteTarget(remote.url, remote.token, remote.token_env)
-    from kun.store.paths import resolve_home
+    from kun.app.home import resolve_home
 
     return LocalTarget(resolve_home(home), config, flags or RuntimeFlags())
 
 
 def with_kun(target: Target, body: Callable[[Kun], Awaitable[T]]) -> T:
     """``await body(kun)`` on the target's adapter, from synchronous code
-    (a click command); a server that cannot be used is one line
-    (:func:`kun.cli.remote.explained`)."""
+    (a click command); a server that cannot be used is one line in the
+    client's words (:func:`kun.client.explained`: a token missing or refused
+    named by its variable)."""
     import anyio
 
     async def go() -> T:
         async with open_kun(target) as kun:
             return await body(kun)
 
-    if isinstance(target, RemoteTarget):
-        from kun.cli.remote import Remote, explained
+    if not isinstance(target, RemoteTarget):
+        return anyio.run(go)
+    from kun.app.refusals import Refused
+    from kun.client import explained
 
-        with explained(Remote(target.url, target.token, target.token_env)):
+    token_given = target.token is not None
+    with explained(target.url, token_given=token_given, token_env=target.token_env):
+        try:
             return anyio.run(go)
-    return anyio.run(go)
+        except BaseExceptionGroup as group:
+            leaf = first_leaf(group)
+            if isinstance(leaf, Refused):
+                raise leaf from None
+            raise
+
+
+def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error a task group wrapped (its first, however deep)."""
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf

@@ -21,9 +21,9 @@ def trust_command(path: Path | None, revoke: bool, as_list: bool, home: Path | N
     """Trust PATH (default ./kun.toml) as it is now, after reading it: its
     MCP servers, provider URLs and sandbox widening are then taken. Any
     change to the file un-trusts it."""
+    from kun.app.home import resolve_home
     from kun.config import CONFIG_NAME, trust
     from kun.errors import UserMistake
-    from kun.store.paths import resolve_home
 
     root = resolve_home(home)
     if as_list:

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from kun.app.settings import runtime_settings
-from kun.cli import cli
 from kun.config import load_config
 from kun.domain.repetition import RepetitionSettings
+from kun.entry import cli
 
 
 def _config(tmp_path: Path, runtime: str) -> Path:

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from kun.app.session import resume_settings
-from kun.cli import cli
 from kun.config import load_config
 from kun.domain.resume_policy import ResumeSettings
+from kun.entry import cli
 from tests.config.test_repetition_config import _config
 
 

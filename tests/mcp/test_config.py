@@ -12,10 +12,10 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.config import ConfigError, parse_config
 from kun.config.schema import McpServerTable
 from kun.contracts.items import ToolCall
+from kun.entry import cli
 from kun.mcp import secret_values
 from kun.runtime.dispatch import plan_batches
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from kun.cli.main import cli
+from kun.entry import cli
 
 
 def _observability(output: str) -> list[str]:

@@ -11,7 +11,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    import kun.cli.main, kun.app.session, kun.observe.setup, kun.server.app
+    import kun.entry, kun.app.session, kun.observe.setup, kun.server.app
     from kun.observe.settings import ObserveSettings
     from kun.observe.setup import observer_for
 

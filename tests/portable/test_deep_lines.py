@@ -15,7 +15,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
+from kun.entry import cli
 from kun.portable.bundle import export_thread
 from kun.portable.depth import MAX_DEPTH
 from kun.portable.errors import BundleRefused, SourceRefused

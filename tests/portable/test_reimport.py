@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from kun.app.trash import restore_thread, trashed
-from kun.cli import cli
+from kun.entry import cli
 from kun.errors import UserMistake
 from kun.portable import install as install_module
 from kun.portable.errors import ImportChanged

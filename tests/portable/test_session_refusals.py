@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
+from kun.entry import cli
 from kun.portable.errors import SourceRefused
 from kun.portable.sessions import import_session
 from kun.store.paths import threads_root

@@ -11,9 +11,9 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from kun.cli.main import cli
 from kun.contracts.items import Compaction
 from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.entry import cli
 from kun.model.scripted import text_reply
 from kun.store.paths import log_path
 from kun.store.replay import replay_log

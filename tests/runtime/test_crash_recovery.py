@@ -60,7 +60,6 @@ import pytest
 from click.testing import CliRunner
 
 from kun.app.session import open_service
-from kun.cli import cli
 from kun.contracts import events as ev
 from kun.contracts.items import (
     OPEN_STATUSES,
@@ -84,6 +83,7 @@ from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.history import ModelEntry, repair_history
 from kun.domain.reduce import replay
 from kun.domain.state import ThreadState, TurnState
+from kun.entry import cli
 from kun.model.client import HttpModelClient
 from kun.model.scripted import ScriptedModelClient, text_reply
 from kun.runtime.errors import TurnWaiting

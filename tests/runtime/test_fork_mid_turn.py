@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from kun.app.threadops import fork_noting_cut
-from kun.cli import cli
 from kun.contracts import events as ev
 from kun.contracts.items import OPEN_STATUSES, Approval, ToolCall
 from kun.domain.state import ThreadState
+from kun.entry import cli
 from kun.model.scripted import text_reply, tool_reply
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.runtime.service import TurnService

@@ -9,9 +9,9 @@ from pathlib import Path
 import msgspec
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts import events as ev
 from kun.domain.reduce import replay
+from kun.entry import cli
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.logbuilder import LogBuilder
 

@@ -11,11 +11,11 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts.items import Approval, Plan, ToolCall, ToolResult
 from kun.contracts.model import CompletedChunk, ModelRequest
 from kun.contracts.threads import ApprovalPolicy, Goal, Todo
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY, PLAN_MODE_INSTRUCTION, plan_context
+from kun.entry import cli
 from kun.model.scripted import text_reply, tool_reply
 from tests.runtime.support import Harness, harness
 

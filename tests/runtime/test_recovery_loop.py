@@ -10,12 +10,12 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts.items import ErrorItem, WarningItem
 from kun.contracts.model import CompletedChunk, ModelRequest
 from kun.contracts.threads import Goal, ThreadSettings
 from kun.domain.recovery import FINAL_ANSWER_CODE, instruction_for
 from kun.domain.repetition import RepetitionSettings, recovery_instruction
+from kun.entry import cli
 from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService

@@ -23,9 +23,9 @@ from click.testing import CliRunner
 from msgspec import UNSET
 
 from kun.app.session import open_service
-from kun.cli import cli
 from kun.contracts import events as ev
 from kun.domain.reduce import replay
+from kun.entry import cli
 from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
 from kun.runtime.restore_recovery import NOT_REACHED, SOMEONE_ELSE
 from kun.store.jsonl import JsonlEventStore
@@ -35,7 +35,7 @@ CHILD = """
 import os, signal, sys
 import kun.runtime.checkpoints as cp
 from kun.app.session import open_service
-from kun.cli import cli
+from kun.entry import cli
 
 home, thread, boundary = sys.argv[1:]
 real_apply, real_carry_out = cp._apply, cp.carry_out

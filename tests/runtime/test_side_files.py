@@ -20,12 +20,12 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts import events as ev
 from kun.contracts.items import BlobRef, ToolResult
 from kun.contracts.model import CompletedChunk, TextDeltaChunk
 from kun.contracts.threads import ThreadSettings
 from kun.domain.state import TurnState
+from kun.entry import cli
 from kun.model.client import HttpModelClient
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService

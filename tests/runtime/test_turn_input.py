@@ -13,7 +13,6 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.contracts.items import (
     AssistantReasoning,
     Attachment,
@@ -22,6 +21,7 @@ from kun.contracts.items import (
     UserMessage,
 )
 from kun.contracts.model import ModelRequest, ModelStreamChunk, ReasoningDeltaChunk
+from kun.entry import cli
 from kun.errors import UserMistake
 from kun.model.errors import AttachmentTooLarge
 from kun.model.request_codec import codec_for

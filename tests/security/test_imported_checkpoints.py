@@ -14,11 +14,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from kun.cli import cli
 from kun.client import AsyncKunClient
 from kun.contracts import events as ev
 from kun.contracts.items import FileCheckpoint, ToolResult
 from kun.domain.checkpoints import IMPORTED
+from kun.entry import cli
 from kun.portable.bundle import export_thread
 from kun.store.blobs import FileBlobStore
 from kun.store.jsonl import JsonlEventStore

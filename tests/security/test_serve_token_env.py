@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import kun.cli.serve as serve_module
-from kun.cli import cli
+from kun.entry import cli
 from kun.model.redact import Redactor
 from kun.tools import environment
 from kun.tools.environment import ToolEnvironment

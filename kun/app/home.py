@@ -1,0 +1,9 @@
+"""Which home a command on this machine means (``--home``, ``$KUN_HOME``,
+``~/.kun``), for the surfaces: they name a home, and the store decides what
+lives in it (:func:`kun.store.paths.resolve_home` is the one rule)."""
+
+from __future__ import annotations
+
+from kun.store.paths import resolve_home
+
+__all__ = ["resolve_home"]
