@@ -142,8 +142,8 @@ def cli(
     workspace's latest). Every change to a thread is an event in its
     events.jsonl; the commands below rebuild what you see from that log.
     With --server URL, the session (kun, -c, resume), run, replay, threads,
-    usage, rewind, fork, compact, export, import, steer and interrupt work
-    on the threads of a running kun serve.
+    usage, rewind, fork, compact, export, import, steer, interrupt, gc, rm,
+    restore, trash and reconcile work on the threads of a running kun serve.
     """
     keep_server(ctx, server, token_env)
     if ctx.invoked_subcommand is None:

@@ -1,7 +1,8 @@
 """``kun --server URL ...``: the commands that can work on a thread held by a
 running ``kun serve`` instead of the local home (the session, ``run``, ``replay``,
 ``threads``, ``usage``, ``rewind``, ``fork``, ``compact``, ``export``,
-``import``, ``steer``, ``interrupt``), so one server holds the threads while
+``import``, ``steer``, ``interrupt``, ``gc``, ``rm``, ``restore``, ``trash``,
+``reconcile``), so one server holds the threads while
 several terminals and programs follow and steer them.
 
 The server is named by ``--server URL`` or ``$KUN_SERVER``; its bearer token
@@ -27,7 +28,7 @@ import click
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
-    from kun.client import AsyncKunClient, KunClient
+    from kun.client import AsyncKunClient
 
 __all__ = [
     "REMOTE_COMMANDS",
@@ -42,8 +43,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 REMOTE_COMMANDS = frozenset(
     {
-        "compact", "export", "fork", "import", "interrupt", "replay", "rewind", "run", "steer",
-        "threads", "usage",
+        "compact", "export", "fork", "gc", "import", "interrupt", "reconcile", "replay",
+        "restore", "rewind", "rm", "run", "steer", "threads", "trash", "usage",
     }
 )  # fmt: skip
 SESSION_COMMANDS = frozenset({None, "chat", "resume"})
@@ -60,11 +61,6 @@ class Remote:
     url: str
     token: str | None
     token_env: str
-
-    def client(self) -> KunClient:
-        from kun.client import KunClient
-
-        return KunClient(self.url, token=self.token)
 
     def async_client(self) -> AsyncKunClient:
         from kun.client import AsyncKunClient
@@ -91,8 +87,8 @@ def server_options(func: F) -> F:
         envvar="KUN_SERVER",
         metavar="URL",
         help="Work on the threads of the kun serve at URL (the session, run, replay, threads, "
-        "usage, rewind, fork, compact, export, import, steer, interrupt; default: $KUN_SERVER, "
-        "except for the session).",
+        "usage, rewind, fork, compact, export, import, steer, interrupt, gc, rm, restore, "
+        "trash, reconcile; default: $KUN_SERVER, except for the session).",
     )(func)
 
 
