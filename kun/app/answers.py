@@ -117,14 +117,14 @@ class RewindUndone(_Answer):
 
 
 class Forked(_Answer):
-    """``thread_id``: the new thread; ``source_seq``: where it was cut."""
+    """``thread_id``: the new thread; ``source_seq``: where it was cut;
+    ``cut``: the line saying which turn that point cut through (absent
+    when it fell between turns)."""
 
     thread_id: str
     source_thread_id: str
     source_seq: int
-    note: str | None = None
-    """A fork point inside a turn: that the turn was kept up to there and
-    ended as aborted (forked)."""
+    cut: str | None = None
 
 
 class CompactionStarted(_Answer):
@@ -146,15 +146,14 @@ class UserInputAnswered(_Answer):
 
 
 class ThreadUsage(_Answer):
-    """``cost_usd`` ``null``: no call of the thread had a price."""
+    """``cost_usd`` ``null``: no call of the thread had a price; ``notes``:
+    what reading the log skipped, as ``kun usage`` says it (absent: nothing)."""
 
     thread_id: str
     usage: UsageTotals
     cost_usd: float | None
     skipped_lines: int
-    notes: list[str] = []
-    """What the read skipped or found missing, one sentence each (``kun
-    usage`` prints them on stderr)."""
+    notes: tuple[str, ...] = ()
 
 
 class UsageReport(_Answer):

@@ -51,7 +51,7 @@ from kun.app.answers import (
 )
 from kun.app.requests import CreateThread, ReplayThread, StartTurn, UpdateThread
 from kun.contracts.events import Event
-from kun.contracts.threads import GoalStatus
+from kun.contracts.threads import AllowRule, GoalStatus
 from kun.domain.state import ThreadState, TurnState
 
 __all__ = ["EventFeed", "Kun", "ThreadState", "TurnState"]
@@ -100,7 +100,7 @@ class Kun(Protocol):
         """The thread's projection, as its log has it now."""
         ...
 
-    async def thread_id(self, thread: str) -> str:
+    async def resolve_thread(self, thread: str) -> str:
         """The full id of the thread ``thread`` names (an id or an
         unambiguous prefix of one), without reading its log."""
         ...
@@ -128,7 +128,12 @@ class Kun(Protocol):
         approval_id: str,
         decision: Literal["approved", "denied"],
         reason: str | None = None,
-    ) -> ApprovalAnswered: ...
+        *,
+        always: AllowRule | None = None,
+    ) -> ApprovalAnswered:
+        """``always`` (with ``approved``): add the rule to the thread's allow
+        rules first, so later calls it matches run without asking."""
+        ...
 
     async def answer_user_input(self, request_id: str, answer: str | None) -> UserInputAnswered:
         """``None`` cancels the question."""
@@ -188,8 +193,11 @@ class Kun(Protocol):
         ...
 
     # -- moving threads -----------------------------------------------------
-    async def export_thread(self, thread: str, out: Path, *, compress: bool = True) -> Exported:
-        """Write the thread's bundle to ``out`` (it appears only once whole)."""
+    async def export_thread(
+        self, thread: str, out: Path, *, compress: bool = True, force: bool = False
+    ) -> Exported:
+        """Write the thread's bundle to ``out`` (it appears only once whole);
+        an ``out`` that exists is refused unless ``force``."""
         ...
 
     async def import_thread(
@@ -199,8 +207,11 @@ class Kun(Protocol):
         source: ImportSource = "kun",
         as_id: str | None = None,
         replace: bool = False,
+        workspace: Path | None = None,
     ) -> ImportDone:
-        """Import a bundle, or a ``codex`` or ``claude-code`` session file."""
+        """Import a bundle, or a ``codex`` or ``claude-code`` session file;
+        ``workspace``: where the thread's new turns run (a folder where the
+        threads are held)."""
         ...
 
     # -- goals --------------------------------------------------------------

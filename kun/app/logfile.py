@@ -48,6 +48,6 @@ class LogFile:
             yield piece
 
     async def usage(self) -> ThreadUsage:
-        from kun.app.usage_read import thread_usage
+        from kun.app.local_reads import usage_report
 
-        return thread_usage(self.name, self.path)
+        return usage_report([(self.name, self.path)]).threads[0]

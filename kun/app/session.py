@@ -109,6 +109,7 @@ async def open_service(
     repetition: RepetitionSettings | None = None,
     resume: ResumeSettings | None = None,
     approval: ApprovalPolicy | None = None,
+    recorder: EventRecorder | None = None,
 ) -> AsyncIterator[TurnService]:
     """The service, its recorder and store, and the task group its turns
     run in; everything is flushed and closed on exit. Without ``tools``, a
@@ -129,14 +130,14 @@ async def open_service(
     kun's working directory writable
     (:func:`~kun.app.sandboxing.server_sandboxes`). Its turns are
     logged and traced as ``[observability]``, the environment and the
-    command's flags ask (:mod:`kun.observe`; nothing is wrapped when off)."""
-    store = JsonlEventStore(home)
+    command's flags ask (:mod:`kun.observe`; nothing is wrapped when off).
+    ``recorder``: one already open over the home (its owner closes it), so
+    what this service writes reaches that recorder's followers."""
     servers = config.mcp if config is not None and tools is None and model is not None else {}
     sandbox = sandbox_settings(config, home)
     mcp_sandboxes = server_sandboxes(sandbox, servers, Path.cwd(), approval)
     async with (
-        store,
-        EventRecorder(store) as recorder,
+        _recording(home, recorder) as recorder,
         open_mcp_tools(
             servers, os.environ, home / "uploads", cache_home=home, sandboxes=mcp_sandboxes
         ) as mcp,
@@ -172,3 +173,13 @@ async def open_service(
             yield service
         finally:
             tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def _recording(home: Path, recorder: EventRecorder | None) -> AsyncIterator[EventRecorder]:
+    """``recorder``, or a new one over a new store of ``home``, open until the block ends."""
+    if recorder is not None:
+        yield recorder
+        return
+    async with JsonlEventStore(home) as store, EventRecorder(store) as opened:
+        yield opened

@@ -25,6 +25,8 @@ from kun.store.paths import LOG_NAME, lock_path, thread_dir, threads_root, valid
 
 __all__ = [
     "TRASH_NAME",
+    "NotInTrash",
+    "RestoreConflict",
     "Trashed",
     "remove_thread",
     "restore_thread",
@@ -36,6 +38,14 @@ __all__ = [
 TRASH_NAME = "trash"
 _STAMP = "%Y%m%dT%H%M%SZ"
 _ENTRY = re.compile(r"^(?P<id>.+)-(?P<stamp>\d{8}T\d{6}Z)(?:-\d+)?$")
+
+
+class NotInTrash(UserMistake):
+    """A restore of something the trash does not hold."""
+
+
+class RestoreConflict(UserMistake):
+    """A restore under an id a thread holds again."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +113,15 @@ def restore_thread(home: Path, name: str, as_id: str | None = None) -> str:
     chosen = next((t for t in entries if t.path.name == name), None)
     chosen = chosen or next((t for t in entries if t.thread_id == name), None)
     if chosen is None:
-        raise UserMistake(f"no thread {name!r} in the trash ({trash_root(home)})")
+        raise NotInTrash(f"no thread {name!r} in the trash ({trash_root(home)})")
     thread_id = validate_thread_id(chosen.thread_id)
     wanted = thread_id if as_id is None else validate_thread_id(as_id)
     target = thread_dir(home, wanted)
     if target.exists():
         if as_id is not None:
-            raise UserMistake(f"thread {wanted!r} exists; give --as another id")
+            raise RestoreConflict(f"thread {wanted!r} exists; give --as another id")
         restore, remove = ("restore", chosen.path.name, "--as", new_id("thr")), ("rm", thread_id)
-        again = UserMistake(
+        again = RestoreConflict(
             f"thread {thread_id!r} exists again; {shlex.join(['kun', *restore])} restores it "
             f"beside it (or move the current one away first: {shlex.join(['kun', *remove])})"
         )

@@ -7,19 +7,18 @@ file either way.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from kun.cli.options import home_option, pasteable, written_out
 from kun.cli.target import command_target, with_kun
 from kun.domain.transcript import plural
-from kun.errors import UserMistake
 from kun.ids import new_id
 
 if TYPE_CHECKING:
-    from kun.app.answers import Exported, ImportDone
-    from kun.app.interface import Kun
+    from kun.app.answers import Exported
+    from kun.app.interface import ImportSource, Kun
 
 __all__ = ["export_command", "import_command"]
 
@@ -46,10 +45,9 @@ def export_command(thread: str, output: Path | None, force: bool, home: Path | N
         )
 
     async def body(kun: Kun) -> tuple[Exported, Path]:
-        out = output if output is not None else Path(bundle_name(await kun.thread_id(thread)))
-        if out.exists() and not force:
-            raise UserMistake(f"bundle {out}: file exists (give --force to overwrite it)")
-        return await kun.export_thread(thread, out, compress=not out.name.endswith(".tar")), out
+        out = output if output is not None else Path(bundle_name(await kun.resolve_thread(thread)))
+        compress = not out.name.endswith(".tar")
+        return await kun.export_thread(thread, out, compress=compress, force=force), out
 
     done, out = with_kun(command_target(home), body)
     events = plural(done.events, "event")
@@ -108,15 +106,16 @@ def import_command(
     if replace and as_id is not None:
         raise click.UsageError("--replace and --as: give one (--as imports beside the thread)")
 
-    from kun.app.requests import UpdateThread
-
-    async def body(kun: Kun) -> ImportDone:
-        done = await kun.import_thread(file, source=source, as_id=as_id, replace=replace)  # type: ignore[arg-type]
-        if workspace is not None:
-            await kun.update_thread(done.thread_id, UpdateThread(workspace=str(workspace)))
-        return done
-
-    done = with_kun(command_target(home), body)
+    done = with_kun(
+        command_target(home),
+        lambda kun: kun.import_thread(
+            file,
+            source=cast("ImportSource", source),
+            as_id=as_id,
+            replace=replace,
+            workspace=workspace,
+        ),
+    )
     detail = written_out(done.detail, *(tuple(c) for c in done.suggests))
     trashed = None if done.trashed is None else Path(done.trashed).name
     _imported(done.thread_id, done.outcome, done.events, detail, trashed)

@@ -21,11 +21,18 @@ import click
 
 from kun.cli.options import home_option
 from kun.cli.target import command_target, with_kun
+from kun.errors import UserMistake
 
 if TYPE_CHECKING:
     from kun.app.interface import Kun
 
-__all__ = ["interrupt", "interrupted_line", "steer", "steered_line"]
+__all__ = ["NoRunningTurn", "interrupt", "interrupted_line", "steer", "steered_line"]
+
+
+class NoRunningTurn(UserMistake):
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"thread {thread_id} has no running turn")
+        self.thread_id = thread_id
 
 
 def steered_line(thread_id: str, turn_id: str) -> str:
@@ -90,10 +97,8 @@ def interrupt(thread: str, turn_id: str | None, discard: bool, home: Path | None
 async def _running(kun: Kun, thread: str, turn_id: str | None) -> tuple[str, str]:
     """The thread's full id and the turn to reach: ``turn_id``, else the
     last turn the log shows unsettled."""
-    from kun.app.reaching import NoRunningTurn
-
     if turn_id is not None:
-        return await kun.thread_id(thread), turn_id
+        return await kun.resolve_thread(thread), turn_id
     state = await kun.thread(thread)
     open_turn = next((t for t in reversed(state.turns) if not t.settled), None)
     if open_turn is None:

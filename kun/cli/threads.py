@@ -174,7 +174,6 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
     import msgspec
 
     from kun.app.logfile import LogFile, log_file
-    from kun.app.usage_read import usage_text
 
     if len(threads) > 2:
         raise click.UsageError("give one thread, or two to compare")
@@ -196,10 +195,20 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
         for note in shown.notes:
             click.echo(f"note: {shown.thread_id}: {note}", err=True)
     if as_json:
-        plain = [msgspec.structs.replace(u, notes=[]) for u in found]
+        plain = [msgspec.structs.replace(u, notes=()) for u in found]
         click.echo(msgspec.json.encode({"threads": plain}).decode())
     else:
-        click.echo(safe_text(usage_text(found)))
+        click.echo(safe_text(_usage_table(found)))
+
+
+def _usage_table(found: list[ThreadUsage]) -> str:
+    """One thread's usage, or two side by side (``A:``, ``B:``) with deltas."""
+    from kun.domain.usage_report import render_usage
+
+    two = len(found) == 2
+    names = zip("AB", found, strict=False)
+    labels = [f"{name}: {u.thread_id}" if two else u.thread_id for name, u in names]
+    return "\n".join(render_usage(labels, [u.usage for u in found]))
 
 
 @click.command()
@@ -300,10 +309,10 @@ def fork(
     forked = with_kun(
         command_target(home), lambda kun: kun.fork(thread, at_seq=at_seq, at_turn=turn)
     )
-    if forked.note is not None:
-        click.echo(f"kun: note: {forked.note}", err=True)
+    if forked.cut is not None:
+        click.echo(f"kun: note: {forked.cut}", err=True)
     if as_json:
-        click.echo(msgspec.json.encode(msgspec.structs.replace(forked, note=None)).decode())
+        click.echo(msgspec.json.encode(msgspec.structs.replace(forked, cut=None)).decode())
     else:
         click.echo(forked.thread_id)
 

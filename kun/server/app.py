@@ -3,8 +3,9 @@
 The app owns one :class:`~kun.runtime.service.TurnService` (inside a
 :class:`~kun.server.backend.Backend`) for its lifespan: ``compose`` opens it
 when the app starts and closes it, flushed, when it stops. What the
-handlers and the event streams share is on ``app.state``: ``backend``,
-``service``, ``shutdown`` (an :class:`anyio.Event` set when the server
+handlers and the event streams share is on ``app.state``: ``kun`` (the
+in-process adapter, :class:`~kun.app.local.LocalKun`, that every route
+calls), ``backend``, ``service``, ``shutdown`` (an :class:`anyio.Event` set when the server
 begins to stop, so open streams end cleanly) and ``listening`` (set once the
 socket accepts; a bare ASGI host sets it at start-up).
 
@@ -32,10 +33,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from kun.app.local import LocalKun
 from kun.runtime.rearm import open_suspension
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.server.auth import BearerAuth
 from kun.server.backend import Backend
+from kun.server.cleanup import cleanup_routes
 from kun.server.compact import compact_routes
 from kun.server.errors import InternalErrors, exception_handlers
 from kun.server.openapi import openapi_routes
@@ -80,6 +83,7 @@ def create_app(
         async with compose() as backend, anyio.create_task_group() as tg:
             app.state.backend = backend
             app.state.service = backend.service
+            app.state.kun = LocalKun.over(backend)
             tg.start_soon(_reconcile_once_listening, app)
             try:
                 yield
@@ -96,6 +100,7 @@ def create_app(
             *thread_routes(),
             *turn_routes(),
             *compact_routes(),
+            *cleanup_routes(),
             *read_routes(),
             *portable_routes(),
             *_stream_routes(),

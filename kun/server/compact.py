@@ -15,29 +15,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from kun.app.answers import CompactionStarted
 from kun.observe.propagation import caller_trace
-from kun.runtime.compact_turn import NOTHING_TO_COMPACT
 from kun.server.bodies import NoBody, read_body
-from kun.server.threads import backend_of, json_response
+from kun.server.threads import json_response, kun_of
 
 __all__ = ["compact_routes"]
 
 
 async def compact(request: Request) -> Response:
-    backend = backend_of(request)
     await read_body(request, NoBody)
-    state = await backend.state(request.path_params["thread_id"])
-    thread_id = state.thread_id
     with caller_trace(request.headers):
-        turn_id = await backend.service.start_compaction(
-            thread_id, model=backend.model_for(state.settings)
-        )
-    if turn_id is None:
-        return json_response(
-            CompactionStarted(thread_id=thread_id, turn_id=None, reason=NOTHING_TO_COMPACT)
-        )
-    return json_response(CompactionStarted(thread_id=thread_id, turn_id=turn_id), 202)
+        started = await kun_of(request).compact(request.path_params["thread_id"])
+    return json_response(started, 200 if started.turn_id is None else 202)
 
 
 def compact_routes() -> list[BaseRoute]:

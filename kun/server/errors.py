@@ -30,7 +30,15 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kun.app.local_errors import (
+    GoalRefused,
+    InvalidCursor,
+    InvalidWorkspace,
+    NoGoal,
+    TurnUnreachable,
+)
 from kun.app.lookup import AmbiguousThreadId
+from kun.app.trash import NotInTrash, RestoreConflict
 from kun.domain.turnref import NoSuchTurn, NothingToUndo, TurnAlreadyHidden
 from kun.errors import KunError, RuntimeFailure
 from kun.model.errors import AttachmentTooLarge
@@ -74,12 +82,23 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (BlankPrompt, 422, "blank"),
     (SeqOutOfRange, 422, "seq_out_of_range"),
     (AttachmentTooLarge, 413, "attachment_too_large"),
+    (InvalidWorkspace, 400, "invalid_workspace"),
+    (InvalidCursor, 400, "invalid_query"),
+    (NoGoal, 409, "no_goal"),
+    (GoalRefused, 409, "goal_refused"),
+    (TurnUnreachable, 409, "turn_unreachable"),
+    (NotInTrash, 404, "not_in_trash"),
+    (RestoreConflict, 409, "thread_exists"),
 )
 _FIELD = {
     InvalidThreadId: "thread_id",
     BlankPrompt: "text",
     SeqOutOfRange: "at_seq",
     WorkspaceMissing: "workspace",
+    InvalidWorkspace: "workspace",
+    InvalidCursor: "cursor",
+    GoalRefused: "status",
+    RestoreConflict: "as_id",
 }
 
 

@@ -2,9 +2,11 @@
 thread's bundle, ``POST /v1/threads/import`` takes one (or a Codex or Claude
 Code session) as the request body.
 
-Both go through the same code as ``kun export`` and ``kun import``
-(:mod:`kun.portable`), so a bundle made by a server imports anywhere and
-the other way round, with the same checks. A bundle can be large: it is
+Both call the in-process adapter (:meth:`LocalKun.export_thread
+<kun.app.local.LocalKun.export_thread>`, :meth:`~kun.app.local.LocalKun.import_thread`),
+the same code as ``kun export`` and ``kun import`` (:mod:`kun.portable`), so a
+bundle made by a server imports anywhere and the other way round, with the
+same checks. A bundle can be large: it is
 never held in memory. The export is written to a scratch directory in the
 server's home, its name removed once open, and streamed in chunks; an import's
 body is streamed to a scratch file in the home, checked against
@@ -26,7 +28,8 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -36,19 +39,18 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from kun.app.answers import ImportDone
-from kun.portable.bundle import default_bundle_name, export_thread
+from kun.app.interface import ImportSource
+from kun.portable.bundle import default_bundle_name
 from kun.portable.errors import BundleRefused, ImportChanged, ImportConflict, SourceRefused
-from kun.portable.reimport import HTTP_HINT, ImportResult
-from kun.portable.unbundle import import_bundle
+from kun.portable.reimport import HTTP_HINT
 from kun.server.errors import ApiError
-from kun.server.threads import backend_of, json_response
+from kun.server.threads import json_response, kun_of
 
 __all__ = ["MAX_IMPORT_BYTES", "portable_routes"]
 
 MAX_IMPORT_BYTES = 4 * 1024**3
 _CHUNK = 1 << 20
-_SOURCES = frozenset({"kun", "codex", "claude-code"})
+_SOURCES: dict[str, ImportSource] = {"kun": "kun", "codex": "codex", "claude-code": "claude-code"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _NAME_MAX = 200
 """Characters of ``?name=`` kept for the scratch file (a file name may have 255 bytes)."""
@@ -57,27 +59,26 @@ _NAME_MAX = 200
 async def export(request: Request) -> Response:
     """The bundle, gzip-compressed unless ``?compress=false`` (a plain tar);
     ``X-Kun-Events`` and ``X-Kun-Side-Files`` say what it holds."""
-    backend = backend_of(request)
-    thread_id = backend.thread_id(request.path_params["thread_id"])
+    kun = kun_of(request)
     plain = request.query_params.get("compress", "true").lower() in ("false", "0", "no")
-    name = default_bundle_name(thread_id).removesuffix(".gz") if plain else None
-    name = name or default_bundle_name(thread_id)
-    scratch = _scratch(backend.home, ".serve-export-")
+    scratch = _scratch(kun.home, ".serve-export-")
     try:
-        out = scratch / name
-        manifest = await anyio.to_thread.run_sync(
-            partial(export_thread, backend.home, thread_id, out)
+        out = scratch / "bundle"
+        exported = await kun.export_thread(
+            request.path_params["thread_id"], out, compress=not plain
         )
         size = (await anyio.Path(out).stat()).st_size
         file = await anyio.open_file(out, "rb")
     finally:
         await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
+    name = default_bundle_name(exported.thread_id)
+    name = name.removesuffix(".gz") if plain else name
     headers = {
         "Content-Length": str(size),
         "Content-Disposition": f'attachment; filename="{name}"',
-        "X-Kun-Thread": thread_id,
-        "X-Kun-Events": str(manifest.events),
-        "X-Kun-Side-Files": str(len(manifest.files) - 1),
+        "X-Kun-Thread": exported.thread_id,
+        "X-Kun-Events": str(exported.events),
+        "X-Kun-Side-Files": str(exported.side_files),
     }
     media = "application/x-tar" if plain else "application/gzip"
     return StreamingResponse(_chunks(file), headers=headers, media_type=media)
@@ -100,11 +101,11 @@ async def import_(request: Request) -> Response:
     named after its file); ``?workspace=DIR`` (absolute, a directory on the
     server) is where the thread's new turns run. 201 when a thread was
     added, 200 when it was there already unchanged."""
-    backend = backend_of(request)
-    source = request.query_params.get("from", "kun")
+    given = request.query_params.get("from", "kun")
     as_id = request.query_params.get("as") or None
     replace = _flag(request.query_params.get("replace"))
-    if source not in _SOURCES:
+    source = _SOURCES.get(given)
+    if source is None:
         raise ApiError(400, "invalid_source", f"from: one of {', '.join(sorted(_SOURCES))}", "from")
     if as_id is not None and replace:
         raise ApiError(
@@ -115,27 +116,18 @@ async def import_(request: Request) -> Response:
     name = (
         _UNSAFE.sub("_", request.query_params.get("name", "")).lstrip(".")[:_NAME_MAX] or "upload"
     )
-    scratch = _scratch(backend.home, ".serve-import-")
+    kun = kun_of(request)
+    scratch = _scratch(kun.home, ".serve-import-")
     try:
         body = scratch / name
         await _receive(request, body)
-        result = await anyio.to_thread.run_sync(
-            partial(_install, backend.home, body, source, as_id, workspace, replace)
-        )
+        with _refusals():
+            done = await kun.import_thread(
+                body, source=source, as_id=as_id, replace=replace, workspace=workspace
+            )
     finally:
         await anyio.to_thread.run_sync(partial(shutil.rmtree, scratch, ignore_errors=True))
-    status = 200 if result.outcome == "already_imported" else 201
-    trashed = None
-    if result.trashed is not None:
-        trashed = result.trashed.relative_to(backend.home).as_posix()
-    answer = ImportDone(
-        thread_id=result.thread_id,
-        outcome=result.outcome,
-        events=result.events,
-        detail=result.detail,
-        trashed=trashed,
-    )
-    return json_response(answer, status)
+    return json_response(done, 200 if done.outcome == "already_imported" else 201)
 
 
 def _flag(value: str | None) -> bool:
@@ -192,24 +184,13 @@ def _workspace(given: str | None) -> Path | None:
     return path.resolve()
 
 
-def _install(
-    home: Path,
-    body: Path,
-    source: str,
-    as_id: str | None,
-    workspace: Path | None,
-    replace: bool,
-) -> ImportResult:
-    from kun.portable.sessions import import_session
-
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A refused bundle or session as the API says it: the reason alone
+    (the client names its own file), and what changed since an import with
+    the way to replace it here."""
     try:
-        if source == "kun":
-            return import_bundle(
-                home, body, as_id=as_id, workspace=workspace, replace_changed=replace
-            )
-        return import_session(
-            home, body, source, replace_changed=replace, workspace=workspace, as_id=as_id
-        )
+        yield
     except BundleRefused as exc:
         raise ApiError(400, "bundle_refused", exc.reason) from None
     except SourceRefused as exc:

@@ -1,8 +1,8 @@
 """The SSE routes: one thread's events (``GET /v1/threads/{id}/events``) and
 every thread's live events (``GET /v1/events``).
 
-A thread's stream is the bus's follower (:meth:`EventRecorder.subscribe
-<kun.runtime.recorder.EventRecorder.subscribe>`): the backlog from the log,
+A thread's stream is the adapter's feed (:meth:`LocalKun.follow
+<kun.app.local.LocalKun.follow>`, the bus's follower): the backlog from the log,
 then live, with no gap and no duplicate, so ``id:`` (the seq) is a resume
 point that loses nothing: ``Last-Event-ID`` (or ``?after=``; the header wins,
 since a browser reconnecting repeats the URL it started with) sends exactly
@@ -26,7 +26,8 @@ connection (or is dropped for falling behind) follows the firehose again,
 then catches up each thread it cares about with that thread's stream and
 ``?after=<its last seq seen>&until=<the first seq the new firehose gave>``.
 
-The app provides ``app.state.service`` (the :class:`TurnService`) and, for a
+The app provides ``app.state.kun`` (the :class:`~kun.app.local.LocalKun`),
+``app.state.service`` (its :class:`TurnService`, for the firehose) and, for a
 clean shutdown, ``app.state.shutdown`` (an ``anyio.Event``; once set, every
 open stream ends with a closing comment). A stream asked for while the
 server stops is a 200 event stream that only sets ``retry:`` and says why
@@ -48,6 +49,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
+from kun.app.local import LocalKun
 from kun.contracts.events import Event
 from kun.runtime.service import TurnService
 from kun.server.errors import home_relative
@@ -59,7 +61,7 @@ from kun.server.sse_response import (
     Put,
     StreamSettings,
 )
-from kun.store.errors import InvalidThreadId
+from kun.store.errors import InvalidThreadId, ThreadNotFound
 from kun.store.paths import validate_thread_id
 
 __all__ = ["StreamSettings", "follow_all", "stream_routes"]
@@ -124,18 +126,19 @@ def _shutdown(request: Request) -> anyio.Event | None:
 
 
 async def _thread_events(request: Request, settings: StreamSettings) -> Response | ASGIApp:
-    service: TurnService = request.app.state.service
-    store = service.recorder.store
+    kun: LocalKun = request.app.state.kun
     try:
-        thread_id = validate_thread_id(request.path_params["thread_id"])
+        validate_thread_id(request.path_params["thread_id"])
         after, after_field, until = _resume_point(request)
         live = _flag(request, "live")
     except InvalidThreadId as exc:
         return _error(400, "invalid_id", str(exc), "thread_id")
     except BadRequest as exc:
         return _error(400, "invalid_parameter", exc.message, exc.field)
-    if not store.exists(thread_id):
-        return _error(404, "thread_not_found", f"no thread {thread_id!r}", "thread_id")
+    try:
+        thread_id = kun.thread_id(request.path_params["thread_id"])
+    except ThreadNotFound as exc:
+        return _error(404, "thread_not_found", f"no thread {exc.thread_id!r}", "thread_id")
     shutdown = _shutdown(request)
     if shutdown is not None and shutdown.is_set():
         return _come_back(
@@ -144,7 +147,7 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
     if after:
         # Every id a client saw was in the log first: one past the end was
         # never sent by this thread (another server's, or a lost tail).
-        last = await store.last_seq(thread_id)
+        last = await kun.recorder.store.last_seq(thread_id)
         if after > last:
             message = f"{after_field} {after} is past the end of the thread (seq {last})"
             return _error(400, "invalid_parameter", message, after_field)
@@ -154,19 +157,16 @@ async def _thread_events(request: Request, settings: StreamSettings) -> Response
         return Response(headers={"content-type": "text/event-stream; charset=utf-8"})
 
     async def source(put: Put) -> None:
-        follower = service.recorder.subscribe(thread_id, after=after, live=live)
-        try:
-            while batch := await follower.batch(_BATCH):
+        async with kun.follow(thread_id, after=after, previews=live) as feed:
+            while batch := await feed.batch(_BATCH):
                 seq, frames = _frames(batch, until)
                 await put(seq, frames)
                 if until is not None and seq is not None and seq >= until:
                     return
-        finally:
-            await follower.aclose()
 
     def note(reason: str, last: int | None) -> str:
         why = "the server is shutting down" if reason == "shutdown" else reason
-        return f"{home_relative(why, _home(service))}; resume with Last-Event-ID: {last}"
+        return f"{home_relative(why, kun.home)}; resume with Last-Event-ID: {last}"
 
     return EventStreamResponse(source, settings, shutdown=shutdown, first_id=after, note=note)
 

@@ -27,6 +27,10 @@ FIELD: dict[type[object], tuple[str, str, str]] = {
     bodies.Fork: ("at_turn", "1", "2"),
     bodies.AnswerApproval: ("decision", '"denied"', '"approved"'),
     bodies.AnswerUserInput: ("answer", '"no"', '"yes"'),
+    bodies.SetGoal: ("objective", '"one"', '"two"'),
+    bodies.ChangeGoal: ("status", '"paused"', '"active"'),
+    bodies.RestoreThread: ("as_id", '"thr_a"', '"thr_b"'),
+    bodies.Collect: ("confirm", "false", "true"),
 }
 JSON_ROUTES = [(m, p, kind) for m, p, _, kind, _ in OPERATIONS if kind is not None]
 

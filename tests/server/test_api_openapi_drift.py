@@ -181,6 +181,15 @@ async def _answers(a: Api) -> list[tuple[str, str, httpx.Response]]:
     await ask("GET", "/v1/usage", "/v1/usage", params={"thread": [thread, thread]})
     bundle = (await a.client.get(f"{one}/export")).content
     await ask("POST", "/v1/threads/import", "/v1/threads/import", content=bundle)
+    await ask("PUT", f"{t}/goal", f"{one}/goal", json={"objective": "ship", "token_budget": 9})
+    await ask("PATCH", f"{t}/goal", f"{one}/goal", json={"status": "paused"})
+    await ask("DELETE", f"{t}/goal", f"{one}/goal")
+    await ask("POST", f"{t}/gc", f"{one}/gc", json={})
+    await ask("POST", "/v1/reconcile", "/v1/reconcile")
+    trashed = await ask("DELETE", t, one)
+    await ask("GET", "/v1/trash", "/v1/trash")
+    entry = trashed.json()["entry"]
+    await ask("POST", "/v1/trash/{entry}/restore", f"/v1/trash/{entry}/restore")
     return said
 
 

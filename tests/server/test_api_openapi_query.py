@@ -45,7 +45,7 @@ async def test_export_and_import_are_described_as_files(tmp_path: Path) -> None:
     imported = doc["paths"]["/v1/threads/import"]["post"]
     params = _query(doc, "post", "/v1/threads/import")
     assert set(params) == {"from", "as", "replace", "workspace", "name"}
-    assert set(params["from"]["schema"]["enum"]) == portable._SOURCES
+    assert set(params["from"]["schema"]["enum"]) == set(portable._SOURCES)
     body = imported["requestBody"]["content"]["application/octet-stream"]["schema"]
     assert body == {"type": "string", "format": "binary"}
 

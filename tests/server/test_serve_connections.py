@@ -154,7 +154,7 @@ async def test_an_unexpected_error_is_one_json_500_and_one_traceback(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("kun.server.threads.list_threads", broken)
+    monkeypatch.setattr("kun.app.local_reads.list_threads", broken)
     async with live(tmp_path) as server, httpx.AsyncClient(base_url=server.url) as client:
         response = await client.get("/v1/threads")
         assert response.status_code == 500

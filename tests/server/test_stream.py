@@ -23,6 +23,7 @@ import uvicorn
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from starlette.applications import Starlette
 
+from kun.app.local import LocalKun
 from kun.contracts import events as ev
 from kun.contracts.model import CompletedChunk, TextDeltaChunk
 from kun.server.stream import StreamSettings, stream_routes
@@ -152,6 +153,7 @@ async def _running(
     async with harness(tmp_path, script, delay=delay) as h:
         app = Starlette(routes=stream_routes(settings))
         app.state.service = h.service
+        app.state.kun = LocalKun(h.home, h.service.recorder, h.service)
         app.state.shutdown = anyio.Event()
         async with serve(app) as url:
             yield Served(h, app, url, portal)

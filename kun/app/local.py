@@ -1,0 +1,641 @@
+"""The in-process adapter of :class:`kun.app.interface.Kun`: kun's threads in
+a home on this machine, through its store and its runtime (what ``kun
+run`` and ``kun serve`` do with them).
+
+It opens in two layers. The light one, opened by :func:`open_local`, is
+the home's store and recorder and a service without a model: enough to
+read (a thread, its transcript, usage and log, the thread list, the trash),
+to follow a thread's events, and to rewind, fork, trash, collect and
+reconcile, so a home without a ``kun.toml`` or an API key can still be
+replayed. The heavy one (:class:`~kun.app.local_engine.Engine`: the
+configuration, its trust rules, the runtime settings, the sandbox check,
+the provider router and the tools) opens on the first call that runs or
+configures a turn, with the configuration of that thread's workspace
+(as ``kun run`` picks it), and shares the recorder, so what its turns
+write reaches every follower. It lives in a task of the adapter's own and
+closes, flushed, when :func:`open_local`'s block ends, whichever task
+first needed it (``kun serve`` composes the engine up front,
+:meth:`LocalKun.over`).
+
+A turn another process on this machine runs is steered and interrupted on
+that process's control socket (:mod:`kun.app.local_steering`), as ``kun
+steer`` does.
+
+Threads are named by id or by an unambiguous prefix of it
+(:func:`~kun.app.lookup.resolve_thread_id`) in every method; errors are
+kun's own, with the messages the CLI prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from kun.app.answers import (
+    ApprovalAnswered,
+    Collected,
+    CompactionStarted,
+    Exported,
+    Forked,
+    GoalSet,
+    ImportDone,
+    Reconciled,
+    ReplayNote,
+    Restored,
+    RewindDone,
+    RewindUndone,
+    Steered,
+    ThreadOptions,
+    ThreadPage,
+    Trashed,
+    TrashPage,
+    TurnStarted,
+    UsageReport,
+    UserInputAnswered,
+)
+from kun.app.interface import ImportSource
+from kun.app.local_cleanup import collected, confirmed, trash_page
+from kun.app.local_engine import Engine
+from kun.app.local_errors import TurnRunning
+from kun.app.local_goals import changed_goal
+from kun.app.local_portable import install, write_bundle
+from kun.app.local_reads import thread_page, transcript_text, usage_report
+from kun.app.local_uploads import UPLOADS, remove_uploads, save_uploads
+from kun.app.lookup import resolve_thread_id
+from kun.app.overrides import RuntimeFlags
+from kun.app.requests import CreateThread, ReplayThread, StartTurn, UpdateThread
+from kun.contracts.events import Event, FilesRestore
+from kun.contracts.threads import AllowRule, Goal, GoalStatus
+from kun.domain.state import ThreadState, TurnState
+from kun.domain.turnref import find_turn
+from kun.errors import UserMistake
+from kun.runtime.bus import Follower
+from kun.runtime.checkpoints import UNTRACKED_NOTE
+from kun.runtime.errors import UnknownTurn
+from kun.runtime.recorder import EventRecorder
+from kun.runtime.service import TurnService
+from kun.store.jsonl import JsonlEventStore
+from kun.store.paths import lock_path, log_path, validate_thread_id
+
+__all__ = ["EngineOpener", "LocalFeed", "LocalKun", "open_home", "open_local"]
+
+
+EngineOpener = Callable[[EventRecorder, Path | None], AbstractAsyncContextManager[Engine]]
+"""Opens the heavy layer over the shared recorder, configured for the
+workspace given (``None``: where kun runs)."""
+
+
+class LocalKun:
+    """kun's threads in ``home``, worked on here (see the module docstring)."""
+
+    def __init__(
+        self,
+        home: Path,
+        recorder: EventRecorder,
+        service: TurnService,
+        *,
+        engine: Engine | None = None,
+        open_engine: EngineOpener | None = None,
+        task_group: TaskGroup | None = None,
+    ) -> None:
+        self.home = home
+        self.recorder = recorder
+        self._bare = service
+        self._engine = engine
+        self._open_engine = open_engine
+        self._tg = task_group
+        self._closing = anyio.Event()
+        self._closed = anyio.Event()
+        self._opening = anyio.Lock()
+
+    @classmethod
+    def over(cls, engine: Engine) -> LocalKun:
+        """The adapter over an engine already open (``kun serve``'s, a test's)."""
+        return cls(engine.home, engine.service.recorder, engine.service, engine=engine)
+
+    @property
+    def service(self) -> TurnService:
+        """The service that writes here: the engine's once it is open."""
+        return self._engine.service if self._engine is not None else self._bare
+
+    @property
+    def engine(self) -> Engine | None:
+        """The heavy layer, when it is open."""
+        return self._engine
+
+    @property
+    def config_source(self) -> str | None:
+        """The ``kun.toml`` the engine runs with, once it is open (a session
+        notes it when it is the thread's workspace's rather than the one here)."""
+        return self._engine.config_source if self._engine is not None else None
+
+    async def open_engine(self, workspace: Path | None = None) -> Engine:
+        """The heavy layer, opened now if it is not (configured for
+        ``workspace``: where the thread that needs it works). It lives in a
+        task of its own, so whichever task first needs it, it is closed
+        when the adapter is."""
+        async with self._opening:
+            if self._engine is None:
+                if self._open_engine is None or self._tg is None:
+                    raise RuntimeError("this LocalKun cannot run turns: it has no engine")
+                self._engine = await self._tg.start(self._hold_engine, self._open_engine, workspace)
+                self._bare.resumes.close()  # from now on the engine's service resumes goals
+        return self._engine
+
+    async def _hold_engine(
+        self,
+        opener: EngineOpener,
+        workspace: Path | None,
+        *,
+        task_status: TaskStatus[Engine] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        try:
+            async with opener(self.recorder, workspace) as engine:
+                task_status.started(engine)
+                started = True
+                await self._closing.wait()
+        finally:
+            if started:
+                self._closed.set()
+
+    async def aclose(self) -> None:
+        """Close the engine, if it was opened, and wait until it is."""
+        self._closing.set()
+        if self._engine is not None and self._tg is not None:
+            with anyio.CancelScope(shield=True):
+                await self._closed.wait()
+
+    async def _engine_of(self, thread_id: str) -> Engine:
+        if self._engine is not None:
+            return self._engine
+        workspace = (await self.recorder.view(thread_id)).settings.workspace
+        return await self.open_engine(Path(workspace) if workspace else None)
+
+    # -- naming ---------------------------------------------------------------
+
+    def thread_id(self, text: str) -> str:
+        """``text`` as an existing thread's id, or the one thread whose id
+        it starts (``kun threads`` shows the shortest unique prefix).
+        ``InvalidThreadId`` before it touches the disk, then
+        ``ThreadNotFound`` or ``AmbiguousThreadId``."""
+        validate_thread_id(text)
+        if self.recorder.store.exists(text):
+            return text
+        return resolve_thread_id(self.home, text)
+
+    async def _state(self, text: str) -> ThreadState:
+        if self._engine is not None:
+            return await self._engine.state(self.thread_id(text))
+        return await self.recorder.view(self.thread_id(text))
+
+    async def _turn(self, text: str, turn_id: str) -> tuple[str, TurnState]:
+        state = await self._state(text)
+        turn = next((t for t in state.turns if t.turn_id == turn_id), None)
+        if turn is None:
+            raise UnknownTurn(state.thread_id, turn_id)
+        return state.thread_id, turn
+
+    # -- threads --------------------------------------------------------------
+
+    async def create_thread(self, request: CreateThread) -> ThreadOptions:
+        workspace = Path(request.workspace) if request.workspace else None
+        engine = await self.open_engine(workspace)
+        thread_id = await engine.create(request)
+        settings = engine.service.state(thread_id).settings
+        return engine.options(thread_id).answer(settings, thread_id)
+
+    async def update_thread(self, thread: str, request: UpdateThread) -> ThreadOptions:
+        thread_id = self.thread_id(thread)
+        engine = await self._engine_of(thread_id)
+        state = await engine.update(thread_id, request)
+        return engine.options(state.thread_id).answer(state.settings, state.thread_id)
+
+    async def threads(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        include_hidden: bool = False,
+        query: str | None = None,
+    ) -> ThreadPage:
+        """A page of the threads, newest activity first; ``query``: only
+        those whose title, workspace or id contains it, ignoring case."""
+        return await anyio.to_thread.run_sync(
+            partial(
+                thread_page,
+                self.home,
+                limit=limit,
+                cursor=cursor,
+                include_hidden=include_hidden,
+                query=query,
+            )
+        )
+
+    async def thread(self, thread: str) -> ThreadState:
+        return await self._state(thread)
+
+    # -- turns ----------------------------------------------------------------
+
+    async def start_turn(self, thread: str, request: StartTurn) -> TurnStarted:
+        """Attachments sent as bytes are written under
+        ``<home>/uploads/<thread>/`` first (the turn keeps them as side
+        files); a refused turn removes them again."""
+        thread_id = self.thread_id(thread)
+        engine = await self._engine_of(thread_id)
+        state = await engine.state(thread_id)
+        await engine.check_sandbox(state.settings.approval_policy)
+        saved = await save_uploads(self.home / UPLOADS / thread_id, request.attachments)
+        options = engine.options(thread_id)
+        try:
+            turn_id = await engine.service.start_turn(
+                thread_id,
+                request.text,
+                disable_user_input=request.disable_user_input,
+                plan_mode=request.plan_mode,
+                attachments=saved,
+                model=engine.model_for(state.settings),
+                limits=options.limits,
+                reasoning_effort=options.reasoning_effort,
+            )
+        except BaseException:
+            await remove_uploads(saved)
+            raise
+        return TurnStarted(thread_id=thread_id, turn_id=turn_id)
+
+    async def turn(self, thread: str, turn_id: str) -> TurnState:
+        return (await self._turn(thread, turn_id))[1]
+
+    async def wait_turn(self, thread: str, turn_id: str) -> TurnState:
+        thread_id, turn = await self._turn(thread, turn_id)
+        while not turn.settled:
+            last = (await self.recorder.view(thread_id)).last_seq
+            async with self.follow(thread_id, after=last) as feed:
+                _, turn = await self._turn(thread_id, turn_id)
+                if turn.settled:
+                    break
+                async for _event in feed:
+                    _, turn = await self._turn(thread_id, turn_id)
+                    if turn.settled:
+                        break
+        return turn
+
+    def _elsewhere(self, thread_id: str, turn: TurnState) -> bool:
+        """Whether the turn is open and another process would run it: this
+        one runs nothing on the thread."""
+        return not turn.settled and self.service.running_turn(thread_id) is None
+
+    async def steer(self, thread: str, turn_id: str, text: str) -> Steered:
+        """A turn another process on this machine runs is reached on its
+        control socket (:mod:`kun.app.local_steering`)."""
+        thread_id, turn = await self._turn(thread, turn_id)
+        if self._elsewhere(thread_id, turn):
+            from kun.app.local_steering import STEER_THERE, reach
+            from kun.runtime.control_channel import Steer as SteerRequest
+
+            request = SteerRequest(text=text, turn_id=turn.turn_id)
+            await reach(self.home, thread_id, turn.turn_id, request, STEER_THERE)
+        else:
+            await self.service.steer_turn(thread_id, turn.turn_id, text)
+        return Steered(thread_id=thread_id, turn_id=turn.turn_id, queued=True)
+
+    async def interrupt(self, thread: str, turn_id: str, *, discard: bool = False) -> TurnState:
+        """As :meth:`steer`, for a turn another process runs."""
+        thread_id, turn = await self._turn(thread, turn_id)
+        if self._elsewhere(thread_id, turn):
+            from kun.app.local_steering import INTERRUPT_THERE, reach
+            from kun.runtime.control_channel import Interrupt as InterruptRequest
+
+            request = InterruptRequest(discard=discard, turn_id=turn.turn_id)
+            await reach(self.home, thread_id, turn.turn_id, request, INTERRUPT_THERE)
+        else:
+            await self.service.interrupt_turn(thread_id, turn.turn_id, discard=discard)
+        return (await self._turn(thread_id, turn.turn_id))[1]
+
+    async def answer_approval(
+        self,
+        approval_id: str,
+        decision: Literal["approved", "denied"],
+        reason: str | None = None,
+        *,
+        always: AllowRule | None = None,
+    ) -> ApprovalAnswered:
+        """``always`` (with ``approved``): the rule joins the thread's allow
+        rules first, as the terminal's ``a`` answer does."""
+        service = self.service
+        if always is not None and decision == "approved":
+            thread_id, _ = service.approvals.owner(approval_id)
+            settings = service.state(thread_id).settings
+            if always not in settings.allow_rules:
+                rules = (*settings.allow_rules, always)
+                await service.update_thread(thread_id, always_allow=rules)
+        await service.answer_approval(approval_id, decision, reason)
+        return ApprovalAnswered(approval_id=approval_id, decision=decision)
+
+    async def answer_user_input(self, request_id: str, answer: str | None) -> UserInputAnswered:
+        await self.service.answer_user_input(request_id, answer)
+        status: Literal["answered", "cancelled"] = "answered" if answer is not None else "cancelled"
+        return UserInputAnswered(request_id=request_id, status=status)
+
+    def follow(
+        self, thread: str, *, after: int = 0, previews: bool = False
+    ) -> AbstractAsyncContextManager[LocalFeed]:
+        return self._follow(thread, after, previews)
+
+    @asynccontextmanager
+    async def _follow(self, thread: str, after: int, previews: bool) -> AsyncIterator[LocalFeed]:
+        follower = self.recorder.subscribe(self.thread_id(thread), after=after, live=previews)
+        try:
+            yield LocalFeed(follower)
+        finally:
+            await follower.aclose()
+
+    # -- reshaping ------------------------------------------------------------
+
+    async def rewind(self, thread: str, before_turn: str, *, files: bool = False) -> RewindDone:
+        from kun.app.threadops import rewind_before
+
+        thread_id = self.thread_id(thread)
+        done = await rewind_before(self.service, thread_id, before_turn, files=files)
+        restored = done.files if isinstance(done.files, FilesRestore) else None
+        return RewindDone(
+            thread_id=thread_id,
+            seq=done.seq,
+            turn_id=done.turn.turn_id,
+            turn_number=done.number,
+            hidden=done.hidden,
+            files=restored,
+            files_note=UNTRACKED_NOTE if restored is not None else None,
+        )
+
+    async def undo_rewind(self, thread: str) -> RewindUndone:
+        from kun.app.threadops import undo_latest_rewind
+
+        thread_id = self.thread_id(thread)
+        undone = await undo_latest_rewind(self.service, thread_id)
+        restored = undone.undo_files if isinstance(undone.undo_files, FilesRestore) else None
+        return RewindUndone(
+            thread_id=thread_id,
+            rewind_seq=undone.seq,
+            restored=len(undone.hidden_turn_ids),
+            files=restored,
+            files_note=UNTRACKED_NOTE if restored is not None else None,
+        )
+
+    async def fork(
+        self, thread: str, *, at_seq: int | None = None, at_turn: str | None = None
+    ) -> Forked:
+        from kun.app.threadops import fork_noting_cut
+
+        thread_id = self.thread_id(thread)
+        number = None
+        if at_turn is not None:
+            number, _ = find_turn(await self._state(thread_id), at_turn)
+        new, seq, cut = await fork_noting_cut(
+            self.service, thread_id, at_seq=at_seq, at_turn=number
+        )
+        return Forked(thread_id=new, source_thread_id=thread_id, source_seq=seq, cut=cut)
+
+    async def compact(self, thread: str) -> CompactionStarted:
+        from kun.runtime.compact_turn import NOTHING_TO_COMPACT
+
+        thread_id = self.thread_id(thread)
+        engine = await self._engine_of(thread_id)
+        state = await engine.state(thread_id)
+        turn_id = await engine.service.start_compaction(
+            state.thread_id, model=engine.model_for(state.settings)
+        )
+        if turn_id is None:
+            return CompactionStarted(
+                thread_id=state.thread_id, turn_id=None, reason=NOTHING_TO_COMPACT
+            )
+        return CompactionStarted(thread_id=state.thread_id, turn_id=turn_id)
+
+    # -- reads ----------------------------------------------------------------
+
+    async def log_file(self, thread: str) -> tuple[str, Path]:
+        """The thread's id and its log file, with everything recorded
+        before this call written to it."""
+        thread_id = self.thread_id(thread)
+        await self.recorder.flush(thread_id)
+        return thread_id, log_path(self.home, thread_id)
+
+    async def usage(self, *threads: str) -> UsageReport:
+        if not 1 <= len(threads) <= 2:
+            raise UserMistake("give one thread, or two to compare")
+        logs = [await self.log_file(name) for name in threads]
+        return await anyio.to_thread.run_sync(usage_report, logs)
+
+    async def transcript(
+        self,
+        thread: str,
+        *,
+        hidden: bool = False,
+        reasoning: bool = False,
+        until_seq: int | None = None,
+    ) -> str:
+        _, path = await self.log_file(thread)
+        draw = partial(
+            transcript_text, path, hidden=hidden, reasoning=reasoning, until_seq=until_seq
+        )
+        return await anyio.to_thread.run_sync(draw)
+
+    async def resolve_thread(self, thread: str) -> str:
+        return self.thread_id(thread)
+
+    async def replay(
+        self, thread: str, request: ReplayThread
+    ) -> AsyncGenerator[bytes | ReplayNote, None]:
+        from kun.app.replaying import replayed
+
+        _, path = await self.log_file(thread)
+        async with aclosing(replayed(path, request)) as pieces:
+            async for piece in pieces:
+                yield piece
+
+    async def log(self, thread: str) -> bytes:
+        _, path = await self.log_file(thread)
+        return await anyio.Path(path).read_bytes()
+
+    # -- moving threads -------------------------------------------------------
+
+    async def export_thread(
+        self, thread: str, out: Path, *, compress: bool = True, force: bool = False
+    ) -> Exported:
+        """``out`` ending in ``.tar`` is a plain tar whatever ``compress``
+        says (:func:`~kun.app.local_portable.write_bundle`)."""
+        thread_id, _ = await self.log_file(thread)
+        write = partial(write_bundle, self.home, thread_id, out, compress=compress, force=force)
+        return await anyio.to_thread.run_sync(write)
+
+    async def import_thread(
+        self,
+        path: Path,
+        *,
+        source: ImportSource = "kun",
+        as_id: str | None = None,
+        replace: bool = False,
+        workspace: Path | None = None,
+    ) -> ImportDone:
+        """``workspace``: where the imported thread's new turns run."""
+        done = partial(
+            install,
+            self.home,
+            path,
+            source=source,
+            as_id=as_id,
+            replace=replace,
+            workspace=workspace,
+        )
+        return await anyio.to_thread.run_sync(done)
+
+    # -- goals ----------------------------------------------------------------
+
+    async def set_goal(
+        self, thread: str, objective: str, *, token_budget: int | None = None
+    ) -> GoalSet:
+        thread_id = self.thread_id(thread)
+        goal = Goal(
+            objective=objective, token_budget=token_budget, created_at=self.recorder.clock()
+        )
+        await self.service.update_thread(thread_id, goal=goal)
+        return GoalSet(thread_id=thread_id, goal=goal)
+
+    async def change_goal(
+        self,
+        thread: str,
+        *,
+        status: GoalStatus | None = None,
+        token_budget: int | None = None,
+        clear_budget: bool = False,
+        clear: bool = False,
+    ) -> GoalSet:
+        """The moves of ``/goal`` (:mod:`kun.app.local_goals`); a change
+        that changes nothing writes nothing."""
+        state = await self._state(thread)
+        goal = state.settings.goal
+        changed = changed_goal(
+            goal,
+            status=status,
+            token_budget=token_budget,
+            clear_budget=clear_budget,
+            clear=clear,
+        )
+        if changed != goal:
+            await self.service.update_thread(state.thread_id, goal=changed)
+        return GoalSet(thread_id=state.thread_id, goal=changed)
+
+    # -- clean-up -------------------------------------------------------------
+
+    def _idle(self, thread_id: str) -> None:
+        """Refuse a thread a turn runs in here (another process's is
+        refused by its lock, :class:`~kun.store.errors.ThreadLocked`)."""
+        running = self.service.running_turn(thread_id)
+        if running is not None:
+            raise TurnRunning(thread_id, running, lock_path(self.home, thread_id))
+
+    async def trash_thread(self, thread: str) -> Trashed:
+        from kun.app.trash import remove_thread
+
+        thread_id = self.thread_id(thread)
+        self._idle(thread_id)
+        await self.recorder.flush(thread_id)
+        where = await anyio.to_thread.run_sync(remove_thread, self.home, thread_id)
+        return Trashed(thread_id=thread_id, entry=where.name)
+
+    async def trash(self) -> TrashPage:
+        return await anyio.to_thread.run_sync(trash_page, self.home)
+
+    async def restore_thread(self, entry: str, *, as_id: str | None = None) -> Restored:
+        """``entry``: a thread id (its most recent removal) or an entry of
+        :meth:`trash` (its name in the trash, as ``kun trash`` lists it)."""
+        from kun.app.trash import restore_thread
+
+        thread_id = await anyio.to_thread.run_sync(restore_thread, self.home, entry, as_id)
+        return Restored(thread_id=thread_id, entry=entry)
+
+    async def collect(self, thread: str, *, confirm: bool = False) -> Collected:
+        thread_id = self.thread_id(thread)
+        self._idle(thread_id)
+        await self.recorder.flush(thread_id)
+        if confirm:
+            return await anyio.to_thread.run_sync(confirmed, self.home, thread_id)
+        return await anyio.to_thread.run_sync(collected, self.home, thread_id)
+
+    async def reconcile(self) -> Reconciled:
+        """Settle the turns processes that died left running; a turn left
+        waiting for an answer is re-armed when the engine is open (it runs
+        here until answered)."""
+        from kun.runtime.reconcile import reconcile_orphaned_turns
+
+        skipped: dict[str, str] = {}
+        waiting: list[str] = []
+        touched = await reconcile_orphaned_turns(self.service, skipped=skipped, waiting=waiting)
+        if self._engine is not None:
+            for thread_id in waiting:
+                state = await self.recorder.view(thread_id)
+                await self._engine.take_waiting(thread_id, state.settings)
+        return Reconciled(reconciled=touched, skipped=skipped)
+
+
+class LocalFeed:
+    """A thread's follower on the recorder, as an
+    :class:`~kun.app.interface.EventFeed`; :meth:`batch` takes what is
+    waiting at once (the SSE route sends it as one write)."""
+
+    def __init__(self, follower: Follower) -> None:
+        self._follower = follower
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._follower
+
+    async def batch(self, most: int) -> list[Event]:
+        """Up to ``most`` events, waiting for the first; ``[]``: the feed ended."""
+        return await self._follower.batch(most)
+
+
+@asynccontextmanager
+async def open_home(home: Path, open_engine: EngineOpener) -> AsyncIterator[LocalKun]:
+    """The adapter over ``home``: the light layer now, the engine by
+    ``open_engine`` when a call first needs it; all closed, flushed, when
+    the block ends."""
+    async with (
+        JsonlEventStore(home) as store,
+        EventRecorder(store) as recorder,
+        anyio.create_task_group() as tg,
+    ):
+        kun = LocalKun(
+            home, recorder, TurnService(recorder, tg), open_engine=open_engine, task_group=tg
+        )
+        try:
+            yield kun
+        finally:
+            await kun.aclose()
+            tg.cancel_scope.cancel()  # what the model-less service left (a goal's resume timer)
+
+
+def open_local(
+    home: Path, *, config: Path | None = None, flags: RuntimeFlags | None = None
+) -> AbstractAsyncContextManager[LocalKun]:
+    """The adapter ``kun`` uses on this machine: ``config`` is the
+    ``kun.toml`` named on the command line (``None``: the one the
+    workspace's search finds, its trust rules applied), ``flags`` the
+    runtime flags given (over its ``[runtime]``)."""
+    given = flags if flags is not None else RuntimeFlags()
+
+    def engine(
+        recorder: EventRecorder, workspace: Path | None
+    ) -> AbstractAsyncContextManager[Engine]:
+        from kun.app.local_engine import engine_from_config
+        from kun.config import load_config
+
+        loaded = load_config(config, home=home, workspace=workspace)
+        return engine_from_config(home, loaded, given, recorder=recorder)
+
+    return open_home(home, engine)
