@@ -36,7 +36,7 @@ def thread_page(
     ``query``: only those whose title, workspace or id contains it,
     ignoring case."""
     after = _cursor(cursor)
-    found = list_threads(home, include_hidden=include_hidden)
+    found = list_threads(home, include_hidden=include_hidden, include_unreadable=True)
     needle = (query or "").strip().casefold()
     if needle:
         found = [s for s in found if _matches(s, needle)]
