@@ -13,6 +13,7 @@ of transcript or :data:`JSON_FLUSH_AT` bytes of JSON, the first at once.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "json_chunks",
     "replay_file",
     "replayed",
+    "replayed_copy",
     "report_notes",
     "transcript_chunks",
 ]
@@ -68,6 +70,21 @@ async def replayed(path: Path, request: ReplayThread) -> AsyncGenerator[bytes | 
             yield piece
     finally:
         pieces.close()
+
+
+async def replayed_copy(
+    log: bytes, request: ReplayThread
+) -> AsyncGenerator[bytes | ReplayNote, None]:
+    """:func:`replayed` over ``log``, a thread's log fetched from elsewhere
+    (a ``kun serve``): the same bytes and notes as a replay where it is held."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kun-replay-") as folder:
+        path = Path(folder) / "events.jsonl"
+        path.write_bytes(log)
+        async with aclosing(replayed(path, request)) as pieces:
+            async for piece in pieces:
+                yield piece
 
 
 def _streamed(path: Path, request: ReplayThread, mode: str, report: Any) -> Iterator[bytes]:

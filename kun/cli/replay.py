@@ -88,8 +88,8 @@ def replay(
             async for piece in pieces:
                 if isinstance(piece, ReplayNote):
                     notes.append(piece.text)
-                else:
-                    click.echo(piece, nl=False)
+                else:  # text as before: a text stdout (the demo's) takes it too
+                    click.echo(piece if as_json else piece.decode(), nl=False)
         return notes
 
     for note in with_kun_if(home, path is None, body):
