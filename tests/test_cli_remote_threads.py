@@ -26,6 +26,7 @@ from kun.contracts.model import CompletedChunk, TextDeltaChunk
 from kun.domain.reduce import replay
 from kun.model.scripted import tool_reply
 from kun.runtime.checkpoints import UNTRACKED_NOTE
+from kun.runtime.compact_turn import NOTHING_TO_COMPACT
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 from tests.test_cli_remote import ANSWER, Served, _free_port, _one_line, _thread_of, serving
 
@@ -115,7 +116,9 @@ async def test_compact_waits_for_the_summary(tmp_path: Path) -> None:
         async with httpx.AsyncClient(base_url=s.url) as client:
             empty = await client.post("/v1/threads", json={"workspace": str(s.workspace)})
         fresh = empty.json()["thread_id"]
-        assert _out(await s.kun("compact", fresh)) == (compacted_line(fresh, None, None)[1] + "\n")
+        assert _out(await s.kun("compact", fresh)) == (
+            compacted_line(fresh, None, NOTHING_TO_COMPACT)[1] + "\n"
+        )
         thread = _thread_of(await s.kun("run", "hello"))
         compacted = _out(await s.kun("compact", thread))
         turn = replay(s.events(thread)).turns[-1]
