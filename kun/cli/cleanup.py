@@ -61,7 +61,7 @@ def rm(thread: str, home: Path | None) -> None:
     back; nothing in the trash is deleted by kun)."""
     done = with_kun(command_target(home), lambda kun: kun.trash_thread(thread))
     click.echo(
-        f"moved {done.thread_id} to {done.entry}; "
+        f"moved {done.thread_id} to the trash as {done.entry}; "
         f"{pasteable('restore', done.thread_id)} brings it back"
     )
 
