@@ -38,7 +38,7 @@ from kun.chat.prompt_loop import PromptLoop
 from kun.chat.view import ChatSink
 from kun.cli.remote import Remote, explained
 from kun.cli.remote_run import RemoteView
-from kun.client import ApiError, AsyncKunClient
+from kun.client.legacy import ApiError, AsyncKunClient
 from kun.contracts import events as ev
 from kun.contracts.threads import ApprovalPolicy
 from kun.domain.transcript import plural

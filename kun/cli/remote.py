@@ -28,7 +28,7 @@ import click
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
-    from kun.client import AsyncKunClient
+    from kun.client.legacy import AsyncKunClient
 
 __all__ = [
     "REMOTE_COMMANDS",
@@ -63,7 +63,7 @@ class Remote:
     token_env: str
 
     def async_client(self) -> AsyncKunClient:
-        from kun.client import AsyncKunClient
+        from kun.client.legacy import AsyncKunClient
 
         return AsyncKunClient(self.url, token=self.token)
 
@@ -150,9 +150,10 @@ def explained(remote: Remote) -> Iterator[None]:
     without the fields kun serve sends (another JSON API on that port)."""
     import httpx
 
-    from kun.client import ApiError
+    from kun.app.refusals import Refused
+    from kun.client.legacy import ApiError
 
-    understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, KeyError, TypeError)
+    understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, Refused, KeyError, TypeError)
     try:
         yield
     except BaseExceptionGroup as group:
@@ -174,9 +175,10 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 def _mistake(remote: Remote, exc: Exception) -> UserMistake:
     import httpx
 
-    from kun.client import ApiError
+    from kun.app.refusals import Refused
+    from kun.client.legacy import ApiError
 
-    if isinstance(exc, ApiError):
+    if isinstance(exc, ApiError | Refused):
         if exc.code == "workspace_missing":
             return _workspace_missing(exc.message)
         if exc.status != 401:

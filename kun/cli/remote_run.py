@@ -36,7 +36,7 @@ from kun.cli.remote import Remote, explained
 from kun.cli.runjson import QuietSink
 from kun.cli.terminal import LiveView, PlainSink, Prompter, Reply, Sink
 from kun.cli.tty import TtyPrompter, open_terminal, watch
-from kun.client import ApiError, AsyncKunClient, refusal
+from kun.client.legacy import ApiError, AsyncKunClient, refusal
 from kun.contracts import events as ev
 from kun.contracts.threads import AllowRule
 from kun.domain.state import ThreadState
