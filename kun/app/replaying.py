@@ -73,14 +73,16 @@ async def replayed(path: Path, request: ReplayThread) -> AsyncGenerator[bytes | 
 
 
 async def replayed_copy(
-    log: bytes, request: ReplayThread
+    thread_id: str, log: bytes, request: ReplayThread
 ) -> AsyncGenerator[bytes | ReplayNote, None]:
-    """:func:`replayed` over ``log``, a thread's log fetched from elsewhere
-    (a ``kun serve``): the same bytes and notes as a replay where it is held."""
+    """:func:`replayed` over ``log``, the log of ``thread_id`` fetched from
+    elsewhere (a ``kun serve``): the same bytes and notes as a replay where
+    it is held (a log is read from a folder named by its thread's id)."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kun-replay-") as folder:
-        path = Path(folder) / "events.jsonl"
+        path = Path(folder) / thread_id / "events.jsonl"
+        path.parent.mkdir()
         path.write_bytes(log)
         async with aclosing(replayed(path, request)) as pieces:
             async for piece in pieces:

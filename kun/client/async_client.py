@@ -237,7 +237,9 @@ class AsyncKunClient:
         on the server's machine (:func:`kun.app.replaying.replayed_copy`)."""
         from kun.app.replaying import replayed_copy
 
-        async with aclosing(replayed_copy(await self.log(thread), request)) as pieces:
+        thread_id = await self.resolve_thread(thread)
+        log = await self.log(thread_id)
+        async with aclosing(replayed_copy(thread_id, log, request)) as pieces:
             async for piece in pieces:
                 yield piece
 
