@@ -77,7 +77,7 @@ async def test_rewind_with_files_and_its_undo(tmp_path: Path) -> None:
         assert not (s.workspace / "b.py").exists()
         assert state.visible_turns == ()
         hidden = _one_line(await s.kun("rewind", thread, "2"))
-        assert "already hidden" in hidden and "(HTTP 409, turn_already_hidden)" in hidden
+        assert "already hidden" in hidden and "HTTP" not in hidden  # the local words
         undone = _out(await s.kun("rewind", thread, "--undo"))
         assert undone.splitlines() == [
             undone_line(thread, 2, seq),
@@ -87,7 +87,7 @@ async def test_rewind_with_files_and_its_undo(tmp_path: Path) -> None:
         assert (s.workspace / "b.py").read_text() == "print('b')\n"
         assert len(replay(s.events(thread)).visible_turns) == 2
         nothing = _one_line(await s.kun("rewind", thread, "--undo"))
-        assert "(HTTP 409, nothing_to_undo)" in nothing
+        assert nothing == f"kun: error: thread {thread!r} has no rewind to undo\n"
     assert not s.client_home.exists()
 
 
@@ -142,11 +142,11 @@ async def test_a_busy_thread_is_one_line(tmp_path: Path) -> None:
                     await anyio.sleep(0.05)
             for args in (("rewind", thread, "1"), ("compact", thread)):
                 busy = _one_line(await s.kun(*args))
-                assert "(HTTP 409, thread_busy)" in busy, busy
+                assert f"thread {thread!r} is running turn " in busy, busy
             turn_id = started.json()["turn_id"]
             await client.post(f"/v1/threads/{thread}/turns/{turn_id}/interrupt", json={})
         unknown = _one_line(await s.kun("fork", "thr_nope"))
-        assert "(HTTP 404," in unknown
+        assert unknown == "kun: error: thread 'thr_nope' not found\n"
 
 
 async def test_no_server_is_one_line(tmp_path: Path) -> None:

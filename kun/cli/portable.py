@@ -17,7 +17,7 @@ from kun.domain.transcript import plural
 from kun.ids import new_id
 
 if TYPE_CHECKING:
-    from kun.app.answers import Exported
+    from kun.app.answers import Exported, ImportDone
     from kun.app.interface import ImportSource, Kun
 
 __all__ = ["export_command", "import_command"]
@@ -106,16 +106,22 @@ def import_command(
     if replace and as_id is not None:
         raise click.UsageError("--replace and --as: give one (--as imports beside the thread)")
 
-    done = with_kun(
-        command_target(home),
-        lambda kun: kun.import_thread(
-            file,
-            source=cast("ImportSource", source),
-            as_id=as_id,
-            replace=replace,
-            workspace=workspace,
-        ),
-    )
+    from kun.app.drawing import import_refusal
+    from kun.app.refusals import Refused
+
+    async def body(kun: Kun) -> ImportDone:
+        try:
+            return await kun.import_thread(
+                file,
+                source=cast("ImportSource", source),
+                as_id=as_id,
+                replace=replace,
+                workspace=workspace,
+            )
+        except Refused as exc:
+            raise import_refusal(exc, file) from None
+
+    done = with_kun(command_target(home), body)
     detail = written_out(done.detail, *(tuple(c) for c in done.suggests))
     trashed = None if done.trashed is None else Path(done.trashed).name
     _imported(done.thread_id, done.outcome, done.events, detail, trashed)
