@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from kun.cli.options import home_option, pasteable
-from kun.cli.target import command_target, with_kun
+from kun.cli.reading import on_kun
 from kun.domain.transcript import plural
 
 __all__ = ["gc", "restore", "rm", "trash"]
@@ -33,7 +33,7 @@ def gc(thread: str, confirm: bool, home: Path | None) -> None:
     """Write a new generation of THREAD's log without the turns rewinds hid
     and without side files nothing names; the old generation is kept beside
     it until `kun gc THREAD --confirm`."""
-    report = with_kun(command_target(home), lambda kun: kun.collect(thread, confirm=confirm))
+    report = on_kun(home, lambda kun: kun.collect(thread, confirm=confirm))
     thread_id = report.thread_id
     if confirm:
         if report.freed:
@@ -59,7 +59,7 @@ def gc(thread: str, confirm: bool, home: Path | None) -> None:
 def rm(thread: str, home: Path | None) -> None:
     """Move THREAD to the trash under the kun home (`kun restore` brings it
     back; nothing in the trash is deleted by kun)."""
-    done = with_kun(command_target(home), lambda kun: kun.trash_thread(thread))
+    done = on_kun(home, lambda kun: kun.trash_thread(thread))
     click.echo(
         f"moved {done.thread_id} to the trash as {done.entry}; "
         f"{pasteable('restore', done.thread_id)} brings it back"
@@ -77,7 +77,7 @@ def rm(thread: str, home: Path | None) -> None:
 @home_option
 def restore(thread: str, as_id: str | None, home: Path | None) -> None:
     """Bring THREAD back from the trash (its id, or an entry `kun trash` lists)."""
-    done = with_kun(command_target(home), lambda kun: kun.restore_thread(thread, as_id=as_id))
+    done = on_kun(home, lambda kun: kun.restore_thread(thread, as_id=as_id))
     click.echo(f"restored {done.thread_id}")
 
 
@@ -87,7 +87,7 @@ def trash(home: Path | None) -> None:
     """List the threads in the trash, most recently removed first."""
     from datetime import datetime
 
-    page = with_kun(command_target(home), lambda kun: kun.trash())
+    page = on_kun(home, lambda kun: kun.trash())
     if not page.entries:
         click.echo("the trash is empty")
     for entry in page.entries:

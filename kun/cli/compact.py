@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kun.cli.options import home_option
-from kun.cli.target import command_target, with_kun
+from kun.cli.reading import on_kun
 from kun.domain.transcript import plural
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def compact(thread: str, config: Path | None, home: Path | None) -> None:
         turn = await kun.wait_turn(started.thread_id, started.turn_id)
         return _outcome(started.thread_id, turn)
 
-    ok, line = with_kun(command_target(home, config=config), body)
+    ok, line = on_kun(home, body, config=config)
     click.echo(line, err=not ok)
     if not ok:
         sys.exit(1)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from kun.cli.options import home_option, pasteable, written_out
-from kun.cli.target import command_target, with_kun
+from kun.cli.reading import on_kun
 from kun.domain.transcript import plural
 from kun.ids import new_id
 
@@ -49,7 +49,7 @@ def export_command(thread: str, output: Path | None, force: bool, home: Path | N
         compress = not out.name.endswith(".tar")
         return await kun.export_thread(thread, out, compress=compress, force=force), out
 
-    done, out = with_kun(command_target(home), body)
+    done, out = on_kun(home, body)
     events = plural(done.events, "event")
     click.echo(
         f"exported {done.thread_id} ({events}, {plural(done.side_files, 'side file')}) to {out}"
@@ -121,7 +121,7 @@ def import_command(
         except Refused as exc:
             raise import_refusal(exc, file) from None
 
-    done = with_kun(command_target(home), body)
+    done = on_kun(home, body)
     detail = written_out(done.detail, *(tuple(c) for c in done.suggests))
     trashed = None if done.trashed is None else Path(done.trashed).name
     _imported(done.thread_id, done.outcome, done.events, detail, trashed)

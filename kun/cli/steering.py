@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kun.cli.options import home_option
-from kun.cli.target import command_target, with_kun
+from kun.cli.reading import on_kun
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def steer(thread: str, text: str, turn_id: str | None, home: Path | None) -> Non
         done = await kun.steer(thread_id, turn, message)
         return steered_line(done.thread_id, done.turn_id)
 
-    click.echo(with_kun(command_target(home), body))
+    click.echo(on_kun(home, body))
 
 
 @click.command()
@@ -91,7 +91,7 @@ def interrupt(thread: str, turn_id: str | None, discard: bool, home: Path | None
         settled = await kun.interrupt(thread_id, turn, discard=discard)
         return interrupted_line(thread_id, settled.turn_id, settled.status)
 
-    click.echo(with_kun(command_target(home), body))
+    click.echo(on_kun(home, body))
 
 
 async def _running(kun: Kun, thread: str, turn_id: str | None) -> tuple[str, str]:

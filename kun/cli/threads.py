@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from kun.cli.options import home_option, pasteable
-from kun.cli.reading import with_kun_if
-from kun.cli.target import command_target, with_kun
+from kun.cli.reading import on_kun, with_kun_if
 from kun.domain.shown import shown as safe_text
 from kun.domain.shown import shown_cell
 from kun.domain.transcript import plural
@@ -72,7 +71,7 @@ def threads(
             known = [s.thread_id for s in everything]
         return found, home_shown, known
 
-    found, home_shown, known = with_kun(command_target(home), body)
+    found, home_shown, known = on_kun(home, body)
     if as_json:
         click.echo(to_json(found).decode())
     elif not found:
@@ -246,13 +245,12 @@ def rewind(
     ref = before_turn or turn
     if undo == (ref is not None):
         raise click.UsageError("give --before-turn N (or a turn id), or --undo")
-    target = command_target(home)
     if ref is None:
-        undone = with_kun(target, lambda kun: kun.undo_rewind(thread))
+        undone = on_kun(home, lambda kun: kun.undo_rewind(thread))
         click.echo(undone_line(undone.thread_id, undone.restored, undone.rewind_seq))
         _echo_lines(restore_lines(undone.files, undo=True))
         return
-    done = with_kun(target, lambda kun: kun.rewind(thread, ref, files=files))
+    done = on_kun(home, lambda kun: kun.rewind(thread, ref, files=files))
     click.echo(rewound_line(done.thread_id, done.turn_number, done.turn_id, done.hidden, done.seq))
     _echo_lines(restore_lines(done.files))
 
@@ -306,9 +304,7 @@ def fork(
     if at_turn is not None and at_seq is not None:
         raise click.UsageError("give --at-turn or --at-seq, not both")
     turn = None if at_turn is None else str(at_turn)
-    forked = with_kun(
-        command_target(home), lambda kun: kun.fork(thread, at_seq=at_seq, at_turn=turn)
-    )
+    forked = on_kun(home, lambda kun: kun.fork(thread, at_seq=at_seq, at_turn=turn))
     if forked.cut is not None:
         click.echo(f"kun: note: {forked.cut}", err=True)
     if as_json:
@@ -328,7 +324,7 @@ def reconcile(as_json: bool, home: Path | None) -> None:
     """
     import msgspec
 
-    done = with_kun(command_target(home), lambda kun: kun.reconcile())
+    done = on_kun(home, lambda kun: kun.reconcile())
     if as_json:
         click.echo(msgspec.json.encode(done).decode())
     else:
