@@ -48,8 +48,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 REMOTE_COMMANDS = frozenset(
     {
-        "compact", "export", "fork", "import", "interrupt", "replay", "rewind", "run", "steer",
-        "threads", "usage",
+        "compact", "export", "fork", "gc", "import", "interrupt", "reconcile", "replay",
+        "restore", "rewind", "rm", "run", "steer", "threads", "trash", "usage",
     }
 )  # fmt: skip
 """The commands that work on a server's threads with ``--server URL`` or

@@ -87,7 +87,7 @@ MISTAKES: list[tuple[list[str], str]] = [
     (["fork", T, "--at-seq", "-5"], "--at-seq"),
     (["fork", T, "--at-seq", "seven"], "--at-seq"),
     (["fork", T, "--at-seq", "99999999999999999999999"], "past its end"),
-    (["fork", T, "--at-turn", "99"], "cannot fork at turn 99"),
+    (["fork", T, "--at-turn", "99"], "there is no turn 99"),
     (["rewind", T], "give --before-turn"),
     (["rewind", T, "99"], "there is no turn 99"),
     (["rewind", T, "abc"], "has no turn 'abc'"),
@@ -113,7 +113,8 @@ MISTAKES: list[tuple[list[str], str]] = [
     (["--server", "ftp://example.invalid", "threads"], "not an http:// or https:// URL"),
     (["--server", "http://127.0.0.1:1", "threads"], "nothing is listening"),
     (["--server", "http://no-such-host.invalid:8765", "threads"], "no such host"),
-    (["--server", "http://127.0.0.1:1", "gc", T], "--server works with"),
+    (["--server", "http://127.0.0.1:1", "gc", T], "nothing is listening"),
+    (["--server", "http://127.0.0.1:1", "demo"], "--server works with"),
 ]
 
 

@@ -349,7 +349,7 @@ async def test_a_missing_or_wrong_token_is_one_line(tmp_path: Path) -> None:
         named = _one_line(await s.kun("--token-env", "MINE", "threads", MINE="guess"))
         assert "refused the token in $MINE" in named
         right = await s.kun("--token-env", "MINE", "threads", MINE="s3cret")
-        assert right.returncode == 0 and right.stdout.startswith(b"no threads at ")
+        assert right.returncode == 0 and right.stdout.startswith(b"no threads under ")
         assert not (s.home / "threads").exists() or not any((s.home / "threads").iterdir())
 
 
@@ -357,8 +357,9 @@ async def test_server_options_that_do_not_apply_are_one_line(tmp_path: Path) -> 
     nobody = Served("http://127.0.0.1:9", tmp_path, tmp_path, tmp_path / "c", FakeProvider())
     demo = _one_line(await nobody.kun("demo"))
     assert (
-        "--server works with the session and compact, export, fork, import, interrupt, replay, "
-        "rewind, run, steer, threads, usage; not with kun demo" in demo
+        "--server works with the session and compact, export, fork, gc, import, interrupt, "
+        "reconcile, replay, restore, rewind, rm, run, steer, threads, trash, usage; "
+        "not with kun demo" in demo
     )
     home = _one_line(await nobody.kun("replay", "thr_x", "--home", str(tmp_path)))
     assert "--home does not go with --server" in home

@@ -118,7 +118,7 @@ async def test_refusals_read_as_the_local_ones(tmp_path: Path) -> None:
         home = _one_line(await s.kun("import", str(bundle), "--home", str(tmp_path)))
         assert "--home does not go with --server" in home
         missing = _one_line(await s.kun("export", "thr_nope"))
-        assert "(HTTP 404, thread_not_found)" in missing
+        assert missing == "kun: error: thread 'thr_nope' not found\n"  # the local words
         junk = tmp_path / "junk.jsonl"
         junk.write_text("not json\n")
         codex = _one_line(await s.kun("import", str(junk), "--from", "codex"))

@@ -54,8 +54,9 @@ async def test_a_running_turn_is_steered_then_interrupted(tmp_path: Path) -> Non
         assert none == f"kun: error: thread {thread} has no running turn\n"
         assert _one_line(await s.kun("interrupt", thread)) == none
         settled = _one_line(await s.kun("interrupt", thread, "--turn", turn))
-        assert "(HTTP 409, turn_not_running)" in settled
-        assert "(HTTP 404, thread_not_found)" in _one_line(await s.kun("steer", "thr_nope", "x"))
+        assert settled == f"kun: error: turn {turn!r} of thread {thread!r} is not running\n"
+        unknown = _one_line(await s.kun("steer", "thr_nope", "x"))
+        assert unknown == "kun: error: thread 'thr_nope' not found\n"
         blank = _one_line(await s.kun("steer", thread, "  "))
         assert "TEXT is blank" in blank
 

@@ -26,6 +26,7 @@ from kun.contracts.model import CompletedChunk, TextDeltaChunk
 from kun.domain.reduce import replay
 from kun.model.scripted import tool_reply
 from kun.runtime.checkpoints import UNTRACKED_NOTE
+from kun.runtime.compact_turn import NOTHING_TO_COMPACT
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 from tests.test_cli_remote import ANSWER, Served, _free_port, _one_line, _thread_of, serving
 
@@ -76,7 +77,7 @@ async def test_rewind_with_files_and_its_undo(tmp_path: Path) -> None:
         assert not (s.workspace / "b.py").exists()
         assert state.visible_turns == ()
         hidden = _one_line(await s.kun("rewind", thread, "2"))
-        assert "already hidden" in hidden and "(HTTP 409, turn_already_hidden)" in hidden
+        assert "already hidden" in hidden and "HTTP" not in hidden  # the local words
         undone = _out(await s.kun("rewind", thread, "--undo"))
         assert undone.splitlines() == [
             undone_line(thread, 2, seq),
@@ -86,7 +87,7 @@ async def test_rewind_with_files_and_its_undo(tmp_path: Path) -> None:
         assert (s.workspace / "b.py").read_text() == "print('b')\n"
         assert len(replay(s.events(thread)).visible_turns) == 2
         nothing = _one_line(await s.kun("rewind", thread, "--undo"))
-        assert "(HTTP 409, nothing_to_undo)" in nothing
+        assert nothing == f"kun: error: thread {thread!r} has no rewind to undo\n"
     assert not s.client_home.exists()
 
 
@@ -115,7 +116,9 @@ async def test_compact_waits_for_the_summary(tmp_path: Path) -> None:
         async with httpx.AsyncClient(base_url=s.url) as client:
             empty = await client.post("/v1/threads", json={"workspace": str(s.workspace)})
         fresh = empty.json()["thread_id"]
-        assert _out(await s.kun("compact", fresh)) == (compacted_line(fresh, None, None)[1] + "\n")
+        assert _out(await s.kun("compact", fresh)) == (
+            compacted_line(fresh, None, NOTHING_TO_COMPACT)[1] + "\n"
+        )
         thread = _thread_of(await s.kun("run", "hello"))
         compacted = _out(await s.kun("compact", thread))
         turn = replay(s.events(thread)).turns[-1]
@@ -139,11 +142,11 @@ async def test_a_busy_thread_is_one_line(tmp_path: Path) -> None:
                     await anyio.sleep(0.05)
             for args in (("rewind", thread, "1"), ("compact", thread)):
                 busy = _one_line(await s.kun(*args))
-                assert "(HTTP 409, thread_busy)" in busy, busy
+                assert f"thread {thread!r} is running turn " in busy, busy
             turn_id = started.json()["turn_id"]
             await client.post(f"/v1/threads/{thread}/turns/{turn_id}/interrupt", json={})
         unknown = _one_line(await s.kun("fork", "thr_nope"))
-        assert "(HTTP 404," in unknown
+        assert unknown == "kun: error: thread 'thr_nope' not found\n"
 
 
 async def test_no_server_is_one_line(tmp_path: Path) -> None:

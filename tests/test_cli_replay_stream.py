@@ -20,7 +20,7 @@ from kun.store.codec import encode_line
 from kun.store.replay import replay_log
 from tests.properties.strategies import thread_logs
 
-cli_main = importlib.import_module("kun.cli.replay")
+cli_main = importlib.import_module("kun.app.replaying")
 GOLDEN = Path(__file__).resolve().parent.parent / "events" / "golden"
 FLAGS = [(), ("--hidden",), ("--reasoning",), ("--hidden", "--reasoning")]
 

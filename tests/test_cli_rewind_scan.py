@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kun.cli import rewind_scan
-from kun.cli.rewind_scan import REWIND_TAG, RewindScan
+from kun.app import rewind_scan
+from kun.app.rewind_scan import REWIND_TAG, RewindScan
 from kun.contracts import events as ev
 from kun.store import snapshot, streaming
 

@@ -183,7 +183,8 @@ async def test_a_steer_sent_before_the_socket_binds_waits_for_it(
     lock), socket not bound yet: ``kun steer`` retries until it binds
     instead of answering "runs in process N". The listener opens only once
     the client has missed it, so no timing decides the outcome."""
-    from kun.cli.steering import _local, steered_line
+    from kun.app.local_steering import reach
+    from kun.cli.steering import steered_line
 
     release, started = anyio.Event(), anyio.Event()
     script = [tool_reply("slow"), text_reply("noted")]
@@ -198,10 +199,9 @@ async def test_a_steer_sent_before_the_socket_binds_waits_for_it(
             answered = anyio.Event()
 
             async def client() -> None:
-                line = await anyio.to_thread.run_sync(
-                    _local, h.home, h.thread_id, Steer(text="also b.py"), there
-                )
-                result.append(line)
+                request = Steer(text="also b.py", turn_id=turn_id)
+                answer = await reach(h.home, h.thread_id, turn_id, request, there)
+                result.append(steered_line(h.thread_id, answer.turn_id or ""))
                 answered.set()
 
             tg.start_soon(client)
@@ -221,17 +221,20 @@ async def test_a_steer_sent_before_the_socket_binds_waits_for_it(
 async def test_no_running_turn_answers_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No turn in the log: one connection attempt, then the refusal (the
-    writer, this process, is alive, but there is nothing to wait for)."""
-    from kun.cli.steering import NoRunningTurn, _local
+    """No turn in the log: ``kun interrupt`` refuses without trying the
+    socket (the writer, this process, is alive, but there is nothing to
+    wait for)."""
+    from click.testing import CliRunner
+
+    from kun.cli import cli
 
     attempts = _Attempts(monkeypatch)
     async with harness(tmp_path, []) as h:
-        with pytest.raises(NoRunningTurn):
-            await anyio.to_thread.run_sync(
-                _local, h.home, h.thread_id, Interrupt(), "interrupt it there"
-            )
-    assert attempts.count == 1
+        args = ["interrupt", h.thread_id, "--home", str(h.home)]
+        result = await anyio.to_thread.run_sync(CliRunner().invoke, cli, args)
+    assert result.exit_code == 1
+    assert result.stderr == f"kun: error: thread {h.thread_id} has no running turn\n"
+    assert attempts.count == 0
 
 
 async def test_a_turn_its_dead_writer_left_open_answers_at_once(
@@ -242,7 +245,7 @@ async def test_a_turn_its_dead_writer_left_open_answers_at_once(
     will ever listen, so one attempt and the "left open" line."""
     import shutil
 
-    from kun.cli.steering import _local
+    from kun.app.local_steering import STEER_THERE, reach
     from kun.errors import UserMistake
     from kun.store.paths import log_path
 
@@ -252,11 +255,11 @@ async def test_a_turn_its_dead_writer_left_open_answers_at_once(
     async with harness(
         tmp_path, [tool_reply("slow")], tools=host_with(SlowTool(release=release, started=started))
     ) as h:
-        await _held_turn(h, started)
+        turn_id = await _held_turn(h, started)
         copy = log_path(other, h.thread_id)
         copy.parent.mkdir(parents=True)
         shutil.copyfile(log_path(h.home, h.thread_id), copy)
         with pytest.raises(UserMistake, match="left open by a kun that stopped"):
-            await anyio.to_thread.run_sync(_local, other, h.thread_id, Steer(text="x"), "there")
+            await reach(other, h.thread_id, turn_id, Steer(text="x", turn_id=turn_id), STEER_THERE)
         release.set()
     assert attempts.count == 1

@@ -163,7 +163,7 @@ def test_fork_at_turn_keeps_turns_one_to_n(tmp_path: Path) -> None:
         (("rewind", "t_cli", "--before-turn", "9"), "has 1 turn: there is no turn 9"),
         (("rewind", "t_cli"), "give --before-turn N (or a turn id), or --undo"),
         (("rewind", "t_cli", "--before-turn", "1", "--undo"), "or --undo"),
-        (("fork", "t_cli", "--at-turn", "2"), "cannot fork at turn 2"),
+        (("fork", "t_cli", "--at-turn", "2"), "there is no turn 2"),
         (("fork", "t_cli", "--at-turn", "0"), "--at-turn"),
         (("fork", "t_cli", "--at-turn", "1", "--at-seq", "2"), "not both"),
         (("threads", "--limit", "zero"), "--limit"),

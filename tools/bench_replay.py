@@ -22,7 +22,7 @@ rate ratios are printed once more in CPU time (the child's user + system
 time against this process's decode), which a busy machine disturbs less
 than wall time. Then the scan for a rewind a replay without a snapshot
 waits for before its first turn: ``bytes.find`` in this process against
-``rg`` (what ``kun replay`` runs, :mod:`kun.cli.rewind_scan`), best of
+``rg`` (what ``kun replay`` runs, :mod:`kun.app.rewind_scan`), best of
 ``--runs``. Last, the same replays with the snapshot a clean exit leaves
 beside the log.
 """
@@ -43,7 +43,7 @@ from pathlib import Path
 import msgspec
 from bench_log import THREAD, _lines, generate
 
-from kun.cli.rewind_scan import RewindScan
+from kun.app.rewind_scan import RewindScan
 from kun.contracts.events import Event
 from kun.domain.transcript import render_transcript
 from kun.store.paths import log_path

@@ -31,6 +31,7 @@ __all__ = [
     "GoalSet",
     "ImportDone",
     "Reconciled",
+    "ReplayNote",
     "Restored",
     "RewindDone",
     "RewindUndone",
@@ -73,10 +74,12 @@ class ThreadOptions(_Answer):
 
 class ThreadPage(_Answer):
     """``next_cursor``: give it as ``cursor`` for the next page; ``null``
-    on the last one."""
+    on the last one. ``home``: the folder the threads are under (on the
+    machine that holds them), for a surface to say where it looked."""
 
     threads: list[ThreadSummary]
     next_cursor: str | None
+    home: str | None = None
 
 
 class TurnStarted(_Answer):
@@ -170,6 +173,9 @@ class ImportDone(_Answer):
     events: int
     detail: str
     trashed: str | None
+    suggests: list[list[str]] = []
+    """The arguments of each ``kun`` command ``detail`` names, for a
+    surface to write out as its user would paste it."""
 
 
 class Exported(_Answer):
@@ -233,3 +239,10 @@ class Reconciled(_Answer):
 
     reconciled: list[str]
     skipped: dict[str, str]
+
+
+class ReplayNote(_Answer):
+    """A note of a replay, for stderr: what the read skipped or found
+    missing (:meth:`kun.app.interface.Kun.replay`)."""
+
+    text: str

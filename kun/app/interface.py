@@ -22,7 +22,7 @@ wire is a :class:`kun.app.refusals.Refused` carrying the API's ``status``,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Literal, Protocol
@@ -36,6 +36,7 @@ from kun.app.answers import (
     GoalSet,
     ImportDone,
     Reconciled,
+    ReplayNote,
     Restored,
     RewindDone,
     RewindUndone,
@@ -48,7 +49,7 @@ from kun.app.answers import (
     UsageReport,
     UserInputAnswered,
 )
-from kun.app.requests import CreateThread, StartTurn, UpdateThread
+from kun.app.requests import CreateThread, ReplayThread, StartTurn, UpdateThread
 from kun.contracts.events import Event
 from kun.contracts.threads import AllowRule, GoalStatus
 from kun.domain.state import ThreadState, TurnState
@@ -97,6 +98,11 @@ class Kun(Protocol):
 
     async def thread(self, thread: str) -> ThreadState:
         """The thread's projection, as its log has it now."""
+        ...
+
+    async def resolve_thread(self, thread: str) -> str:
+        """The full id of the thread ``thread`` names (an id or an
+        unambiguous prefix of one), without reading its log."""
         ...
 
     # -- turns --------------------------------------------------------------
@@ -171,6 +177,15 @@ class Kun(Protocol):
         until_seq: int | None = None,
     ) -> str:
         """``kun replay``'s text of the thread (up to ``until_seq``)."""
+        ...
+
+    def replay(
+        self, thread: str, request: ReplayThread
+    ) -> AsyncGenerator[bytes | ReplayNote, None]:
+        """``kun replay``'s output as the log is folded: the bytes for
+        stdout a chunk at a time (the first turn as soon as it is known),
+        then a :class:`ReplayNote` for each note for stderr. Close it
+        (``aclosing``) when leaving early."""
         ...
 
     async def log(self, thread: str) -> bytes:

@@ -28,8 +28,8 @@ kun's own, with the messages the CLI prints.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -46,6 +46,7 @@ from kun.app.answers import (
     GoalSet,
     ImportDone,
     Reconciled,
+    ReplayNote,
     Restored,
     RewindDone,
     RewindUndone,
@@ -68,7 +69,7 @@ from kun.app.local_reads import thread_page, transcript_text, usage_report
 from kun.app.local_uploads import UPLOADS, remove_uploads, save_uploads
 from kun.app.lookup import resolve_thread_id
 from kun.app.overrides import RuntimeFlags
-from kun.app.requests import CreateThread, StartTurn, UpdateThread
+from kun.app.requests import CreateThread, ReplayThread, StartTurn, UpdateThread
 from kun.contracts.events import Event, FilesRestore
 from kun.contracts.threads import AllowRule, Goal, GoalStatus
 from kun.domain.state import ThreadState, TurnState
@@ -444,6 +445,19 @@ class LocalKun:
             transcript_text, path, hidden=hidden, reasoning=reasoning, until_seq=until_seq
         )
         return await anyio.to_thread.run_sync(draw)
+
+    async def resolve_thread(self, thread: str) -> str:
+        return self.thread_id(thread)
+
+    async def replay(
+        self, thread: str, request: ReplayThread
+    ) -> AsyncGenerator[bytes | ReplayNote, None]:
+        from kun.app.replaying import replayed
+
+        _, path = await self.log_file(thread)
+        async with aclosing(replayed(path, request)) as pieces:
+            async for piece in pieces:
+                yield piece
 
     async def log(self, thread: str) -> bytes:
         _, path = await self.log_file(thread)

@@ -67,4 +67,5 @@ def install(
         events=result.events,
         detail=result.detail,
         trashed=None if trashed is None else trashed.relative_to(home).as_posix(),
+        suggests=[list(command) for command in result.suggests],
     )

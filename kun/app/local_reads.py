@@ -36,7 +36,7 @@ def thread_page(
     ``query``: only those whose title, workspace or id contains it,
     ignoring case."""
     after = _cursor(cursor)
-    found = list_threads(home, include_hidden=include_hidden)
+    found = list_threads(home, include_hidden=include_hidden, include_unreadable=True)
     needle = (query or "").strip().casefold()
     if needle:
         found = [s for s in found if _matches(s, needle)]
@@ -44,7 +44,8 @@ def thread_page(
         found = [s for s in found if (s.updated_at, s.thread_id) < after]
     page = found if limit is None else found[:limit]
     more = len(found) > len(page)
-    return ThreadPage(threads=page, next_cursor=_cursor_of(page[-1]) if more and page else None)
+    cursor_next = _cursor_of(page[-1]) if more and page else None
+    return ThreadPage(threads=page, next_cursor=cursor_next, home=str(home))
 
 
 def _matches(summary: ThreadSummary, needle: str) -> bool:

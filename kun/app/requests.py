@@ -30,6 +30,7 @@ __all__ = [
     "Interrupt",
     "Limits",
     "NoBody",
+    "ReplayThread",
     "RestoreThread",
     "RewindThread",
     "SetGoal",
@@ -202,3 +203,18 @@ class Collect(_Body):
     """``confirm``: remove the old generations an earlier gc kept."""
 
     confirm: bool = False
+
+
+class ReplayThread(_Body):
+    """``kun replay``'s flags: ``json`` (the projection, not the
+    transcript), ``until_seq`` (only the events up to it), ``from_seq``
+    (a page: the turns started or changed from it on; not with ``json``),
+    ``strict`` (refuse events of unknown kinds and gaps), ``hidden`` (show
+    the turns a rewind hid), ``reasoning`` (unfold it)."""
+
+    json: bool = False
+    until_seq: Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)] | None = None
+    from_seq: _Positive | None = None
+    strict: bool = False
+    hidden: bool = False
+    reasoning: bool = False

@@ -15,17 +15,10 @@ from pathlib import Path
 import click
 
 from kun.cli.options import home_option, pasteable
+from kun.cli.reading import on_kun
 from kun.domain.transcript import plural
 
 __all__ = ["gc", "restore", "rm", "trash"]
-
-
-def _thread(home: Path | None, thread: str) -> tuple[Path, str]:
-    from kun.app.lookup import resolve_thread_id
-    from kun.store.paths import resolve_home
-
-    root = resolve_home(home)
-    return root, resolve_thread_id(root, thread)
 
 
 @click.command()
@@ -40,17 +33,14 @@ def gc(thread: str, confirm: bool, home: Path | None) -> None:
     """Write a new generation of THREAD's log without the turns rewinds hid
     and without side files nothing names; the old generation is kept beside
     it until `kun gc THREAD --confirm`."""
-    from kun.app import cleanup
-
-    root, thread_id = _thread(home, thread)
+    report = on_kun(home, lambda kun: kun.collect(thread, confirm=confirm))
+    thread_id = report.thread_id
     if confirm:
-        freed = cleanup.confirm(root, thread_id)
-        if freed:
-            click.echo(f"removed the old generations of {thread_id}: {_bytes(freed)} freed")
+        if report.freed:
+            click.echo(f"removed the old generations of {thread_id}: {_bytes(report.freed)} freed")
         else:
             click.echo(f"{thread_id} keeps no old generation; nothing to remove")
         return
-    report = cleanup.collect(root, thread_id)
     if report.generation is None:
         click.echo(f"nothing to collect in {thread_id}: no hidden turn, no loose side file")
         return
@@ -69,11 +59,11 @@ def gc(thread: str, confirm: bool, home: Path | None) -> None:
 def rm(thread: str, home: Path | None) -> None:
     """Move THREAD to the trash under the kun home (`kun restore` brings it
     back; nothing in the trash is deleted by kun)."""
-    from kun.app.trash import remove_thread
-
-    root, thread_id = _thread(home, thread)
-    where = remove_thread(root, thread_id)
-    click.echo(f"moved {thread_id} to {where}; {pasteable('restore', thread_id)} brings it back")
+    done = on_kun(home, lambda kun: kun.trash_thread(thread))
+    click.echo(
+        f"moved {done.thread_id} to the trash as {done.entry}; "
+        f"{pasteable('restore', done.thread_id)} brings it back"
+    )
 
 
 @click.command()
@@ -87,26 +77,24 @@ def rm(thread: str, home: Path | None) -> None:
 @home_option
 def restore(thread: str, as_id: str | None, home: Path | None) -> None:
     """Bring THREAD back from the trash (its id, or an entry `kun trash` lists)."""
-    from kun.app.trash import restore_thread
-    from kun.store.paths import resolve_home
-
-    thread_id = restore_thread(resolve_home(home), thread, as_id)
-    click.echo(f"restored {thread_id}")
+    done = on_kun(home, lambda kun: kun.restore_thread(thread, as_id=as_id))
+    click.echo(f"restored {done.thread_id}")
 
 
 @click.command()
 @home_option
 def trash(home: Path | None) -> None:
     """List the threads in the trash, most recently removed first."""
-    from kun.app.trash import trashed
-    from kun.store.paths import resolve_home
+    from datetime import datetime
 
-    entries = trashed(resolve_home(home))
-    if not entries:
+    page = on_kun(home, lambda kun: kun.trash())
+    if not page.entries:
         click.echo("the trash is empty")
-    for entry in entries:
-        when = entry.removed_at.astimezone().strftime("%Y-%m-%d %H:%M")
-        click.echo(f"{entry.thread_id}  removed {when}  {entry.path.name}")
+    for entry in page.entries:
+        removed = datetime.fromtimestamp(entry.removed_at / 1000).astimezone()
+        click.echo(
+            f"{entry.thread_id}  removed {removed.strftime('%Y-%m-%d %H:%M')}  {entry.entry}"
+        )
 
 
 def _bytes(count: int) -> str:

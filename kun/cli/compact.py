@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kun.cli.options import home_option, log_of
-from kun.cli.remote import local_only, remote_target
+from kun.cli.options import home_option
+from kun.cli.reading import on_kun
 from kun.domain.transcript import plural
 
 if TYPE_CHECKING:
+    from kun.app.interface import Kun, TurnState
     from kun.contracts.items import Compaction
 
 __all__ = ["compact", "compacted_line"]
@@ -37,71 +38,46 @@ __all__ = ["compact", "compacted_line"]
 def compact(thread: str, config: Path | None, home: Path | None) -> None:
     """Summarise THREAD's history now: later turns start from the summary
     (kun rewind takes it back like any turn)."""
-    remote = remote_target()
-    if remote is not None:
-        from kun.cli.remote_threads import remote_compact
+    from kun.app.logfile import log_file
 
-        local_only(config=config, home=home)
-        ok, line = remote_compact(remote, thread)
-    else:
-        ok, line = _compact_here(home, thread, config)
+    if log_file(thread) is not None:
+        raise click.UsageError("kun compact takes a thread id (or a prefix of one), not a file")
+
+    async def body(kun: Kun) -> tuple[bool, str]:
+        started = await kun.compact(thread)
+        if started.turn_id is None:
+            return compacted_line(started.thread_id, None, started.reason or "")
+        turn = await kun.wait_turn(started.thread_id, started.turn_id)
+        return _outcome(started.thread_id, turn)
+
+    ok, line = on_kun(home, body, config=config)
     click.echo(line, err=not ok)
     if not ok:
         sys.exit(1)
 
 
-def _compact_here(home: Path | None, thread: str, config: Path | None) -> tuple[bool, str]:
-    import anyio
+def _outcome(thread_id: str, turn: TurnState) -> tuple[bool, str]:
+    from kun.contracts.items import Compaction
 
-    from kun.store.paths import resolve_home
-
-    thread_id, path = log_of(home, thread)
-    if thread_id != path.parent.name:
-        raise click.UsageError("kun compact takes a thread id (or a prefix of one), not a file")
-    return anyio.run(_compact, resolve_home(home), thread_id, path, config)
+    summary = next((i for i in turn.items if isinstance(i, Compaction)), None)
+    if turn.status == "completed" and summary is not None:
+        return compacted_line(thread_id, turn.turn_id, summary)
+    reason = turn.error.message if turn.error is not None else turn.status
+    return False, f"kun compact: {reason}"
 
 
 def compacted_line(
-    thread_id: str, turn_id: str | None, outcome: Compaction | str | None
+    thread_id: str, turn_id: str | None, outcome: Compaction | str
 ) -> tuple[bool, str]:
-    """Whether ``kun compact`` succeeded and its line, locally or over a
-    server, so both say the same. ``outcome``: ``None`` when there was
-    nothing to summarise (no turn), the turn's summary, or why it failed."""
-    from kun.domain.compaction import text_tokens
-    from kun.runtime.compact_turn import NOTHING_TO_COMPACT
+    """Whether ``kun compact`` succeeded and its line. ``outcome``: the
+    turn's summary, or (no turn: ``turn_id`` ``None``) why there was nothing
+    to summarise."""
+    from kun.app.drawing import summary_tokens
 
-    if outcome is None:
-        return True, f"nothing to compact in {thread_id}: {NOTHING_TO_COMPACT}"
-    if isinstance(outcome, str):
-        return False, f"kun compact: {outcome}"
-    summary = outcome
+    if turn_id is None:
+        return True, f"nothing to compact in {thread_id}: {outcome}"
+    assert not isinstance(outcome, str)
     return True, (
-        f"compacted {plural(summary.replaced_items, 'item')} of {thread_id} into a summary of "
-        f"about {text_tokens(summary.summary):,} tokens (turn {turn_id})"
+        f"compacted {plural(outcome.replaced_items, 'item')} of {thread_id} into a summary of "
+        f"about {summary_tokens(outcome):,} tokens (turn {turn_id})"
     )
-
-
-async def _compact(
-    home: Path, thread_id: str, log: Path, config_path: Path | None
-) -> tuple[bool, str]:
-    from kun.app.selection import choose_model
-    from kun.app.session import open_service
-    from kun.config import load_config
-    from kun.contracts.items import Compaction
-    from kun.model.factory import build_router
-    from kun.store.replay import replay_log
-
-    config = load_config(config_path, home=home)
-    settings = replay_log(log).settings
-    router = build_router(config)
-    model = choose_model(router, provider=None, model=None, settings=settings)
-    async with router, open_service(home, model, config=config) as service:
-        turn_id = await service.start_compaction(thread_id)
-        if turn_id is None:
-            return compacted_line(thread_id, None, None)
-        turn = await service.wait_turn(thread_id, turn_id)
-    summary = next((i for i in turn.items if isinstance(i, Compaction)), None)
-    if turn.status == "completed" and summary is not None:
-        return compacted_line(thread_id, turn_id, summary)
-    reason = turn.error.message if turn.error is not None else turn.status
-    return compacted_line(thread_id, turn_id, reason)

@@ -1,6 +1,5 @@
-"""What the CLI's command modules share: ``--home``, finding a thread's log,
-running a body against a service, and the commands kun prints for the user
-to paste. Only click is imported here."""
+"""What the CLI's command modules share: ``--home`` and the commands kun
+prints for the user to paste. Only click is imported here."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["explained", "home_option", "log_of", "pasteable", "service_call", "written_out"]
+__all__ = ["explained", "home_option", "pasteable", "written_out"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,35 +93,3 @@ def _given_home() -> Path | None:
             return Path(home)
         ctx = ctx.parent
     return None
-
-
-def log_of(home: Path | None, thread: str) -> tuple[str, Path]:
-    """A thread id (or an unambiguous prefix of one) under the home, or a
-    path to an ``events.jsonl`` file."""
-    from kun.app.lookup import resolve_thread_id
-    from kun.errors import UserMistake
-    from kun.store.paths import log_path, resolve_home
-
-    candidate = Path(thread)
-    if ("/" in thread or thread.endswith(".jsonl")) and candidate.is_file():
-        return thread, candidate
-    if "/" in thread and (candidate.is_dir() or thread.endswith(".jsonl")):
-        found = "is a directory (give its events.jsonl)" if candidate.is_dir() else "no such file"
-        raise UserMistake(f"{thread}: {found}; THREAD is a thread id or an events.jsonl file")
-    root = resolve_home(home)
-    thread_id = resolve_thread_id(root, thread)
-    return thread_id, log_path(root, thread_id)
-
-
-def service_call(home: Path | None, body: Callable[[Any], Any]) -> Any:
-    """``await body(service)`` on a service over the home (no model)."""
-    import anyio
-
-    from kun.app.session import open_service
-    from kun.store.paths import resolve_home
-
-    async def go() -> Any:
-        async with open_service(resolve_home(home)) as service:
-            return await body(service)
-
-    return anyio.run(go)

@@ -1,21 +1,24 @@
 """``kun export`` and ``kun import``: threads in and out of a home (or,
-with ``--server URL``, the home of a running ``kun serve``:
-:mod:`kun.cli.remote_portable`).
-
-Only click is imported at module level; the work lives in
-:mod:`kun.portable`, imported when a command runs.
+with ``--server URL``, the home of a running ``kun serve``), through
+:class:`~kun.app.interface.Kun`. The bundle is written to this machine's
+file either way.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from kun.cli.options import home_option, pasteable, written_out
-from kun.cli.remote import local_only, remote_target
+from kun.cli.reading import on_kun
 from kun.domain.transcript import plural
 from kun.ids import new_id
+
+if TYPE_CHECKING:
+    from kun.app.answers import Exported, ImportDone
+    from kun.app.interface import ImportSource, Kun
 
 __all__ = ["export_command", "import_command"]
 
@@ -34,28 +37,23 @@ __all__ = ["export_command", "import_command"]
 def export_command(thread: str, output: Path | None, force: bool, home: Path | None) -> None:
     """Write THREAD (an id or a unique prefix) as one bundle: its log byte for
     byte, its side files and a manifest with the SHA-256 of each."""
+    from kun.app.drawing import bundle_name
+
     if output is not None and not output.absolute().parent.is_dir():
         raise click.BadParameter(
             f"{output}: there is no folder {output.absolute().parent}", param_hint="'-o'"
         )
-    remote = remote_target()
-    if remote is not None:
-        from kun.cli.remote_portable import remote_export
 
-        local_only(home=home)
-        click.echo(remote_export(remote, thread, output, force=force))
-        return
-    from kun.app.lookup import resolve_thread_id
-    from kun.portable.bundle import default_bundle_name, export_thread
-    from kun.store.paths import resolve_home
+    async def body(kun: Kun) -> tuple[Exported, Path]:
+        out = output if output is not None else Path(bundle_name(await kun.resolve_thread(thread)))
+        compress = not out.name.endswith(".tar")
+        return await kun.export_thread(thread, out, compress=compress, force=force), out
 
-    root = resolve_home(home)
-    thread_id = resolve_thread_id(root, thread)
-    out = output if output is not None else Path(default_bundle_name(thread_id))
-    manifest = export_thread(root, thread_id, out, force=force)
-    blobs = len(manifest.files) - 1
-    events = plural(manifest.events, "event")
-    click.echo(f"exported {thread_id} ({events}, {plural(blobs, 'side file')}) to {out}")
+    done, out = on_kun(home, body)
+    events = plural(done.events, "event")
+    click.echo(
+        f"exported {done.thread_id} ({events}, {plural(done.side_files, 'side file')}) to {out}"
+    )
 
 
 @click.command("import")
@@ -105,41 +103,28 @@ def import_command(
     imported turns changed in files is never restored here (kun rewind
     --files reports it); --workspace rebinds the thread's workspace.
     """
-    from kun.store.paths import resolve_home
-
     if replace and as_id is not None:
         raise click.UsageError("--replace and --as: give one (--as imports beside the thread)")
-    remote = remote_target()
-    if remote is not None:
-        from kun.cli.remote_portable import remote_import
 
-        local_only(home=home, workspace=workspace)
-        answer = remote_import(remote, file, source, as_id, replace=replace)
-        trashed = answer.get("trashed")
-        _imported(
-            answer["thread_id"],
-            answer["outcome"],
-            answer["events"],
-            str(answer.get("detail") or ""),
-            None if trashed is None else str(trashed),
-        )
-        return
-    root = resolve_home(home)
-    if source == "kun":
-        from kun.portable.unbundle import import_bundle
+    from kun.app.drawing import import_refusal
+    from kun.app.refusals import Refused
 
-        result = import_bundle(
-            root, file, as_id=as_id, workspace=workspace, replace_changed=replace
-        )
-    else:
-        from kun.portable.sessions import import_session
+    async def body(kun: Kun) -> ImportDone:
+        try:
+            return await kun.import_thread(
+                file,
+                source=cast("ImportSource", source),
+                as_id=as_id,
+                replace=replace,
+                workspace=workspace,
+            )
+        except Refused as exc:
+            raise import_refusal(exc, file) from None
 
-        result = import_session(
-            root, file, source, replace_changed=replace, workspace=workspace, as_id=as_id
-        )
-    trashed = None if result.trashed is None else result.trashed.name
-    detail = written_out(result.detail, *result.suggests)
-    _imported(result.thread_id, result.outcome, result.events, detail, trashed, local=True)
+    done = on_kun(home, body)
+    detail = written_out(done.detail, *(tuple(c) for c in done.suggests))
+    trashed = None if done.trashed is None else Path(done.trashed).name
+    _imported(done.thread_id, done.outcome, done.events, detail, trashed)
 
 
 def _imported(
@@ -148,13 +133,10 @@ def _imported(
     events: int,
     detail: str,
     trashed: str | None,
-    *,
-    local: bool = False,
 ) -> None:
     """What happened on stderr, the thread id alone on stdout (for scripts);
-    ``trashed``: the trash entry of a replaced thread, brought back by a
-    ``kun restore`` with the ``--home`` of a ``local`` import (``kun
-    restore`` does not go through a server: on its machine otherwise)."""
+    ``trashed``: the trash entry of a replaced thread (``kun restore``
+    brings it back)."""
     if outcome == "already_imported":
         click.echo(f"already imported: {thread_id} ({detail or 'unchanged'})", err=True)
     else:
@@ -162,12 +144,9 @@ def _imported(
         if detail:
             click.echo(detail, err=True)
     if trashed is not None:
-        restore = ("restore", trashed.removeprefix("trash/"), "--as", new_id("thr"))
-        command = pasteable(*restore) if local else " ".join(("kun", *restore))
-        where = "" if local else ", run on the server's machine with its --home"
+        command = pasteable("restore", trashed, "--as", new_id("thr"))
         click.echo(
-            f"the thread as it was is in the trash: {command} brings it back beside this one"
-            f"{where}",
+            f"the thread as it was is in the trash: {command} brings it back beside this one",
             err=True,
         )
     click.echo(thread_id)

@@ -15,7 +15,7 @@ import click
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
-    from kun.client.legacy import AsyncKunClient, KunClient
+    from kun.client.legacy import AsyncKunClient
 
 __all__ = [
     "TOKEN_ENV",
@@ -37,11 +37,6 @@ class Remote:
     url: str
     token: str | None
     token_env: str
-
-    def client(self) -> KunClient:
-        from kun.client.legacy import KunClient
-
-        return KunClient(self.url, token=self.token)
 
     def async_client(self) -> AsyncKunClient:
         from kun.client.legacy import AsyncKunClient
@@ -83,9 +78,10 @@ def explained(remote: Remote) -> Iterator[None]:
     port) says so."""
     import httpx
 
+    from kun.app.refusals import Refused
     from kun.client.legacy import ApiError
 
-    understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, KeyError, TypeError)
+    understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, Refused, KeyError, TypeError)
     try:
         yield
     except BaseExceptionGroup as group:

@@ -16,22 +16,28 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kun.cli.options import home_option, log_of, pasteable, service_call
-from kun.cli.remote import local_only, remote_target
+from kun.cli.options import home_option, pasteable
+from kun.cli.reading import on_kun, with_kun_if
 from kun.domain.shown import shown as safe_text
 from kun.domain.shown import shown_cell
 from kun.domain.transcript import plural
 
 __all__ = ["fork", "reconcile", "rewind", "threads", "usage"]
 
+if TYPE_CHECKING:
+    from kun.app.answers import ThreadUsage
+    from kun.app.interface import Kun
+    from kun.app.listing import ThreadSummary
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_FAILURE = 1
 TITLE_WIDTH = 40
+PAGE = 500
 
 
 def _json_option(what: str) -> Callable[[F], F]:
@@ -39,12 +45,6 @@ def _json_option(what: str) -> Callable[[F], F]:
         return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")(func)
 
     return decorate
-
-
-def _echo_json(value: Any) -> None:
-    import msgspec
-
-    click.echo(msgspec.json.encode(value).decode())
 
 
 @click.command()
@@ -58,33 +58,42 @@ def threads(
 ) -> None:
     """List threads, newest activity first: title, workspace, model, status,
     turns, last activity (local time), tokens and cost."""
-    from kun.app.listing import list_threads, to_json
-    from kun.store.paths import resolve_home
+    from kun.app.listing import to_json
 
-    remote = remote_target()
-    if remote is not None:
-        from kun.cli.remote_reads import remote_threads
+    where = str(Path.cwd().resolve()) if here else None
+    wide = _terminal_width() is not None and not as_json
 
-        local_only(home=home)
-        remote_threads(remote, here=here, limit=limit, show_all=show_all, as_json=as_json)
-        return
-    root = resolve_home(home)
-    found = list_threads(
-        root,
-        workspace=Path.cwd() if here else None,
-        limit=limit,
-        include_hidden=show_all,
-        include_unreadable=True,
-    )
+    async def body(kun: Kun) -> tuple[list[ThreadSummary], str | None, list[str]]:
+        found, home_shown = await _listed(kun, where, limit, include_hidden=show_all)
+        known = [s.thread_id for s in found]
+        if wide and found and not show_all:
+            everything, _ = await _listed(kun, None, None, include_hidden=True)
+            known = [s.thread_id for s in everything]
+        return found, home_shown, known
+
+    found, home_shown, known = on_kun(home, body)
     if as_json:
         click.echo(to_json(found).decode())
     elif not found:
-        where = f" for {Path.cwd().resolve()}" if here else ""
-        click.echo(f"no threads under {root}{where}")
+        under = f" under {home_shown}" if home_shown is not None else ""
+        click.echo(f"no threads{under}" + (f" for {where}" if where else ""))
     else:
-        from kun.app.lookup import thread_ids
+        click.echo("\n".join(_table(found, known)))
 
-        click.echo("\n".join(_table(found, thread_ids(root))))
+
+async def _listed(
+    kun: Kun, where: str | None, limit: int | None, *, include_hidden: bool
+) -> tuple[list[ThreadSummary], str | None]:
+    """The threads (of the workspace ``where``), newest activity first, at
+    most ``limit``, read a page at a time; and the home they are under."""
+    found: list[ThreadSummary] = []
+    cursor: str | None = None
+    while True:
+        page = await kun.threads(limit=PAGE, cursor=cursor, include_hidden=include_hidden)
+        found += (s for s in page.threads if where is None or s.workspace == where)
+        cursor = page.next_cursor
+        if cursor is None or (limit is not None and len(found) >= limit):
+            return found[:limit], page.home
 
 
 def _rows(found: list[Any]) -> Iterator[tuple[str, ...]]:
@@ -159,58 +168,46 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
     """Usage and cost of THREAD, or of two threads side by side with deltas.
 
     Sums the usage events only, skipping (and counting) lines it cannot read.
+    THREAD is a thread id, or the path of an events.jsonl file (read here).
     """
-    from kun.domain.usage_report import render_usage
-    from kun.store.usage_totals import skipped_lines, usage_of_log
+    import msgspec
+
+    from kun.app.logfile import LogFile, log_file
 
     if len(threads) > 2:
         raise click.UsageError("give one thread, or two to compare")
-    remote = remote_target()
-    if remote is not None:
-        from kun.cli.remote_reads import remote_usage
+    files = {thread: log_file(thread) for thread in threads}
 
-        local_only(home=home)
-        remote_usage(remote, threads, as_json=as_json)
-        return
-    totals, labels, shown = [], [], []
-    for name, thread in zip("AB", threads, strict=False):
-        thread_id, path = log_of(home, thread)
-        total, report = usage_of_log(path)
-        totals.append(total)
-        labels.append(f"{name}: {thread_id}" if len(threads) == 2 else thread_id)
-        priced = not (total.calls and total.unpriced_calls == total.calls)
-        shown.append(
-            {
-                "thread_id": thread_id,
-                "usage": total,
-                "cost_usd": total.cost_usd if priced else None,
-                "skipped_lines": skipped_lines(report),
-            }
-        )
-        for note in _usage_notes(report):
-            click.echo(f"note: {thread_id}: {note}", err=True)
+    async def body(kun: Kun | None) -> list[ThreadUsage]:
+        found = []
+        for thread in threads:
+            path = files[thread]
+            if path is not None:
+                found.append(await LogFile(thread, path).usage())
+            else:
+                assert kun is not None
+                found += (await kun.usage(thread)).threads
+        return found
+
+    found = with_kun_if(home, any(path is None for path in files.values()), body)
+    for shown in found:
+        for note in shown.notes:
+            click.echo(f"note: {shown.thread_id}: {note}", err=True)
     if as_json:
-        _echo_json({"threads": shown})
+        plain = [msgspec.structs.replace(u, notes=()) for u in found]
+        click.echo(msgspec.json.encode({"threads": plain}).decode())
     else:
-        click.echo(safe_text("\n".join(render_usage(labels, totals))))
+        click.echo(safe_text(_usage_table(found)))
 
 
-def _usage_notes(report: Any) -> Iterator[str]:
-    unreadable = report.skipped_bad + report.unknown + (report.torn_tail is not None)
-    if unreadable:
-        yield f"skipped {plural(unreadable, 'unreadable line')}"
-    if report.repeated_seqs:
-        yield (
-            f"skipped {plural(report.repeated_seqs, 'line')} that repeated an earlier seq "
-            "(each event is counted once)"
-        )
-    if report.seq_gaps:
-        yield (
-            f"{plural(report.missing_seqs, 'event')} missing (the seqs jump "
-            f"{plural(report.seq_gaps, 'time')}, first from seq {report.first_gap[0]} "
-            f"to {report.first_gap[1]}); "
-            "the totals may be short"
-        )
+def _usage_table(found: list[ThreadUsage]) -> str:
+    """One thread's usage, or two side by side (``A:``, ``B:``) with deltas."""
+    from kun.domain.usage_report import render_usage
+
+    two = len(found) == 2
+    names = zip("AB", found, strict=False)
+    labels = [f"{name}: {u.thread_id}" if two else u.thread_id for name, u in names]
+    return "\n".join(render_usage(labels, [u.usage for u in found]))
 
 
 @click.command()
@@ -241,39 +238,25 @@ def rewind(
     """Hide TURN (or --before-turn) of THREAD and every later turn, or --undo
     the latest rewind (nothing is deleted; the log records both). With
     --files, the files kun's tools changed go back too; --undo puts them back."""
-    from kun.app.threadops import rewind_before, undo_latest_rewind
-    from kun.runtime.checkpoints import describe_restore
+    from kun.app.drawing import restore_lines
 
     if turn is not None and before_turn is not None:
         raise click.UsageError("give the turn once: TURN or --before-turn")
-    before_turn = before_turn or turn
-    if undo == (before_turn is not None):
+    ref = before_turn or turn
+    if undo == (ref is not None):
         raise click.UsageError("give --before-turn N (or a turn id), or --undo")
-    remote = remote_target()
-    if remote is not None:
-        from kun.cli.remote_threads import remote_rewind
-
-        local_only(home=home)
-        remote_rewind(remote, thread, before_turn, files=files)
+    if ref is None:
+        undone = on_kun(home, lambda kun: kun.undo_rewind(thread))
+        click.echo(undone_line(undone.thread_id, undone.restored, undone.rewind_seq))
+        _echo_lines(restore_lines(undone.files, undo=True))
         return
-    thread_id, _ = log_of(home, thread)
-    if undo:
-        done = service_call(home, lambda s: undo_latest_rewind(s, thread_id))
-        click.echo(undone_line(thread_id, len(done.hidden_turn_ids), done.seq))
-        _echo_lines(describe_restore(done.undo_files, undo=True))
-        return
-    assert before_turn is not None
-    ref = before_turn
-    result = service_call(home, lambda s: rewind_before(s, thread_id, ref, files=files))
-    click.echo(
-        rewound_line(thread_id, result.number, result.turn.turn_id, result.hidden, result.seq)
-    )
-    _echo_lines(describe_restore(result.files))
+    done = on_kun(home, lambda kun: kun.rewind(thread, ref, files=files))
+    click.echo(rewound_line(done.thread_id, done.turn_number, done.turn_id, done.hidden, done.seq))
+    _echo_lines(restore_lines(done.files))
 
 
 def rewound_line(thread_id: str, number: int, turn_id: str, hidden: int, seq: int) -> str:
-    """What ``kun rewind`` says it did, locally or over a server: exactly
-    which turns are hidden now."""
+    """What ``kun rewind`` says it did: exactly which turns are hidden now."""
     from kun.domain.turnref import hidden_span
 
     return (
@@ -284,7 +267,7 @@ def rewound_line(thread_id: str, number: int, turn_id: str, hidden: int, seq: in
 
 
 def undone_line(thread_id: str, restored: int, rewind_seq: int) -> str:
-    """What ``kun rewind --undo`` says it did, locally or over a server."""
+    """What ``kun rewind --undo`` says it did."""
     return (
         f"brought back {plural(restored, 'turn')} of {thread_id} (the rewind at seq {rewind_seq})"
     )
@@ -316,27 +299,18 @@ def fork(
     1..--at-turn, or its log up to --at-seq); prints the new thread's id.
     An --at-seq inside a turn keeps that turn up to there and ends it as
     aborted (forked); a note on stderr says so."""
-    from kun.app.threadops import fork_noting_cut
+    import msgspec
 
     if at_turn is not None and at_seq is not None:
         raise click.UsageError("give --at-turn or --at-seq, not both")
-    remote = remote_target()
-    if remote is not None:
-        from kun.cli.remote_threads import remote_fork
-
-        local_only(home=home)
-        new, thread_id, seq = remote_fork(remote, thread, at_seq=at_seq, at_turn=at_turn)
-    else:
-        thread_id, _ = log_of(home, thread)
-        new, seq, cut = service_call(
-            home, lambda s: fork_noting_cut(s, thread_id, at_seq=at_seq, at_turn=at_turn)
-        )
-        if cut is not None:
-            click.echo(f"kun: note: {cut}", err=True)
+    turn = None if at_turn is None else str(at_turn)
+    forked = on_kun(home, lambda kun: kun.fork(thread, at_seq=at_seq, at_turn=turn))
+    if forked.cut is not None:
+        click.echo(f"kun: note: {forked.cut}", err=True)
     if as_json:
-        _echo_json({"thread_id": new, "source_thread_id": thread_id, "source_seq": seq})
+        click.echo(msgspec.json.encode(msgspec.structs.replace(forked, cut=None)).decode())
     else:
-        click.echo(new)
+        click.echo(forked.thread_id)
 
 
 @click.command()
@@ -348,15 +322,14 @@ def reconcile(as_json: bool, home: Path | None) -> None:
     A thread that cannot be read or settled is skipped and named on stderr,
     the others are settled, and the exit status is 1.
     """
-    from kun.runtime.reconcile import reconcile_orphaned_turns
+    import msgspec
 
-    skipped: dict[str, str] = {}
-    touched = service_call(home, lambda s: reconcile_orphaned_turns(s, skipped=skipped))
+    done = on_kun(home, lambda kun: kun.reconcile())
     if as_json:
-        _echo_json({"reconciled": touched, "skipped": skipped})
+        click.echo(msgspec.json.encode(done).decode())
     else:
-        click.echo("\n".join(touched) if touched else "nothing to reconcile")
-    for thread_id, reason in skipped.items():
+        click.echo("\n".join(done.reconciled) if done.reconciled else "nothing to reconcile")
+    for thread_id, reason in done.skipped.items():
         click.echo(f"note: not reconciled {thread_id}: {reason}", err=True)
-    if skipped:
+    if done.skipped:
         sys.exit(EXIT_FAILURE)

@@ -4,8 +4,8 @@ running ``kun serve``, over httpx, async. Every request is described in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -14,7 +14,14 @@ import httpx
 
 from kun.app import answers as a
 from kun.app.listing import ThreadSummary
-from kun.app.requests import AnswerApproval, CreateThread, StartTurn, UpdateThread, Upload
+from kun.app.requests import (
+    AnswerApproval,
+    CreateThread,
+    ReplayThread,
+    StartTurn,
+    UpdateThread,
+    Upload,
+)
 from kun.client.errors import not_kun, refusal, transport_failures
 from kun.client.feed import AsyncFeed, Position, Retry, decoded
 from kun.client.routes import ALL_EVENTS, Call, Calls
@@ -213,6 +220,22 @@ class AsyncKunClient:
 
     async def log(self, thread: str) -> bytes:
         return await self._do(Calls.log(thread))
+
+    async def resolve_thread(self, thread: str) -> str:
+        return (await self.thread(thread)).thread_id
+
+    async def replay(
+        self, thread: str, request: ReplayThread
+    ) -> AsyncGenerator[bytes | a.ReplayNote, None]:
+        """The thread's log, fetched, replayed here: every flag and note as
+        on the server's machine (:func:`kun.app.replaying.replayed_copy`)."""
+        from kun.app.replaying import replayed_copy
+
+        thread_id = await self.resolve_thread(thread)
+        log = await self.log(thread_id)
+        async with aclosing(replayed_copy(thread_id, log, request)) as pieces:
+            async for piece in pieces:
+                yield piece
 
     async def openapi(self) -> dict[str, Any]:
         """The server's OpenAPI document."""

@@ -57,7 +57,7 @@ async def test_the_list_filters_by_title_workspace_or_id_in_pages(tmp_path: Path
         workspace = (await a.client.get("/v1/threads", params={"q": tmp_path.name})).json()
         assert len(workspace["threads"]) == len(ids)
         none = (await a.client.get("/v1/threads", params={"q": "no such words"})).json()
-        assert none == {"threads": [], "next_cursor": None}
+        assert none == {"threads": [], "next_cursor": None, "home": str(a.home)}
 
 
 async def test_settings_change_the_log_and_the_turns(tmp_path: Path) -> None:

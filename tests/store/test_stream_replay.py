@@ -14,7 +14,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 
-from kun.cli.replay import json_chunks
+from kun.app.replaying import json_chunks
 from kun.contracts import events as ev
 from kun.contracts.events import Event
 from kun.domain.state import ThreadState, TurnState
