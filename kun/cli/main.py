@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from kun.chat.cli import chat, resume, session_options, start_session
 from kun.cli.cleanup import gc, restore, rm, trash
 from kun.cli.colors import no_color_option
 from kun.cli.compact import compact
 from kun.cli.config_command import config_command
-from kun.cli.flags import runtime_flags, runtime_options
+from kun.cli.flags import runtime_flags
 from kun.cli.options import explained, home_option
 from kun.cli.portable import export_command, import_command
-from kun.cli.remote import keep_server, remote_target, server_options
+from kun.cli.remote import keep_server, server_options
 from kun.cli.replay import replay
+from kun.cli.run_command import run
 from kun.cli.serve import serve
 from kun.cli.steering import interrupt, steer
 from kun.cli.threads import fork, reconcile, rewind, threads, usage
@@ -179,138 +179,8 @@ def demo(fast: bool, home: Path | None) -> None:
     run_demo(root, fast=fast)
 
 
-_POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
-
-
-@cli.command()
-@click.argument("prompt", required=False)
-@click.option("--thread", "thread_id", default=None, help="Continue this thread.")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the turn's events as JSON lines (the log's format).",
-)
-@no_color_option
-@click.option("--provider", default=None, help="Provider name from kun.toml or the environment.")
-@click.option("--model", default=None, help="Model of that provider.")
-@click.option(
-    "--workspace",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=Path("."),
-    help="Folder the tools work in (default: here); with --thread, the thread's from now on.",
-)
-@click.option(
-    "--approval",
-    type=click.Choice(_POLICIES),
-    default=None,
-    help="Approval policy. full-auto runs every command without asking: dangerous, opt-in.",
-)
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="kun.toml to use (default: $KUN_CONFIG, ./kun.toml, $KUN_HOME/kun.toml).",
-)
-@click.option(
-    "--plan",
-    "plan_mode",
-    is_flag=True,
-    help="Plan mode: the model investigates with read-only tools and records a plan; "
-    "nothing is changed.",
-)
-@click.option(
-    "--goal",
-    default=None,
-    help="Set this goal on the thread and stay while kun resumes it, until it is "
-    "complete, blocked or paused (Ctrl-C stops; the goal stays active).",
-)
-@click.option(
-    "--goal-budget",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Token budget of --goal: no resume once it is spent.",
-)
-@runtime_options
-@home_option
-def run(
-    prompt: str | None,
-    thread_id: str | None,
-    as_json: bool,
-    provider: str | None,
-    model: str | None,
-    workspace: Path,
-    approval: Any,
-    config: Path | None,
-    plan_mode: bool,
-    goal: str | None,
-    goal_budget: int | None,
-    home: Path | None,
-) -> None:
-    """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
-
-    With --goal, PROMPT may be left out: the objective is the first turn's
-    prompt. PROMPT - reads the prompt from stdin. With --json, stdout gets only the
-    turn's events, one JSON line each, as the log writes them. Ctrl-C
-    interrupts the turn cleanly: the log records it as aborted.
-    """
-    import anyio
-
-    from kun.app.lookup import resolve_thread_id
-    from kun.cli.run import RunOptions, run_prompt
-    from kun.cli.runjson import prompt_argument
-    from kun.store.paths import resolve_home
-
-    remote = remote_target()
-    if goal_budget is not None and goal is None:
-        raise click.UsageError("--goal-budget needs --goal")
-    if goal is not None and not goal.strip():
-        raise click.UsageError("--goal needs an objective")
-    if prompt is None:
-        if goal is None:
-            raise click.UsageError("Missing argument 'PROMPT' (or give --goal OBJECTIVE)")
-        prompt = goal.strip()
-    if remote is not None and goal is not None:
-        raise click.ClickException("--goal is not available over a server yet; run it locally.")
-    if remote is not None:
-        from kun.cli.remote_run import run_over_server
-
-        given = click.get_current_context().get_parameter_source("workspace")
-        run_over_server(
-            remote, prompt_argument(prompt, sys.stdin), thread_id=thread_id, as_json=as_json,
-            workspace=workspace, provider=provider, model=model, approval=approval,
-            config=config, home=home, plan_mode=plan_mode,
-            rebind=given is ParameterSource.COMMANDLINE,
-        )  # fmt: skip
-        return
-    if thread_id is not None:
-        thread_id = resolve_thread_id(resolve_home(home), thread_id)
-    given = click.get_current_context().get_parameter_source("workspace")
-    rebind = workspace if thread_id is not None and given is ParameterSource.COMMANDLINE else None
-    options = RunOptions(
-        rebind=rebind,
-        home=resolve_home(home),
-        prompt=prompt_argument(prompt, sys.stdin),
-        thread_id=thread_id,
-        provider=provider,
-        model=model,
-        workspace=workspace,
-        approval=approval,
-        config=config,
-        runtime=runtime_flags(approval),
-        json=as_json,
-        plan_mode=plan_mode,
-        goal=goal.strip() if goal is not None else None,
-        goal_budget=goal_budget,
-    )
-    result = anyio.run(run_prompt, options)
-    thread, turn = result.thread_id, result.turn
-    click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)
-    if result.failed(options):
-        sys.exit(EXIT_FAILURE)
-
-
 cli.add_command(chat)
+cli.add_command(run)
 for _command in (replay, threads, usage, rewind, fork, reconcile):
     cli.add_command(_command)
 cli.add_command(resume)
