@@ -264,6 +264,10 @@ class ChatSession(PromptLoop):
             self._watch()
             return
         if waits_for_answer(state):
+            # Opening the thread for turns takes up a turn nobody runs that
+            # waits for an answer (re-armed here, or by the server), so the
+            # answer given here resumes it.
+            await self.kun.update_thread(self.thread_id, UpdateThread())
             self.say("this thread's last turn is still waiting for your answer", "warn")
         else:
             self.say("this thread's last turn is still running: joining it", "warn")
