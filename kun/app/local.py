@@ -28,11 +28,8 @@ kun's own, with the messages the CLI prints.
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from datetime import UTC
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -57,27 +54,27 @@ from kun.app.answers import (
     ThreadOptions,
     ThreadPage,
     Trashed,
-    TrashEntry,
     TrashPage,
     TurnStarted,
     UsageReport,
     UserInputAnswered,
 )
 from kun.app.interface import ImportSource
+from kun.app.local_cleanup import collected, confirmed, trash_page
 from kun.app.local_engine import Engine
 from kun.app.local_errors import TurnRunning
 from kun.app.local_goals import changed_goal
+from kun.app.local_portable import install, write_bundle
 from kun.app.local_reads import thread_page, transcript_text, usage_report
+from kun.app.local_uploads import UPLOADS, remove_uploads, save_uploads
 from kun.app.lookup import resolve_thread_id
 from kun.app.overrides import RuntimeFlags
-from kun.app.requests import CreateThread, StartTurn, UpdateThread, Upload
+from kun.app.requests import CreateThread, StartTurn, UpdateThread
 from kun.contracts.events import Event, FilesRestore
-from kun.contracts.items import Attachment
 from kun.contracts.threads import AllowRule, Goal, GoalStatus
 from kun.domain.state import ThreadState, TurnState
 from kun.domain.turnref import find_turn
 from kun.errors import UserMistake
-from kun.ids import new_id
 from kun.runtime.bus import Follower
 from kun.runtime.checkpoints import UNTRACKED_NOTE
 from kun.runtime.errors import UnknownTurn
@@ -86,11 +83,8 @@ from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import lock_path, log_path, validate_thread_id
 
-__all__ = ["UPLOADS", "EngineOpener", "LocalFeed", "LocalKun", "open_home", "open_local"]
+__all__ = ["EngineOpener", "LocalFeed", "LocalKun", "open_home", "open_local"]
 
-UPLOADS = "uploads"
-"""Where a turn's attachments sent as bytes are written, per thread."""
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 EngineOpener = Callable[[EventRecorder, Path | None], AbstractAsyncContextManager[Engine]]
 """Opens the heavy layer over the shared recorder, configured for the
@@ -117,6 +111,7 @@ class LocalKun:
         self._open_engine = open_engine
         self._tg = task_group
         self._closing = anyio.Event()
+        self._closed = anyio.Event()
         self._opening = anyio.Lock()
 
     @classmethod
@@ -150,6 +145,7 @@ class LocalKun:
                 if self._open_engine is None or self._tg is None:
                     raise RuntimeError("this LocalKun cannot run turns: it has no engine")
                 self._engine = await self._tg.start(self._hold_engine, self._open_engine, workspace)
+                self._bare.resumes.close()  # from now on the engine's service resumes goals
         return self._engine
 
     async def _hold_engine(
@@ -159,13 +155,22 @@ class LocalKun:
         *,
         task_status: TaskStatus[Engine] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        async with opener(self.recorder, workspace) as engine:
-            task_status.started(engine)
-            await self._closing.wait()
+        started = False
+        try:
+            async with opener(self.recorder, workspace) as engine:
+                task_status.started(engine)
+                started = True
+                await self._closing.wait()
+        finally:
+            if started:
+                self._closed.set()
 
-    def close(self) -> None:
-        """Let the engine close (the adapter's owner waits for it)."""
+    async def aclose(self) -> None:
+        """Close the engine, if it was opened, and wait until it is."""
         self._closing.set()
+        if self._engine is not None and self._tg is not None:
+            with anyio.CancelScope(shield=True):
+                await self._closed.wait()
 
     async def _engine_of(self, thread_id: str) -> Engine:
         if self._engine is not None:
@@ -246,7 +251,7 @@ class LocalKun:
         engine = await self._engine_of(thread_id)
         state = await engine.state(thread_id)
         await engine.check_sandbox(state.settings.approval_policy)
-        saved = await _save(self.home / UPLOADS / thread_id, request.attachments)
+        saved = await save_uploads(self.home / UPLOADS / thread_id, request.attachments)
         options = engine.options(thread_id)
         try:
             turn_id = await engine.service.start_turn(
@@ -260,7 +265,7 @@ class LocalKun:
                 reasoning_effort=options.reasoning_effort,
             )
         except BaseException:
-            await _remove(saved)
+            await remove_uploads(saved)
             raise
         return TurnStarted(thread_id=thread_id, turn_id=turn_id)
 
@@ -451,29 +456,9 @@ class LocalKun:
         self, thread: str, out: Path, *, compress: bool = True, force: bool = False
     ) -> Exported:
         """``out`` ending in ``.tar`` is a plain tar whatever ``compress``
-        says (the name says what the file is)."""
-        from kun.portable.bundle import export_thread
-        from kun.portable.errors import BundleRefused
-
+        says (:func:`~kun.app.local_portable.write_bundle`)."""
         thread_id, _ = await self.log_file(thread)
-
-        def write() -> Exported:
-            if out.exists() and not force:
-                raise BundleRefused(out, "file exists (give --force to overwrite it)")
-            target = out
-            if not compress and not out.name.endswith(".tar"):
-                target = out.with_name(f".{out.name}.{new_id('part')}.tar")
-            try:
-                manifest = export_thread(self.home, thread_id, target, force=force)
-                if target != out:
-                    os.replace(target, out)
-            finally:
-                if target != out:
-                    target.unlink(missing_ok=True)
-            return Exported(
-                thread_id=thread_id, events=manifest.events, side_files=len(manifest.files) - 1
-            )
-
+        write = partial(write_bundle, self.home, thread_id, out, compress=compress, force=force)
         return await anyio.to_thread.run_sync(write)
 
     async def import_thread(
@@ -486,33 +471,16 @@ class LocalKun:
         workspace: Path | None = None,
     ) -> ImportDone:
         """``workspace``: where the imported thread's new turns run."""
-        from kun.portable.sessions import import_session
-        from kun.portable.unbundle import import_bundle
-
-        def install() -> ImportDone:
-            if source == "kun":
-                result = import_bundle(
-                    self.home, path, as_id=as_id, workspace=workspace, replace_changed=replace
-                )
-            else:
-                result = import_session(
-                    self.home,
-                    path,
-                    source,
-                    replace_changed=replace,
-                    workspace=workspace,
-                    as_id=as_id,
-                )
-            trashed = result.trashed
-            return ImportDone(
-                thread_id=result.thread_id,
-                outcome=result.outcome,
-                events=result.events,
-                detail=result.detail,
-                trashed=None if trashed is None else trashed.relative_to(self.home).as_posix(),
-            )
-
-        return await anyio.to_thread.run_sync(install)
+        done = partial(
+            install,
+            self.home,
+            path,
+            source=source,
+            as_id=as_id,
+            replace=replace,
+            workspace=workspace,
+        )
+        return await anyio.to_thread.run_sync(done)
 
     # -- goals ----------------------------------------------------------------
 
@@ -566,9 +534,6 @@ class LocalKun:
         if running is not None:
             raise TurnRunning(thread_id, running, lock_path(self.home, thread_id))
 
-    def _entry(self, path: Path) -> str:
-        return path.relative_to(self.home).as_posix()
-
     async def trash_thread(self, thread: str) -> Trashed:
         from kun.app.trash import remove_thread
 
@@ -579,19 +544,7 @@ class LocalKun:
         return Trashed(thread_id=thread_id, entry=where.name)
 
     async def trash(self) -> TrashPage:
-        from kun.app.trash import trashed
-
-        entries = await anyio.to_thread.run_sync(trashed, self.home)
-        return TrashPage(
-            entries=[
-                TrashEntry(
-                    entry=t.path.name,
-                    thread_id=t.thread_id,
-                    removed_at=int(t.removed_at.astimezone(UTC).timestamp() * 1000),
-                )
-                for t in entries
-            ]
-        )
+        return await anyio.to_thread.run_sync(trash_page, self.home)
 
     async def restore_thread(self, entry: str, *, as_id: str | None = None) -> Restored:
         """``entry``: a thread id (its most recent removal) or an entry of
@@ -602,24 +555,12 @@ class LocalKun:
         return Restored(thread_id=thread_id, entry=entry)
 
     async def collect(self, thread: str, *, confirm: bool = False) -> Collected:
-        from kun.app import cleanup
-
         thread_id = self.thread_id(thread)
         self._idle(thread_id)
         await self.recorder.flush(thread_id)
         if confirm:
-            freed = await anyio.to_thread.run_sync(cleanup.confirm, self.home, thread_id)
-            return Collected(thread_id=thread_id, generation=None, freed=freed)
-        report = await anyio.to_thread.run_sync(cleanup.collect, self.home, thread_id)
-        generation = report.generation
-        return Collected(
-            thread_id=thread_id,
-            generation=None if generation is None else self._entry(generation),
-            turns=report.turns,
-            events=report.events,
-            side_files=report.side_files,
-            bytes_saved=report.bytes_saved,
-        )
+            return await anyio.to_thread.run_sync(confirmed, self.home, thread_id)
+        return await anyio.to_thread.run_sync(collected, self.home, thread_id)
 
     async def reconcile(self) -> Reconciled:
         """Settle the turns processes that died left running; a turn left
@@ -653,36 +594,6 @@ class LocalFeed:
         return await self._follower.batch(most)
 
 
-async def _save(folder: Path, uploads: tuple[Upload, ...]) -> list[Attachment]:
-    if not uploads:
-        return []
-
-    def write() -> list[Attachment]:
-        folder.mkdir(parents=True, exist_ok=True)
-        saved = []
-        for upload in uploads:
-            name = _UNSAFE.sub("_", upload.name).lstrip(".") or "attachment"
-            path = folder / f"{new_id('att')}-{name}"
-            path.write_bytes(upload.data)
-            saved.append(
-                Attachment(
-                    name=upload.name,
-                    mime_type=upload.mime_type,
-                    path=str(path),
-                    size_bytes=len(upload.data),
-                )
-            )
-        return saved
-
-    return await anyio.to_thread.run_sync(write)
-
-
-async def _remove(saved: list[Attachment]) -> None:
-    for attachment in saved:
-        if attachment.path is not None:
-            await anyio.Path(attachment.path).unlink(missing_ok=True)
-
-
 @asynccontextmanager
 async def open_home(home: Path, open_engine: EngineOpener) -> AsyncIterator[LocalKun]:
     """The adapter over ``home``: the light layer now, the engine by
@@ -699,7 +610,8 @@ async def open_home(home: Path, open_engine: EngineOpener) -> AsyncIterator[Loca
         try:
             yield kun
         finally:
-            kun.close()
+            await kun.aclose()
+            tg.cancel_scope.cancel()  # what the model-less service left (a goal's resume timer)
 
 
 def open_local(

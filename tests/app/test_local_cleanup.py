@@ -82,3 +82,24 @@ async def test_reconcile_with_nothing_left_running(tmp_path: Path) -> None:
         await t.run(thread, "first")
         done = await t.kun.reconcile()
         assert done.reconciled == [] and done.skipped == {}
+
+
+async def test_reconcile_settles_a_dead_processs_turn_and_closes_cleanly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The goal's resume it schedules is left to a kun that runs turns: the
+    adapter closing cancels it, rather than waiting to fail it without a model."""
+    async with local(tmp_path, [text_reply("one")]) as t:
+        thread = await t.new_thread()
+        await t.kun.set_goal(thread, "ship it")
+        await t.run(thread, "first")
+        _, log = await t.kun.log_file(thread)
+    lines = log.read_bytes().splitlines(keepends=True)
+    ended = max(i for i, line in enumerate(lines) if b'"turn_completed"' in line)
+    log.write_bytes(b"".join(lines[:ended]))
+    with anyio.fail_after(10):
+        async with local(tmp_path) as t:
+            done = await t.kun.reconcile()
+            assert done.reconciled == [thread]
+            assert (await t.kun.thread(thread)).turns[-1].status == "failed"
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []

@@ -58,7 +58,8 @@ async def test_the_thread_list_pages_by_cursor(tmp_path: Path) -> None:
         assert first.next_cursor is not None
         rest = await t.kun.threads(limit=2, cursor=first.next_cursor)
         seen = [s.thread_id for s in (*first.threads, *rest.threads)]
-        assert seen == ids[::-1] and rest.next_cursor is None
+        everything = [s.thread_id for s in (await t.kun.threads()).threads]
+        assert seen == everything and sorted(seen) == sorted(ids) and rest.next_cursor is None
         assert [s.thread_id for s in (await t.kun.threads(query="T1")).threads] == [ids[1]]
         with pytest.raises(KunError, match="cursor is not a next_cursor"):
             await t.kun.threads(cursor="nonsense")
