@@ -27,7 +27,7 @@ import click
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
-    from kun.client import AsyncKunClient, KunClient
+    from kun.client.legacy import AsyncKunClient, KunClient
 
 __all__ = [
     "REMOTE_COMMANDS",
@@ -62,12 +62,12 @@ class Remote:
     token_env: str
 
     def client(self) -> KunClient:
-        from kun.client import KunClient
+        from kun.client.legacy import KunClient
 
         return KunClient(self.url, token=self.token)
 
     def async_client(self) -> AsyncKunClient:
-        from kun.client import AsyncKunClient
+        from kun.client.legacy import AsyncKunClient
 
         return AsyncKunClient(self.url, token=self.token)
 
@@ -154,7 +154,7 @@ def explained(remote: Remote) -> Iterator[None]:
     without the fields kun serve sends (another JSON API on that port)."""
     import httpx
 
-    from kun.client import ApiError
+    from kun.client.legacy import ApiError
 
     understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, KeyError, TypeError)
     try:
@@ -178,7 +178,7 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 def _mistake(remote: Remote, exc: Exception) -> UserMistake:
     import httpx
 
-    from kun.client import ApiError
+    from kun.client.legacy import ApiError
 
     if isinstance(exc, ApiError):
         if exc.code == "workspace_missing":

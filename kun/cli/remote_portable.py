@@ -43,7 +43,7 @@ def remote_import(
 ) -> dict[str, Any]:
     """Upload ``file`` and answer the server's ``thread_id``, ``outcome``,
     ``events``, ``detail`` and ``trashed``."""
-    from kun.client import ApiError
+    from kun.client.legacy import ApiError
     from kun.portable.errors import BundleRefused, SourceRefused
 
     try:

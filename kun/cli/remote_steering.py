@@ -15,7 +15,7 @@ from kun.cli.remote import Remote, explained
 from kun.cli.steering import NoRunningTurn, interrupted_line, steered_line
 
 if TYPE_CHECKING:
-    from kun.client import KunClient
+    from kun.client.legacy import KunClient
 
 __all__ = ["remote_interrupt", "remote_steer"]
 

@@ -1,4 +1,7 @@
-"""A Python client of kun's HTTP API (``kun serve``, :mod:`kun.server`),
+"""The dict-answering client the old ``--server`` commands still use, kept
+until they speak :class:`kun.app.interface.Kun` (then it goes).
+
+A Python client of kun's HTTP API (``kun serve``, :mod:`kun.server`),
 sync (:class:`KunClient`) and async (:class:`AsyncKunClient`), over httpx.
 
 Both speak through the same request descriptions (:class:`_Call`), so the
