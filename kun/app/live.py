@@ -15,12 +15,17 @@ projection, an answer), so it says the same whichever adapter ran:
   (a signal then leaves it waiting: durable suspension);
 * :func:`superseded`: an answer or interrupt that came too late (another
   client answered, the turn ended), from either adapter;
+* :func:`reachable`: a turn run here is steered from another terminal;
 * the wording of a restore, a goal, a plan, a compaction summary and the
   rule an "always" adds.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from kun.app.interface import Kun
 from kun.app.refusals import Refused
 from kun.config import Config
 from kun.contracts.events import Event
@@ -50,6 +55,7 @@ __all__ = [
     "describe_rule",
     "event_line",
     "plan_context",
+    "reachable",
     "resolve_home",
     "retry_attempts",
     "rule_for",
@@ -102,3 +108,20 @@ def retry_attempts(config: Config | None, provider: str | None) -> int:
     settings = config.providers.get(provider) if config and provider else None
     configured = settings.retry.max_attempts if settings is not None else None
     return configured or RetryPolicy().max_attempts
+
+
+@asynccontextmanager
+async def reachable(kun: Kun, thread_id: str) -> AsyncIterator[None]:
+    """While the block runs, ``kun steer`` and ``kun interrupt`` from another
+    terminal reach the thread's turns this process runs (its control socket,
+    :mod:`kun.runtime.control_channel`). Over a server they go to the server
+    instead: nothing to open here."""
+    from kun.app.local import LocalKun
+
+    if not isinstance(kun, LocalKun):
+        yield
+        return
+    from kun.runtime.control_channel import serve_control
+
+    async with serve_control(kun.service, thread_id):
+        yield

@@ -32,7 +32,7 @@ import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from kun.app.interface import Kun, ThreadState
-from kun.app.live import steered_too_late, waits_for_answer
+from kun.app.live import reachable, steered_too_late, waits_for_answer
 from kun.app.requests import CreateThread, StartTurn, UpdateThread
 from kun.chat.commands import run_command
 from kun.chat.input import ChatInput
@@ -209,7 +209,7 @@ class ChatSession(PromptLoop):
         turn_id: str | None = None
         started = False
         try:
-            async with view.feed(after) as events:
+            async with view.feed(after) as events, reachable(self.kun, view.thread_id):
                 if isinstance(turn, str):
                     turn_id = turn
                 else:
@@ -270,7 +270,7 @@ class ChatSession(PromptLoop):
             await self.kun.update_thread(self.thread_id, UpdateThread())
             self.say("this thread's last turn is still waiting for your answer", "warn")
         else:
-            self.say("this thread's last turn is still running: joining it", "warn")
+            self.say("this thread's last turn is still running (elsewhere): joining it", "warn")
         await self._tg.start(self._turn, self.view, last.started_seq - 1, last.turn_id)
 
     def _watch(self) -> None:
@@ -302,6 +302,9 @@ class ChatSession(PromptLoop):
                         return
                     self._watching = None
                     turn_id = event.turn_id
+                    self.say(
+                        "a turn started (the goal resumed, or another client): showing it", "dim"
+                    )
                     self.turn_id = turn_id
                     self.input.refresh()
                     try:

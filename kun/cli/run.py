@@ -26,7 +26,7 @@ import msgspec
 
 from kun.app.connect import LocalTarget, Target, open_kun
 from kun.app.interface import Kun, TurnState
-from kun.app.live import check_prompt, retry_attempts, waits_for_answer
+from kun.app.live import check_prompt, reachable, retry_attempts, waits_for_answer
 from kun.app.overrides import RuntimeFlags
 from kun.app.requests import CreateThread, Limits, StartTurn, UpdateThread
 from kun.cli.colors import use_color
@@ -77,7 +77,13 @@ class RunResult(NamedTuple):
         return self.goal is None or self.goal.status != "complete"
 
 
-def thread_changes(flags: RuntimeFlags, *, provider: str | None, model: str | None) -> UpdateThread:
+def thread_changes(
+    flags: RuntimeFlags,
+    *,
+    provider: str | None,
+    model: str | None,
+    approval: ApprovalPolicy | None = None,
+) -> UpdateThread:
     """What the command line gives a thread: its provider, model and
     approval policy (recorded in its log), and the reasoning effort and
     limits its turns run with; only those given."""
@@ -90,7 +96,7 @@ def thread_changes(flags: RuntimeFlags, *, provider: str | None, model: str | No
     return UpdateThread(
         provider=provider,
         model=model,
-        approval_policy=flags.approval_policy,  # type: ignore[arg-type]
+        approval_policy=approval or flags.approval_policy,  # type: ignore[arg-type]
         reasoning_effort=flags.reasoning_effort,
         limits=None if limits == Limits() else limits,
     )
@@ -141,7 +147,10 @@ async def run_prompt(target: Target, options: RunOptions) -> RunResult:
     try:
         async with open_kun(target) as kun:
             changes = thread_changes(
-                options.runtime, provider=options.provider, model=options.model
+                options.runtime,
+                provider=options.provider,
+                model=options.model,
+                approval=options.approval,
             )
             thread_id, new = await open_thread(
                 kun, options.thread_id, changes, options.workspace, rebind=options.rebind
@@ -215,7 +224,11 @@ async def _drive(view: LiveView, after: int, request: StartTurn) -> TurnState:
     if isinstance(view, JsonView):
         view.written = after
     with left:
-        async with view.feed(after) as events, anyio.create_task_group() as tg:
+        async with (
+            view.feed(after) as events,
+            reachable(kun, thread_id),
+            anyio.create_task_group() as tg,
+        ):
             await tg.start(watch, on_signal)
             turn_id = (await kun.start_turn(thread_id, request)).turn_id
             started.append(turn_id)

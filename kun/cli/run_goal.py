@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 import anyio
 
 from kun.app.interface import TurnState
-from kun.app.live import BLOCK_CODES
+from kun.app.live import BLOCK_CODES, reachable
 from kun.app.requests import StartTurn
 from kun.cli.options import written_out
 from kun.cli.run_config import config_note
@@ -54,7 +54,11 @@ async def drive_goal(view: LiveView, after: int, request: StartTurn) -> TurnStat
 
     if isinstance(view, JsonView):
         view.written = after
-    async with view.feed(after) as events, anyio.create_task_group() as tg:
+    async with (
+        view.feed(after) as events,
+        reachable(kun, thread_id),
+        anyio.create_task_group() as tg,
+    ):
         await tg.start(watch, on_signal)
         turn_id: str | None = (await kun.start_turn(thread_id, request)).turn_id
         config_note(kun, (await kun.thread(thread_id)).settings.workspace)
@@ -120,12 +124,20 @@ async def _started(
                     break
         resume = await kun.goal_resume(thread_id, after)
         if resume.state in ("none", "dropped"):
-            return []
+            return _later_turn(await kun.thread(thread_id), after)
         turn_id = resume.turn_id
     async for event in events:  # up to the resumed turn's start, so it is shown whole
         if isinstance(event, ev.TurnStarted) and event.turn_id == turn_id:
             break
     return [turn_id]
+
+
+def _later_turn(state: ThreadState, after: str) -> list[str]:
+    """A turn started after turn ``after`` (a resume that fired and ran
+    while the feed was read up to a change of the goal), or ``[]``."""
+    ids = [t.turn_id for t in state.turns]
+    later = ids[ids.index(after) + 1 :] if after in ids else []
+    return later[:1]
 
 
 def goal_line(state: ThreadState) -> str:
