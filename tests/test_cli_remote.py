@@ -377,7 +377,11 @@ async def test_an_answer_streamed_at_once_is_shown_whole(tmp_path: Path) -> None
     assert ran.stdout.decode().startswith(WORDS + "\nturn completed")
 
 
-async def test_an_approval_asked_at_the_terminal_is_answered_over_http(tmp_path: Path) -> None:
+async def test_an_approval_asked_at_the_terminal_is_answered_always_over_http(
+    tmp_path: Path,
+) -> None:
+    """ "always" works over a server too: the rule reaches the server's
+    thread with the answer (the view speaks Kun, whichever adapter)."""
     write = FakeResponse(
         chunks=tuple(tool_reply("write_file", {"path": "b.py", "content": "new\n"}))
     )
@@ -387,9 +391,9 @@ async def test_an_approval_asked_at_the_terminal_is_answered_over_http(tmp_path:
         def drive() -> tuple[int | None, str, str]:
             args = ["--server", s.url, "run", "write b.py", "--approval", "untrusted"]
             child = spawn(args, cwd=s.workspace)
-            child.expect(r"allow\? ")
+            child.expect(r"allow\? \[y/a/N\]")
             asked = plain(child.before)
-            child.sendline("y")
+            child.sendline("a")
             code, text = finish(child)
             return code, asked, text
 
@@ -398,7 +402,10 @@ async def test_an_approval_asked_at_the_terminal_is_answered_over_http(tmp_path:
         events = s.events(thread.split()[1])
     assert code == 0, text
     assert "approval needed: write_file b.py" in asked and "+new" in asked
-    assert "no always: the server's API sets no allow rules" in asked
+    assert "a always for this thread: write_file" in asked
+    assert "always allowed on this thread: write_file" in text
     assert "turn completed" in text and (s.workspace / "b.py").read_text() == "new\n"
     resolved = [e for e in events if isinstance(e, ev.ApprovalResolved)]
     assert [r.decision for r in resolved] == ["approved"]
+    rules = [e.always_allow for e in events if isinstance(e, ev.ThreadUpdated) and e.always_allow]
+    assert [[rule.tool for rule in r] for r in rules] == [["write_file"]]

@@ -154,9 +154,10 @@ def explained(remote: Remote) -> Iterator[None]:
     without the fields kun serve sends (another JSON API on that port)."""
     import httpx
 
+    from kun.app.refusals import Refused
     from kun.client.legacy import ApiError
 
-    understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, KeyError, TypeError)
+    understood = (httpx.HTTPError, httpx.InvalidURL, ApiError, Refused, KeyError, TypeError)
     try:
         yield
     except BaseExceptionGroup as group:
@@ -178,9 +179,10 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 def _mistake(remote: Remote, exc: Exception) -> UserMistake:
     import httpx
 
+    from kun.app.refusals import Refused
     from kun.client.legacy import ApiError
 
-    if isinstance(exc, ApiError):
+    if isinstance(exc, ApiError | Refused):
         if exc.code == "workspace_missing":
             return _workspace_missing(exc.message)
         if exc.status != 401:
