@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -225,29 +225,36 @@ class CuttingProxy:
     stream_requests: list[bytes] = field(default_factory=list)
 
     async def handle(self, client: SocketStream) -> None:
+        """Any request on a kept-alive connection may be an event stream:
+        each one arms the cut for the response that follows it."""
+        marker: list[bytes | None] = [None]
+
+        async def requests(upstream: SocketStream) -> None:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                async for chunk in client:
+                    if b"/events" in chunk.split(b"\r\n", 1)[0]:
+                        self.stream_requests.append(chunk)
+                        n = len(self.stream_requests)
+                        marker[0] = self.markers[n - 1] if n <= len(self.markers) else None
+                        await anyio.sleep(self.delay)
+                    await upstream.send(chunk)
+
         async with client, await anyio.connect_tcp("127.0.0.1", self.target) as upstream:
-            head = await client.receive()
-            marker = None
-            if b"/events" in head.split(b"\r\n", 1)[0]:
-                self.stream_requests.append(head)
-                if len(self.stream_requests) <= len(self.markers):
-                    marker = self.markers[len(self.stream_requests) - 1]
-                await anyio.sleep(self.delay)
-            await upstream.send(head)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_pipe, client, upstream, None)
+                tg.start_soon(requests, upstream)
                 if await _pipe(upstream, client, marker):
                     self.cut += 1
                 tg.cancel_scope.cancel()
 
 
-async def _pipe(source: SocketStream, sink: SocketStream, marker: bytes | None) -> bool:
-    """Forward until the end, or until a piece holding ``marker`` (then
-    half of that piece) is sent: whether it cut."""
+async def _pipe(source: SocketStream, sink: SocketStream, marker: list[bytes | None]) -> bool:
+    """Forward until the end, or until a piece holding the armed marker
+    (then half of that piece) is sent: whether it cut."""
     try:
         async for chunk in source:
-            if marker is not None and marker in chunk:
-                await sink.send(chunk[: chunk.index(marker) + len(marker) // 2])
+            armed = marker[0]
+            if armed is not None and armed in chunk:
+                await sink.send(chunk[: chunk.index(armed) + len(armed) // 2])
                 return True
             await sink.send(chunk)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
