@@ -103,7 +103,7 @@ class Served:
 
 @asynccontextmanager
 async def serving(
-    tmp_path: Path, script: list[FakeResponse], *args: str, **env: str
+    tmp_path: Path, script: list[FakeResponse], *args: str, runtime: str = "", **env: str
 ) -> AsyncIterator[Served]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -114,7 +114,7 @@ async def serving(
         config.write_text(
             'default_provider = "fake"\n\n[providers.fake]\n'
             f'base_url = "{provider.base_url}"\nendpoint_format = "chat_completions"\n'
-            'default_model = "fake-model"\n'
+            'default_model = "fake-model"\n' + (f"\n[runtime]\n{runtime}" if runtime else "")
         )
         command = [
             sys.executable, "-m", "kun", "serve", "--port", str(port), "--config", str(config),
@@ -416,3 +416,25 @@ async def test_an_approval_asked_at_the_terminal_is_answered_always_over_http(
     assert [r.decision for r in resolved] == ["approved"]
     rules = [e.always_allow for e in events if isinstance(e, ev.ThreadUpdated) and e.always_allow]
     assert [[rule.tool for rule in r] for r in rules] == [["write_file"]]
+
+
+async def test_run_goal_over_the_server_follows_the_servers_resumes(tmp_path: Path) -> None:
+    """``kun --server URL run --goal``: the server resumes the goal, and the
+    command shows each resumed turn until none is pending (here: the model
+    completes the goal), exit status 0 as locally."""
+    script = [
+        ANSWER,
+        FakeResponse(chunks=tuple(tool_reply("update_goal", {"status": "complete"}))),
+        FakeResponse(chunks=(TextDeltaChunk(text="All done."), CompletedChunk())),
+    ]
+    runtime = "goal_resume_base_seconds = 0.1\n"
+    async with serving(tmp_path, script, runtime=runtime) as s:
+        ran = await s.kun("run", "--goal", "make a.py print A")
+        thread = _thread_of(ran)
+        events = s.events(thread)
+    assert ran.returncode == 0, ran.stderr.decode()
+    out, err = ran.stdout.decode(), ran.stderr.decode()
+    assert "goal active: resuming in 0.1 s (attempt 1/5)" in out
+    assert "All done." in out and "goal complete" in out + err
+    started = [e for e in events if isinstance(e, ev.TurnStarted)]
+    assert len(started) == 2
