@@ -33,10 +33,11 @@ from kun.cli.cleanup import gc, restore, rm, trash
 from kun.cli.compact import compact
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags
-from kun.cli.main import Cli, demo, run
+from kun.cli.main import Cli, demo
 from kun.cli.portable import export_command, import_command
 from kun.cli.remote import TOKEN_ENV, choose_remote
 from kun.cli.replay import replay
+from kun.cli.run_command import run
 from kun.cli.serve import serve
 from kun.cli.steering import interrupt, steer
 from kun.cli.threads import fork, reconcile, rewind, threads, usage

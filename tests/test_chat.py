@@ -266,7 +266,7 @@ def test_slash_commands(tmp_path: Path) -> None:
             ("/rewind", "hid turn 1 (nothing"),
             ("/undo-rewind", "brought back 1"),
             ("/bogus", "unknown command /bogus"),
-            ("/fork 2", "cannot fork at turn 2"),
+            ("/fork 2", "there is no turn 2"),
             ("/fork 1", "keeping turns 1..1"),
         ]:
             child.send(command + ENTER)

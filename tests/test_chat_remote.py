@@ -25,6 +25,7 @@ from tests.terminal_support import (
     TIMEOUT,
     answer,
     environ,
+    events_of,
     finish,
     kun,
     only_thread,
@@ -114,7 +115,7 @@ def test_a_session_over_the_server_talks_approves_interrupts_and_comes_back(
         code, text = finish(child)
         assert code == 0 and "Traceback" not in text, text
         thread = only_thread(home)
-        assert f"kun --server {url} resume {thread}" in text
+        assert f"kun --server {url} resume {thread[:12]}" in text
         assert (workspace / "b.py").read_text() == "x"
 
         child = _session(workspace, "--server", url, "-c")
@@ -148,7 +149,7 @@ def test_without_a_thread_of_this_workspace_continue_is_one_line(tmp_path: Path)
         child = spawn(["--server", url, "-c"], cwd=workspace)
         code, text = finish(child)
     assert code == 1 and "Traceback" not in text
-    assert "kun: error: the server has no thread of this workspace" in text
+    assert f"kun: error: no thread to continue in {workspace.resolve()}" in text
 
 
 def test_a_question_over_the_server_is_asked_here_and_answered_there(tmp_path: Path) -> None:
@@ -176,9 +177,10 @@ def test_a_question_over_the_server_is_asked_here_and_answered_there(tmp_path: P
     assert "blue" in msgspec.json.encode(provider.requests[-1].json).decode()
 
 
-def test_the_local_session_on_a_thread_serve_runs_says_who_and_how(tmp_path: Path) -> None:
+def test_the_local_session_on_a_thread_serve_runs_joins_its_turn(tmp_path: Path) -> None:
     """``kun -c`` while ``kun serve`` runs a turn of this workspace's
-    thread: one line naming kun serve and the way through it."""
+    thread: the session shows that turn (it is the thread's open turn,
+    whoever runs it) and leaves without a traceback."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     stalled = FakeResponse(chunks=answer("slow").chunks, stalls=((0, 60.0),))
@@ -194,19 +196,20 @@ def test_the_local_session_on_a_thread_serve_runs_says_who_and_how(tmp_path: Pat
                     ["-c", "--config", str(config), "--home", str(tmp_path / "home")],
                     cwd=workspace,
                 )
-                code, text = finish(child)
+                child.expect("still running .elsewhere.: joining it")
+                child.send("\x04")
+                _, text = finish(child)
                 client.post(
                     f"/v1/threads/{thread}/turns/{turn.json()['turn_id']}/interrupt", json={}
                 )
-    assert code == 1 and "Traceback" not in text, text
-    assert "kun: error: " in text and "is being written by kun serve (process" in text
-    assert f"kun --server {url} resume {thread}" in text
+    assert "Traceback" not in text, text
+    assert f"resumed {thread}" in text
 
 
-def test_resume_over_the_server_names_its_thread(tmp_path: Path) -> None:
-    code, _, err = kun("--server", "http://127.0.0.1:9", "resume", cwd=tmp_path)
+def test_resume_over_a_server_without_a_terminal_is_one_line(tmp_path: Path) -> None:
+    code, _, err = kun("--server", "http://127.0.0.1:9", "resume", "thr_x", cwd=tmp_path)
     assert code == 1 and err.count("\n") == 1
-    assert "with --server, name the thread: kun --server http://127.0.0.1:9 resume THREAD" in err
+    assert "needs a terminal; for one turn without one: kun --server http://127.0.0.1:9 run" in err
     code, _, err = kun("--server", "http://127.0.0.1:9", "--config", "k.toml", cwd=tmp_path)
     assert code == 1 and "--config does not go with --server" in err
 
@@ -269,7 +272,7 @@ def test_a_turn_running_on_the_server_is_joined_and_interrupted(tmp_path: Path) 
             started = client.post(f"/v1/threads/{thread_id}/turns", json={"text": "talk"})
             assert started.status_code == 202
             child = _session(workspace, "--server", url, "resume", thread_id)
-            child.expect("still open on the server: joining it")
+            child.expect("still running .elsewhere.: joining it")
             child.expect("word3")
             child.send("\x1b")
             child.expect("turn aborted")
@@ -292,7 +295,7 @@ def test_a_turn_another_client_starts_is_shown_in_an_idle_session(tmp_path: Path
             child.expect("turn completed")
             thread_id = only_thread(tmp_path / "home")
             assert _settled(client, thread_id, "from elsewhere")["status"] == "completed"
-            child.expect("a turn started on the server")
+            child.expect("a turn started .the goal resumed, or another client.")
             child.expect("from the other client")
             child.expect("turn completed")
             child.send("third" + ENTER)
@@ -305,48 +308,64 @@ def test_a_turn_another_client_starts_is_shown_in_an_idle_session(tmp_path: Path
     assert [t.status for t in turns] == ["completed"] * 3
 
 
-def test_over_the_server_always_is_not_offered_and_other_commands_are_named(
-    tmp_path: Path,
-) -> None:
-    """The API sets no allow rules: the prompt offers [y/N], and "a" asks
-    again instead of approving once. A session command the server does not
-    offer names the command that does it; /help lists /help."""
+def test_every_slash_command_works_over_the_server(tmp_path: Path) -> None:
+    """The session over ``--server`` is the session: "always" is offered
+    and recorded on the server's thread, and /rewind, /undo-rewind, /fork,
+    /compact, /goal, /plan, /usage, /threads, /title, /model, /approval,
+    /new and /help do what they do here."""
     write = FakeResponse(chunks=tuple(tool_reply("write_file", {"path": "b.py", "content": "x"})))
+    script = [write, answer("wrote it"), answer("a summary of it all"), answer("planned")]
     workspace = tmp_path / "ws"
     workspace.mkdir()
     home = tmp_path / "home"
     with (
-        serve([write, answer("wrote it")]) as provider,
+        serve(script) as provider,
         _kun_serve(tmp_path, write_config(tmp_path, provider.base_url)) as url,
     ):
         child = _session(workspace, "--server", url, "--approval", "untrusted")
+        child.send("/usage" + ENTER)
+        child.expect("no thread yet")
         child.send("write b.py" + ENTER)
-        child.expect("no always: the server's API sets no allow rules")
-        child.expect(r"allow\? (\[[^\]]*\])")
-        assert child.match.group(1) == "[y/N]"
+        child.expect("a always for this thread: write_file")
+        child.expect(r"allow\? \[y/a/N\]")
         child.send("a" + ENTER)
-        child.expect(r"no always here \(the server's API sets no allow rules\)")
-        child.expect(r"allow\? \[y/N\]")
-        assert not (workspace / "b.py").exists()
-        child.send("y" + ENTER)
+        child.expect("always allowed on this thread: write_file")
         child.expect("wrote it")
         child.expect("turn completed")
         thread = only_thread(home)
-        child.send("/rewind 1" + ENTER)
-        child.expect(f"instead: kun --server {url} rewind {thread} 1 ")
-        child.send("/undo-rewind" + ENTER)
-        child.expect(f"instead: kun --server {url} rewind {thread} --undo ")
-        child.send("/goal ship it" + ENTER)
-        child.expect(f"kun resume {thread} opens this thread there")
-        child.send("/help" + ENTER)
-        child.expect("/help  these commands")
+        for command, shown in [
+            ("/help", "/undo-rewind"),
+            ("/title Fix the bug", "title: Fix the bug"),
+            ("/approval never", "approval never"),
+            ("/model other-model", "model fake/other-model"),
+            ("/usage", f"thread {thread}: "),
+            ("/threads", "Fix the bug"),
+            ("/goal ship it", "goal set; your next message starts work on it"),
+            ("/goal pause", "goal paused"),
+            ("/goal budget 5000", "token budget 5,000"),
+            ("/goal clear", "goal cleared"),
+            ("/plan", "no plan in this thread yet"),
+            ("/rewind 5", "there is no turn 5"),
+            ("/rewind 1", "hid turn 1 (nothing"),
+            ("/undo-rewind", "brought back 1"),
+            ("/compact", "compacted"),
+            ("/fork 1", "keeping turns 1..1"),
+        ]:
+            child.send(command + ENTER)
+            child.expect_exact(shown)
+        child.send("/plan on" + ENTER)
+        child.expect_exact("plan mode on")
+        child.send("/new" + ENTER)
+        child.expect("new thread")
         child.send("/quit" + ENTER)
         code, text = finish(child)
         assert code == 0 and "Traceback" not in text, text
         assert (workspace / "b.py").read_text() == "x"
-
-        child = _session(workspace, "--server", url, "resume", thread)
-        child.send("/quit" + ENTER)
-        code, text = finish(child)
-        assert code == 0 and f"resumed {thread} · " in text and " · 1 turn" in text, text
-        assert "1 turns" not in text
+    state = state_of(home, thread)
+    assert [r.tool for r in state.settings.allow_rules] == ["write_file"]
+    assert state.settings.title == "Fix the bug" and state.settings.approval_policy == "never"
+    assert state.settings.model == "other-model" and state.settings.goal is None
+    kinds = {type(e).__name__ for e in events_of(home, thread)}
+    assert {"ThreadRewound", "ThreadRewindUndone"} <= kinds
+    forks = [p.name for p in (home / "threads").iterdir() if p.name != thread]
+    assert len(forks) == 1 and state_of(home, forks[0]).forked_from is not None

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,7 +103,7 @@ class Served:
 
 @asynccontextmanager
 async def serving(
-    tmp_path: Path, script: list[FakeResponse], *args: str, **env: str
+    tmp_path: Path, script: list[FakeResponse], *args: str, runtime: str = "", **env: str
 ) -> AsyncIterator[Served]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -114,7 +114,7 @@ async def serving(
         config.write_text(
             'default_provider = "fake"\n\n[providers.fake]\n'
             f'base_url = "{provider.base_url}"\nendpoint_format = "chat_completions"\n'
-            'default_model = "fake-model"\n'
+            'default_model = "fake-model"\n' + (f"\n[runtime]\n{runtime}" if runtime else "")
         )
         command = [
             sys.executable, "-m", "kun", "serve", "--port", str(port), "--config", str(config),
@@ -225,29 +225,36 @@ class CuttingProxy:
     stream_requests: list[bytes] = field(default_factory=list)
 
     async def handle(self, client: SocketStream) -> None:
+        """Any request on a kept-alive connection may be an event stream:
+        each one arms the cut for the response that follows it."""
+        marker: list[bytes | None] = [None]
+
+        async def requests(upstream: SocketStream) -> None:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                async for chunk in client:
+                    if b"/events" in chunk.split(b"\r\n", 1)[0]:
+                        self.stream_requests.append(chunk)
+                        n = len(self.stream_requests)
+                        marker[0] = self.markers[n - 1] if n <= len(self.markers) else None
+                        await anyio.sleep(self.delay)
+                    await upstream.send(chunk)
+
         async with client, await anyio.connect_tcp("127.0.0.1", self.target) as upstream:
-            head = await client.receive()
-            marker = None
-            if b"/events" in head.split(b"\r\n", 1)[0]:
-                self.stream_requests.append(head)
-                if len(self.stream_requests) <= len(self.markers):
-                    marker = self.markers[len(self.stream_requests) - 1]
-                await anyio.sleep(self.delay)
-            await upstream.send(head)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_pipe, client, upstream, None)
+                tg.start_soon(requests, upstream)
                 if await _pipe(upstream, client, marker):
                     self.cut += 1
                 tg.cancel_scope.cancel()
 
 
-async def _pipe(source: SocketStream, sink: SocketStream, marker: bytes | None) -> bool:
-    """Forward until the end, or until a piece holding ``marker`` (then
-    half of that piece) is sent: whether it cut."""
+async def _pipe(source: SocketStream, sink: SocketStream, marker: list[bytes | None]) -> bool:
+    """Forward until the end, or until a piece holding the armed marker
+    (then half of that piece) is sent: whether it cut."""
     try:
         async for chunk in source:
-            if marker is not None and marker in chunk:
-                await sink.send(chunk[: chunk.index(marker) + len(marker) // 2])
+            armed = marker[0]
+            if armed is not None and armed in chunk:
+                await sink.send(chunk[: chunk.index(armed) + len(armed) // 2])
                 return True
             await sink.send(chunk)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
@@ -378,7 +385,11 @@ async def test_an_answer_streamed_at_once_is_shown_whole(tmp_path: Path) -> None
     assert ran.stdout.decode().startswith(WORDS + "\nturn completed")
 
 
-async def test_an_approval_asked_at_the_terminal_is_answered_over_http(tmp_path: Path) -> None:
+async def test_an_approval_asked_at_the_terminal_is_answered_always_over_http(
+    tmp_path: Path,
+) -> None:
+    """ "always" works over a server too: the rule reaches the server's
+    thread with the answer (the view speaks Kun, whichever adapter)."""
     write = FakeResponse(
         chunks=tuple(tool_reply("write_file", {"path": "b.py", "content": "new\n"}))
     )
@@ -388,9 +399,9 @@ async def test_an_approval_asked_at_the_terminal_is_answered_over_http(tmp_path:
         def drive() -> tuple[int | None, str, str]:
             args = ["--server", s.url, "run", "write b.py", "--approval", "untrusted"]
             child = spawn(args, cwd=s.workspace)
-            child.expect(r"allow\? ")
+            child.expect(r"allow\? \[y/a/N\]")
             asked = plain(child.before)
-            child.sendline("y")
+            child.sendline("a")
             code, text = finish(child)
             return code, asked, text
 
@@ -399,7 +410,32 @@ async def test_an_approval_asked_at_the_terminal_is_answered_over_http(tmp_path:
         events = s.events(thread.split()[1])
     assert code == 0, text
     assert "approval needed: write_file b.py" in asked and "+new" in asked
-    assert "no always: the server's API sets no allow rules" in asked
+    assert "a always for this thread: write_file" in asked
+    assert "always allowed on this thread: write_file" in text
     assert "turn completed" in text and (s.workspace / "b.py").read_text() == "new\n"
     resolved = [e for e in events if isinstance(e, ev.ApprovalResolved)]
     assert [r.decision for r in resolved] == ["approved"]
+    rules = [e.always_allow for e in events if isinstance(e, ev.ThreadUpdated) and e.always_allow]
+    assert [[rule.tool for rule in r] for r in rules] == [["write_file"]]
+
+
+async def test_run_goal_over_the_server_follows_the_servers_resumes(tmp_path: Path) -> None:
+    """``kun --server URL run --goal``: the server resumes the goal, and the
+    command shows each resumed turn until none is pending (here: the model
+    completes the goal), exit status 0 as locally."""
+    script = [
+        ANSWER,
+        FakeResponse(chunks=tuple(tool_reply("update_goal", {"status": "complete"}))),
+        FakeResponse(chunks=(TextDeltaChunk(text="All done."), CompletedChunk())),
+    ]
+    runtime = "goal_resume_base_seconds = 0.1\n"
+    async with serving(tmp_path, script, runtime=runtime) as s:
+        ran = await s.kun("run", "--goal", "make a.py print A")
+        thread = _thread_of(ran)
+        events = s.events(thread)
+    assert ran.returncode == 0, ran.stderr.decode()
+    out, err = ran.stdout.decode(), ran.stderr.decode()
+    assert "goal active: resuming in 0.1 s (attempt 1/5)" in out
+    assert "All done." in out and "goal complete" in out + err
+    started = [e for e in events if isinstance(e, ev.TurnStarted)]
+    assert len(started) == 2

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from kun.app.connect import LocalTarget
 from kun.cli.run import RunOptions, run_prompt
 from kun.contracts.items import UserMessage
 from kun.domain.reduce import replay
@@ -41,15 +42,14 @@ def delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 def _options(tmp_path: Path, base_url: str, **goal: object) -> RunOptions:
+    _config(tmp_path, base_url)
     return RunOptions(
-        home=tmp_path / "home",
         prompt="make a.py print A",
         thread_id=None,
         provider=None,
         model=None,
         workspace=tmp_path / "ws",
         approval=None,
-        config=_config(tmp_path, base_url),
         **goal,  # type: ignore[arg-type]
     )
 
@@ -66,7 +66,7 @@ async def test_run_goal_resumes_until_the_model_completes_it(
     ]
     async with FakeProvider(script, format="chat_completions") as provider:
         options = _options(tmp_path, provider.base_url, goal="make a.py print A", goal_budget=10**9)
-        result = await run_prompt(options)
+        result = await run_prompt(_target(tmp_path), options)
     assert not result.failed(options)
     assert result.goal is not None and result.goal.status == "complete"
     assert result.goal.token_budget == 10**9
@@ -90,7 +90,7 @@ async def test_run_goal_without_progress_ends_blocked_and_fails(
     script = [text_reply(f"ok {n}") for n in range(6)]
     async with FakeProvider(script, format="chat_completions") as provider:
         options = _options(tmp_path, provider.base_url, goal="make a.py print A")
-        result = await run_prompt(options)
+        result = await run_prompt(_target(tmp_path), options)
     assert result.failed(options)
     assert result.goal is not None and result.goal.status == "blocked"
     assert delays == [2, 4, 8, 16, 32]
@@ -109,7 +109,7 @@ async def test_run_goal_with_a_model_repeating_one_read_ends_blocked(
     script = [tool_reply("read_file", {"path": "a.py"}) for _ in range(40)]
     async with FakeProvider(script, format="chat_completions") as provider:
         options = _options(tmp_path, provider.base_url, goal="Read a.py forever")
-        result = await run_prompt(options)
+        result = await run_prompt(_target(tmp_path), options)
         calls = len(provider.requests)
     assert result.failed(options)
     assert result.goal is not None and result.goal.status == "blocked"
@@ -193,10 +193,16 @@ async def test_ctrl_c_while_waiting_for_a_resume_exits_and_leaves_the_goal_activ
     assert state.settings.goal is not None and state.settings.goal.status == "active"
 
 
-def _with_runtime(options: RunOptions, runtime: str) -> None:
-    """Add a ``[runtime]`` table to the options' kun.toml."""
-    assert options.config is not None
-    options.config.write_text(options.config.read_text() + f"\n[runtime]\n{runtime}")
+def _target(tmp_path: Path) -> LocalTarget:
+    """The home of the test, with the kun.toml :func:`_options` wrote."""
+    return LocalTarget(tmp_path / "home", tmp_path / "kun.toml")
+
+
+def _with_runtime(tmp_path: Path, runtime: str) -> None:
+    """Add a ``[runtime]`` table to the test's kun.toml."""
+    config = _target(tmp_path).config
+    assert config is not None
+    config.write_text(config.read_text() + f"\n[runtime]\n{runtime}")
 
 
 @pytest.mark.parametrize(
@@ -218,8 +224,8 @@ async def test_the_configured_backoff_is_what_the_resumer_uses(
     script = [text_reply(f"ok {n}") for n in range(resumed + 1)]
     async with FakeProvider(script, format="chat_completions") as provider:
         options = _options(tmp_path, provider.base_url, goal="make a.py print A")
-        _with_runtime(options, runtime)
-        result = await run_prompt(options)
+        _with_runtime(tmp_path, runtime)
+        result = await run_prompt(_target(tmp_path), options)
     assert delays == waits
     assert result.goal is not None and result.goal.status == "blocked"
     state = replay(JsonlEventStore(tmp_path / "home").read(result.thread_id))
@@ -245,7 +251,7 @@ async def test_run_goal_json_prints_every_event_of_the_run_once_in_order(
         init(self, service, *args, **kw)
 
     async def sleep(seconds: float) -> None:
-        (service,) = services
+        service = services[-1]  # the engine's: the adapter's model-less one resumes nothing
         (thread_id,) = service.recorder.store.list_threads()
         goal = service.state(thread_id).settings.goal
         assert goal is not None
@@ -260,8 +266,8 @@ async def test_run_goal_json_prints_every_event_of_the_run_once_in_order(
     script = [text_reply(f"ok {n}") for n in range(3)]
     async with FakeProvider(script, format="chat_completions") as provider:
         options = _options(tmp_path, provider.base_url, goal="make a.py print A", json=True)
-        _with_runtime(options, "goal_resume_max_attempts = 2\n")
-        result = await run_prompt(options)
+        _with_runtime(tmp_path, "goal_resume_max_attempts = 2\n")
+        result = await run_prompt(_target(tmp_path), options)
     assert result.goal is not None and result.goal.status == "blocked"
     out = capsysbinary.readouterr().out
     (log,) = (tmp_path / "home").rglob("events.jsonl")

@@ -21,7 +21,7 @@ from kun.runtime.control_channel import Answer, Interrupt, Steer, ask
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider
 from tests.test_cli_run import _workspace
-from tests.test_cli_run_goal import _options
+from tests.test_cli_run_goal import _options, _target
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +62,7 @@ async def test_each_turn_of_a_goal_run_is_reached(
         options = replace(options, approval="full-auto")
 
         async def run() -> None:
-            ran.append(await run_prompt(options))
+            ran.append(await run_prompt(_target(tmp_path), options))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)

@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from kun.app.local import LocalKun
 from kun.cli.terminal import LiveView, PlainSink
 from kun.model.scripted import text_reply, tool_reply
 from tests.runtime.support import harness
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.anyio
 async def _follow(tmp_path: Path, script: list, *, interactive: bool, delay: float = 0.0) -> str:
     out = io.StringIO()
     async with harness(tmp_path, script, delay=delay) as h:
-        view = LiveView(h.service, h.thread_id, PlainSink(out, spinner=interactive))
+        kun = LocalKun(h.home, h.service.recorder, h.service)
+        view = LiveView(kun, h.thread_id, PlainSink(out, spinner=interactive))
         after = h.state().last_seq
         turn_id = await h.service.start_turn(h.thread_id, "go", disable_user_input=True)
         with anyio.fail_after(10):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,27 +27,35 @@ def delta(seq: int, text: str) -> ev.AssistantTextDelta:
     )
 
 
-class _Recorder:
+class _Kun:
+    """The part of :class:`~kun.app.interface.Kun` a view reads: a feed of
+    ``events`` (previews only when asked) and a settled turn."""
+
     def __init__(self, events: list[ev.Event]) -> None:
         self.events = events
         self.live: bool | None = None
 
-    def subscribe(self, thread_id: str, *, after: int, live: bool = False) -> Any:
-        self.live = live
+    @asynccontextmanager
+    async def follow(
+        self, thread_id: str, *, after: int = 0, previews: bool = False
+    ) -> AsyncIterator[AsyncIterator[ev.Event]]:
+        self.live = previews
 
-        async def follow() -> AsyncIterator[ev.Event]:
+        async def feed() -> AsyncIterator[ev.Event]:
             for event in self.events:
-                if live or event.seq:
+                if previews or event.seq:
                     yield event
 
-        return follow()
+        yield feed()
+
+    async def turn(self, thread_id: str, turn_id: str) -> Any:
+        return SimpleNamespace(status="completed", duration_ms=0, usage=SimpleNamespace(calls=0))
 
 
-def _view(events: list[ev.Event]) -> tuple[LiveView, io.StringIO, _Recorder]:
-    recorder = _Recorder(events)
-    service = SimpleNamespace(recorder=recorder, state=lambda _: SimpleNamespace(turns=()))
+def _view(events: list[ev.Event]) -> tuple[LiveView, io.StringIO, _Kun]:
+    kun = _Kun(events)
     out = io.StringIO()
-    return LiveView(service, TID, PlainSink(out)), out, recorder  # type: ignore[arg-type]
+    return LiveView(kun, TID, PlainSink(out)), out, kun  # type: ignore[arg-type]
 
 
 async def test_a_preview_then_its_durable_delta_draws_the_text_once() -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "CompactionStarted",
     "Exported",
     "Forked",
+    "GoalResume",
     "GoalSet",
     "ImportDone",
     "Reconciled",
@@ -246,3 +247,19 @@ class ReplayNote(_Answer):
     missing (:meth:`kun.app.interface.Kun.replay`)."""
 
     text: str
+
+
+class GoalResume(_Answer):
+    """What settling turn ``after_turn`` did for the thread's goal:
+    ``state`` ``none`` (no resume: the goal is not active, or resuming is
+    suppressed), ``waiting`` (on its timer: ``delay_seconds``, attempt
+    ``attempt`` of ``max_attempts``), ``started`` (turn ``turn_id``) or
+    ``dropped`` (cancelled, or the turn could not start)."""
+
+    thread_id: str
+    after_turn: str
+    state: Literal["none", "waiting", "started", "dropped"]
+    delay_seconds: float | None = None
+    attempt: int | None = None
+    max_attempts: int | None = None
+    turn_id: str | None = None

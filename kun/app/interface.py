@@ -33,6 +33,7 @@ from kun.app.answers import (
     CompactionStarted,
     Exported,
     Forked,
+    GoalResume,
     GoalSet,
     ImportDone,
     Reconciled,
@@ -233,6 +234,12 @@ class Kun(Protocol):
     ) -> GoalSet:
         """Pause, resume or complete the goal, change its budget, or
         (``clear``) drop it."""
+        ...
+
+    async def goal_resume(self, thread: str, after_turn: str) -> GoalResume:
+        """Whether settling ``after_turn`` scheduled a resume of the goal,
+        and where it stands (waiting on its timer, started, or dropped):
+        what ``kun run --goal`` waits on between turns."""
         ...
 
     # -- clean-up -----------------------------------------------------------

@@ -43,6 +43,7 @@ from kun.app.answers import (
     CompactionStarted,
     Exported,
     Forked,
+    GoalResume,
     GoalSet,
     ImportDone,
     Reconciled,
@@ -530,6 +531,13 @@ class LocalKun:
         if changed != goal:
             await self.service.update_thread(state.thread_id, goal=changed)
         return GoalSet(thread_id=state.thread_id, goal=changed)
+
+    async def goal_resume(self, thread: str, after_turn: str) -> GoalResume:
+        """Read from this process's resumer (:mod:`kun.app.local_resume`)."""
+        from kun.app.local_resume import goal_resume
+
+        thread_id, turn = await self._turn(thread, after_turn)
+        return goal_resume(self.service, thread_id, turn.turn_id)
 
     # -- clean-up -------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import msgspec
 
 from kun.cli.colors import no_color_option
 from kun.cli.flags import runtime_flags, runtime_options
@@ -64,106 +65,49 @@ def start_session(
     home: Path | None = None,
     workspace: Path | None = None,
 ) -> None:
-    """Open a session (see :mod:`kun.chat.start`), or with ``--server URL``
-    one on that ``kun serve`` (:mod:`kun.chat.remote`); on leaving, say how
-    to come back. ``workspace``: given, the folder of a new thread and of the
-    one resumed (rebound to it), and where ``-c`` looks."""
+    """Open a session (see :mod:`kun.chat.start`) on the home, or with
+    ``--server URL`` on that ``kun serve``; on leaving, say how to come
+    back. ``workspace``: given, the folder of a new thread and of the one
+    resumed (rebound to it), and where ``-c`` looks. The runtime flags
+    become the thread's reasoning effort and limits."""
     import anyio
 
-    from kun.cli.remote import remote_target
+    from kun.app.connect import LocalTarget, RemoteTarget
+    from kun.app.live import resolve_home
+    from kun.chat.session import SessionSetup
+    from kun.chat.start import needs_terminal, open_chat
+    from kun.cli.remote import local_only
+    from kun.cli.run import thread_changes
+    from kun.cli.run_command import explained_target
+    from kun.cli.target import command_target
 
-    remote = remote_target()
-    if remote is not None:
-        _remote_session(
-            remote,
-            resume_id=resume_id,
-            pick=pick,
-            continue_latest=continue_latest,
-            provider=provider,
-            model=model,
-            approval=approval,
-            config=config,
-            home=home,
-            workspace=workspace,
-        )
-        return
-
-    from kun.chat.start import (
-        ChatOptions,
-        choose_thread,
-        continue_thread,
-        needs_terminal,
-        open_chat,
-    )
-    from kun.store.paths import resolve_home
-
+    flags = runtime_flags(approval)
+    target = command_target(home, config=config, flags=flags)
+    where = target.url if isinstance(target, RemoteTarget) else None
+    if where is not None:
+        local_only(system=flags.system_prompt)
     needs_terminal()
-    root = resolve_home(home)
-    rebind = workspace
-    workspace = workspace or Path.cwd()
-    options = ChatOptions(
-        root, config, provider, model, approval, workspace, runtime_flags(approval), rebind
-    )
+    changes = thread_changes(flags, provider=provider, model=model)
+    folder = (workspace or Path.cwd()).resolve()
+    if workspace is not None and (resume_id is not None or pick or continue_latest):
+        changes = msgspec.structs.replace(changes, workspace=str(folder))
+    setup = SessionSetup(str(folder), None, changes, where)
 
     async def go() -> str | None:
-        thread_id: str | None = None
-        if continue_latest:
-            thread_id = continue_thread(root, workspace)
-        elif resume_id is not None or pick:
-            thread_id = await choose_thread(root, workspace, resume_id)
-        return await open_chat(options, thread_id)
+        return await open_chat(
+            target,
+            setup,
+            target.home if isinstance(target, LocalTarget) else resolve_home(None),
+            continue_latest=continue_latest,
+            resume=resume_id,
+            pick=pick,
+        )
 
-    thread_id = anyio.run(go)
+    with explained_target(target):
+        thread_id = anyio.run(go)
     if thread_id is not None:
         again = pasteable("resume", thread_id[:12])
         click.echo(f"thread {thread_id} · back to it: {pasteable('-c')}, or {again}")
-
-
-def _remote_session(
-    remote: Any,
-    *,
-    resume_id: str | None,
-    pick: bool,
-    continue_latest: bool,
-    provider: str | None,
-    model: str | None,
-    approval: Any,
-    config: Path | None,
-    home: Path | None,
-    workspace: Path | None,
-) -> None:
-    """``kun --server URL [-c | resume T]``: the session on that server's
-    threads (``workspace``: where ``-c`` looks and a new thread works). The
-    thread's settings (provider, model, approval) go to the server with the
-    runtime flags (its reasoning effort and limits, as
-    ``kun --server URL run`` sends them); a config file is the server's."""
-    import anyio
-
-    from kun.chat.remote import RemoteSetup, open_remote_chat
-    from kun.chat.start import needs_terminal
-    from kun.cli.remote import local_only
-    from kun.cli.remote_run import thread_settings
-    from kun.store.paths import resolve_home
-
-    flags = runtime_flags(approval)
-    local_only(config=config, system=flags.system_prompt)
-    if pick:
-        raise click.UsageError(
-            f"with --server, name the thread: kun --server {remote.url} resume THREAD "
-            f"(kun --server {remote.url} threads lists them), or -c for this workspace's latest"
-        )
-    needs_terminal()
-    settings = thread_settings(flags, provider=provider, model=model)
-    setup = RemoteSetup((workspace or Path.cwd()).resolve(), None, settings)
-
-    async def go() -> str | None:
-        return await open_remote_chat(
-            remote, resolve_home(home), setup, continue_latest=continue_latest, resume=resume_id
-        )
-
-    thread_id = anyio.run(go)
-    if thread_id is not None:
-        click.echo(f"thread {thread_id} · back to it: kun --server {remote.url} resume {thread_id}")
 
 
 @click.command()

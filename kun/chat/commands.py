@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, get_args
 
 from kun.app.listing import format_cost, format_when
-from kun.app.lookup import recent_threads
-from kun.app.threadops import fork_at, rewind_before, undo_latest_rewind
+from kun.app.live import describe_restore
+from kun.app.requests import UpdateThread
+from kun.app.selection import parse_target
 from kun.chat.compact_command import compact_command
 from kun.chat.goal_command import USAGE as GOAL_USAGE
 from kun.chat.goal_command import goal_command
@@ -27,7 +28,6 @@ from kun.domain.shown import shown_cell
 from kun.domain.transcript import format_usage, plural
 from kun.domain.turnref import hidden_span
 from kun.errors import KunError, UserMistake
-from kun.runtime.checkpoints import describe_restore
 
 if TYPE_CHECKING:
     from kun.chat.session import ChatSession
@@ -87,13 +87,11 @@ async def _help(session: ChatSession, rest: str) -> None:
 
 async def _model(session: ChatSession, rest: str) -> None:
     if not rest:
-        providers = ", ".join(session.router.providers)
-        session.say(
-            f"model {session.model.provider}/{session.model.model} (providers: {providers})"
-        )
+        session.say(f"model {session.target}")
         return
-    await session.switch_model(rest)
-    session.say(f"model {session.model.provider}/{session.model.model}", "good")
+    provider, model = parse_target(rest)
+    await session.change(UpdateThread(provider=provider, model=model))
+    session.say(f"model {session.target}", "good")
 
 
 async def _approval(session: ChatSession, rest: str) -> None:
@@ -102,7 +100,7 @@ async def _approval(session: ChatSession, rest: str) -> None:
         return
     if rest not in POLICIES:
         raise CommandError(f"no approval policy {rest!r} (choices: {', '.join(POLICIES)})")
-    await session.set_approval(rest)
+    await session.change(UpdateThread(approval_policy=rest))  # type: ignore[arg-type]
     session.say(f"approval {rest}", "good")
 
 
@@ -118,13 +116,14 @@ async def _rewind(session: ChatSession, rest: str) -> None:
         raise CommandError(
             "/rewind takes the number of the first turn to hide, e.g. /rewind 2 [--files]"
         )
-    visible = session.service.state(thread_id).visible_turns
+    visible = (await session.refresh()).visible_turns
     if not rest and not visible:
         raise CommandError("this thread shows no turn to hide")
     ref = rest or visible[-1].turn_id
-    done = await rewind_before(session.service, thread_id, ref, files=files)
+    done = await session.kun.rewind(thread_id, ref, files=files)
+    await session.refresh()
     session.say(
-        f"hid {hidden_span(done.number, done.hidden)} "
+        f"hid {hidden_span(done.turn_number, done.hidden)} "
         "(nothing is deleted; /undo-rewind brings them back)"
     )
     for line in describe_restore(done.files):
@@ -132,9 +131,10 @@ async def _rewind(session: ChatSession, rest: str) -> None:
 
 
 async def _undo_rewind(session: ChatSession, rest: str) -> None:
-    rewind = await undo_latest_rewind(session.service, _thread(session))
-    session.say(f"brought back {plural(len(rewind.hidden_turn_ids), 'hidden turn')}")
-    for line in describe_restore(rewind.undo_files, undo=True):
+    undone = await session.kun.undo_rewind(_thread(session))
+    await session.refresh()
+    session.say(f"brought back {plural(undone.restored, 'hidden turn')}")
+    for line in describe_restore(undone.files, undo=True):
         session.say(line)
 
 
@@ -142,23 +142,24 @@ async def _fork(session: ChatSession, rest: str) -> None:
     source = _thread(session)
     if rest and (not rest.isdecimal() or int(rest) < 1):
         raise CommandError("/fork takes the number of the last turn to keep, e.g. /fork 2")
-    at_turn = int(rest) if rest else None
-    new, _ = await fork_at(session.service, source, at_turn=at_turn)
-    session.switch_thread(new)
-    kept = f" keeping turns 1..{at_turn}" if at_turn else ""
-    session.say(f"forked {source} -> {new}{kept}; now in {new}", "good")
+    forked = await session.kun.fork(source, at_turn=rest or None)
+    await session.switched(forked.thread_id)
+    kept = f" keeping turns 1..{rest}" if rest else ""
+    session.say(f"forked {source} -> {forked.thread_id}{kept}; now in {forked.thread_id}", "good")
 
 
 async def _usage(session: ChatSession, rest: str) -> None:
     thread_id = _thread(session)
-    state = session.service.state(thread_id)
+    state = await session.refresh()
     session.say(f"thread {thread_id}: {format_usage(state.usage)}")
     if state.visible_turns:
         session.say(f"last turn: {format_usage(state.visible_turns[-1].usage)}")
 
 
 async def _threads(session: ChatSession, rest: str) -> None:
-    found = recent_threads(session.home, workspace=session.workspace, limit=THREADS_SHOWN)
+    from kun.chat.start import threads_of
+
+    found = await threads_of(session.kun, session.workspace, THREADS_SHOWN)
     if not found:
         session.say("no threads in this workspace yet")
         return
@@ -173,16 +174,15 @@ async def _threads(session: ChatSession, rest: str) -> None:
 
 
 async def _title(session: ChatSession, rest: str) -> None:
-    thread_id = _thread(session)
-    if not rest:
-        session.say(f"title: {shown_cell(session.service.state(thread_id).settings.title)}")
-        return
-    await session.service.retitle(thread_id, rest, "user")
-    session.say(f"title: {shown_cell(session.service.state(thread_id).settings.title)}", "good")
+    _thread(session)
+    if rest:
+        await session.change(UpdateThread(title=rest))
+    state = await session.refresh()
+    session.say(f"title: {shown_cell(state.settings.title)}", "good" if rest else "plain")
 
 
 async def _new(session: ChatSession, rest: str) -> None:
-    session.switch_thread(None)
+    await session.switched(None)
     session.say("new thread: it starts with your next message", "good")
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kun.app.live import text_tokens
 from kun.contracts.items import Compaction
-from kun.domain.compaction import text_tokens
 from kun.domain.transcript import plural
 from kun.errors import UserMistake
-from kun.runtime.compact_turn import NOTHING_TO_COMPACT
 
 if TYPE_CHECKING:
     from kun.chat.session import ChatSession
@@ -33,15 +32,15 @@ async def compact_command(session: ChatSession, rest: str) -> None:
     thread_id = session.thread_id
     if thread_id is None:
         raise CompactCommandError("no thread yet: send a message first")
-    service = session.service
-    turn_id = await service.start_compaction(thread_id)
+    started = await session.kun.compact(thread_id)
+    turn_id = started.turn_id
     if turn_id is None:
-        session.say(f"nothing to compact: {NOTHING_TO_COMPACT}")
+        session.say(f"nothing to compact: {started.reason}")
         return
     session.say("compacting the history into a summary…", "dim")
     session.turn_id = turn_id
     try:
-        turn = await service.wait_turn(thread_id, turn_id)
+        turn = await session.kun.wait_turn(thread_id, turn_id)
     finally:
         if session.turn_id == turn_id:
             session.turn_id = None

@@ -11,13 +11,10 @@ across turns until the goal is complete or blocked.
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-import msgspec
-
-from kun.contracts.threads import Goal, GoalStatus, ThreadSettings
-from kun.domain.goals import describe_goal
+from kun.app.live import describe_goal
+from kun.contracts.threads import Goal, GoalStatus
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
@@ -27,7 +24,7 @@ __all__ = ["USAGE", "goal_command"]
 
 USAGE = "/goal [TEXT|pause|resume|done|clear]"
 
-_MOVES: dict[str, tuple[tuple[GoalStatus, ...], GoalStatus, str]] = {
+_MOVES: dict[str, tuple[tuple[GoalStatus, ...], Literal["active", "paused", "complete"], str]] = {
     "pause": (("active",), "paused", "paused: kun stops working on it until /goal resume"),
     "resume": (("paused", "blocked"), "active", "active again"),
     "done": (("active", "paused", "blocked"), "complete", "marked complete"),
@@ -42,29 +39,30 @@ async def goal_command(session: ChatSession, rest: str) -> None:
     """Show, set or change the thread's goal."""
     word, _, arg = rest.partition(" ")
     word = word.lower()
-    goal = _goal(session)
+    goal = await _goal(session)
     if not rest:
         session.say(describe_goal(goal) if goal else "no goal (set one: /goal TEXT)")
     elif word == "clear" and not arg:
         if goal is None:
             raise GoalCommandError("no goal to clear")
-        await _write(session, None)
+        await session.kun.change_goal(await session.thread(), clear=True)
         session.say("goal cleared", "good")
     elif word == "budget":
         await _budget(session, goal, arg.strip())
     elif word in _MOVES and not arg:
         await _move(session, goal, word)
     else:
-        created = Goal(objective=rest, created_at=time.time_ns() // 1_000_000)
-        await _write(session, created)
+        await session.kun.set_goal(await session.thread(), rest)
         replaced = f" (replaces {goal.objective!r})" if goal else ""
         session.say(f"goal set{replaced}; your next message starts work on it", "good")
+    if session.thread_id is not None:
+        await session.refresh()
 
 
-def _goal(session: ChatSession) -> Goal | None:
+async def _goal(session: ChatSession) -> Goal | None:
     if session.thread_id is None:
         return None
-    return session.service.state(session.thread_id).settings.goal
+    return (await session.refresh()).settings.goal
 
 
 async def _move(session: ChatSession, goal: Goal | None, word: str) -> None:
@@ -73,7 +71,7 @@ async def _move(session: ChatSession, goal: Goal | None, word: str) -> None:
         raise GoalCommandError(f"no goal to {word} (set one: /goal TEXT)")
     if goal.status not in sources:
         raise GoalCommandError(f"the goal is {goal.status}; /goal {word} needs it {sources[0]}")
-    await _write(session, msgspec.structs.replace(goal, status=target))
+    await session.kun.change_goal(await session.thread(), status=target)
     session.say(f"goal {said}", "good")
 
 
@@ -81,26 +79,13 @@ async def _budget(session: ChatSession, goal: Goal | None, arg: str) -> None:
     if goal is None:
         raise GoalCommandError("no goal to budget (set one: /goal TEXT)")
     digits = arg.replace(",", "").replace("_", "")
+    thread_id = await session.thread()
     if arg.lower() == "none":
+        await session.kun.change_goal(thread_id, clear_budget=True)
         budget = None
     elif digits.isdecimal() and int(digits) > 0:
         budget = int(digits)
+        await session.kun.change_goal(thread_id, token_budget=budget)
     else:
         raise GoalCommandError("/goal budget takes a number of tokens (or none), e.g. 2000000")
-    await _write(session, msgspec.structs.replace(goal, token_budget=budget))
     session.say(f"token budget {'none' if budget is None else f'{budget:,}'}", "good")
-
-
-async def _write(session: ChatSession, goal: Goal | None) -> None:
-    """Record the goal; a goal set before the first message creates the
-    thread, as the first message would."""
-    if session.thread_id is None:
-        settings = ThreadSettings(
-            workspace=str(session.workspace.resolve()),
-            provider=session.model.provider,
-            model=session.model.model,
-            approval_policy=session.approval,
-        )
-        session.switch_thread(await session.service.create_thread(settings))
-    assert session.thread_id is not None
-    await session.service.update_thread(session.thread_id, goal=goal)

@@ -5,7 +5,7 @@ Plan mode belongs to the session, not the thread: it is what the user wants
 from the next messages ("think first, change nothing"), and each turn it
 starts records ``turn_started.plan_mode``, so the log says which turns were
 plans. ``/plan`` alone shows the mode and the thread's plan
-(:func:`kun.domain.plan_mode.plan_context`: none for a plan written for
+(:func:`kun.app.live.plan_context`: none for a plan written for
 another workspace).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kun.domain.plan_mode import plan_context
+from kun.app.live import plan_context
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ async def plan_command(session: ChatSession, rest: str) -> None:
     session.say(f"plan mode {'on' if session.plan_mode else 'off'}")
     context = None
     if session.thread_id is not None:
-        context = plan_context(session.service.state(session.thread_id))
+        context = plan_context(await session.refresh())
     if context is None:
         session.say("no plan in this thread yet", "dim")
         return

@@ -1,205 +1,335 @@
-"""The interactive session: ``kun``, ``kun chat``, ``kun -c``, ``kun resume``.
+"""The interactive session: ``kun``, ``kun chat``, ``kun -c``, ``kun resume``,
+on the home's threads or, with ``--server URL``, on a ``kun serve``'s: the
+same code, through :class:`~kun.app.interface.Kun`.
 
 One prompt is always up (:mod:`kun.chat.input`); what the user sends is a
 slash command (:mod:`kun.chat.commands`), a new turn, or, while a turn runs,
-steering for it (``steer_turn``: the model reads it at its next step). The
-turn is shown above the prompt as it happens (:class:`~kun.cli.terminal.LiveView`
-drawing through :class:`~kun.chat.view.ChatSink`). Esc or Ctrl-C interrupts
-the turn; Ctrl-D or ``/quit`` leaves (interrupting a running turn first).
-SIGTERM and SIGHUP interrupt the turn, record it ``aborted`` and end the
-session — except a turn that only waits for an approval or an answer, which
-is left waiting for the next ``kun resume`` (durable suspension).
+steering for it (the model reads it at its next step). The turn is shown
+above the prompt as it happens (:class:`~kun.cli.terminal.LiveView` drawing
+through :class:`~kun.chat.view.ChatSink`), from a feed opened before the
+turn starts. Esc or Ctrl-C interrupts the turn; Ctrl-D or ``/quit`` leaves
+(interrupting a running turn first). SIGTERM and SIGHUP interrupt the turn,
+record it ``aborted`` and end the session — except a turn that only waits
+for an approval or an answer, which is left waiting for the next ``kun
+resume`` (durable suspension).
 
-A new session's thread is created with its first message, so opening kun
-and leaving at once leaves no empty thread behind.
+While no turn of its own runs, the session watches the thread: a turn
+started by someone else (kun resuming the goal, another client of the
+server) is shown as its own. A thread whose last turn is still open
+(running elsewhere, or waiting for an answer) is joined where it is: shown
+from its start, so its question is asked here.
+
+A new session's thread is created with its first message (or its first
+``/goal``), so opening kun and leaving at once leaves no empty thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
+import msgspec
+from anyio.abc import TaskGroup, TaskStatus
 
-from kun.app.selection import SwitchableModel, changed_model, choose_model, parse_target
+from kun.app.interface import Kun, ThreadState
+from kun.app.live import reachable, steered_too_late, waits_for_answer
+from kun.app.requests import CreateThread, StartTurn, UpdateThread
 from kun.chat.commands import run_command
 from kun.chat.input import ChatInput
 from kun.chat.prompt_loop import PromptLoop
 from kun.chat.view import ChatSink
-from kun.cli.options import pasteable
+from kun.cli.options import explained, pasteable
 from kun.cli.terminal import LiveView
-from kun.contracts.threads import ApprovalPolicy, ThreadSettings
-from kun.runtime.control_channel import serve_control
-from kun.runtime.errors import SteeringFull, TurnNotRunning
-from kun.runtime.service import TurnService
+from kun.contracts import events as ev
+from kun.errors import KunError
 
 __all__ = ["ChatSession", "SessionSetup"]
 
 
 @dataclass(frozen=True)
 class SessionSetup:
-    home: Path
-    workspace: Path
-    approval: ApprovalPolicy
+    workspace: str
+    """The folder (absolute) a new thread works in and ``-c`` looks in."""
     thread_id: str | None
+    changes: UpdateThread
+    """Provider, model, approval, effort and limits given on the command
+    line: a new thread's, or changes recorded on the resumed one."""
+    where: str | None = None
+    """The server's URL (``None``: this machine's home)."""
 
 
 class ChatSession(PromptLoop):
-    def __init__(
-        self,
-        setup: SessionSetup,
-        service: TurnService,
-        router: Any,
-        model: SwitchableModel,
-        prompt: ChatInput,
-        sink: ChatSink,
-    ) -> None:
-        self.home = setup.home
+    def __init__(self, kun: Kun, setup: SessionSetup, prompt: ChatInput, sink: ChatSink) -> None:
+        self.kun = kun
         self.workspace = setup.workspace
-        self.service = service
-        self.router = router
-        self.model = model
+        self.changes = setup.changes
+        self.where = setup.where
         self.input = prompt
         self.sink = sink
         self.thread_id: str | None = None
         self.turn_id: str | None = None
         self.view: LiveView | None = None
+        self.state: ThreadState | None = None
         self.plan_mode = False  # /plan on: the next turns only plan (kun.chat.plan_command)
-        self._approval: ApprovalPolicy = setup.approval
         self._closing = False
         self._tg: TaskGroup | None = None
+        self._watching: anyio.CancelScope | None = None
         self._late: dict[str, list[str]] = {}
         self.switch_thread(setup.thread_id)
 
     # -- what commands use ------------------------------------------------------
 
     @property
-    def approval(self) -> ApprovalPolicy:
+    def approval(self) -> str:
+        if self.state is not None:
+            return self.state.settings.approval_policy
+        return self.changes.approval_policy or "as configured"
+
+    @property
+    def target(self) -> str:
+        """The model the next turn runs on, as ``provider/model``."""
+        if self.state is not None and self.state.settings.provider:
+            return f"{self.state.settings.provider}/{self.state.settings.model}"
+        provider, model = self.changes.provider, self.changes.model
+        if provider and model:
+            return f"{provider}/{model}"
+        return model or provider or "the configured model"
+
+    async def refresh(self) -> ThreadState:
+        assert self.thread_id is not None
+        self.state = await self.kun.thread(self.thread_id)
+        if self.state.settings.workspace:
+            self.workspace = self.state.settings.workspace
+        return self.state
+
+    async def change(self, changes: UpdateThread) -> None:
+        """Change the thread's settings (before the first message: the new
+        thread's)."""
         if self.thread_id is None:
-            return self._approval
-        return self.service.state(self.thread_id).settings.approval_policy
+            given = {
+                name: value
+                for name in changes.__struct_fields__
+                if (value := getattr(changes, name)) is not None
+            }
+            self.changes = msgspec.structs.replace(self.changes, **given)
+            return
+        await self.kun.update_thread(self.thread_id, changes)
+        await self.refresh()
 
-    async def set_approval(self, policy: Any) -> None:
-        self._approval = policy
-        if self.thread_id is not None:
-            await self.service.update_thread(self.thread_id, approval_policy=policy)
-
-    async def switch_model(self, text: str) -> None:
-        """``/model``: the named model (of the current provider unless named),
-        recorded on the thread."""
-        provider, model = parse_target(text)
-        client = choose_model(self.router, provider=provider or self.model.provider, model=model)
-        self.model.client = client
-        if self.thread_id is not None:
-            changes = changed_model(self.service.state(self.thread_id).settings, client)
-            if changes:
-                await self.service.update_thread(self.thread_id, **changes)
+    async def thread(self) -> str:
+        """The session's thread, created now if it has none yet."""
+        if self.thread_id is None:
+            c = self.changes
+            created = await self.kun.create_thread(
+                CreateThread(
+                    workspace=self.workspace,
+                    provider=c.provider,
+                    model=c.model,
+                    approval_policy=c.approval_policy,
+                    reasoning_effort=c.reasoning_effort,
+                    limits=c.limits,
+                )
+            )
+            self.changes = UpdateThread()
+            self.switch_thread(created.thread_id)
+            await self.refresh()
+        assert self.thread_id is not None
+        return self.thread_id
 
     def switch_thread(self, thread_id: str | None) -> None:
+        self._stop_watching()
         self.thread_id = thread_id
+        self.state = None
         self.view = None
         if thread_id is not None:
-            self.view = LiveView(self.service, thread_id, self.sink, self.input)
-            workspace = self.service.state(thread_id).settings.workspace
-            if workspace:
-                self.workspace = Path(workspace)
+            self.view = LiveView(self.kun, thread_id, self.sink, self.input)
+
+    async def switched(self, thread_id: str | None) -> None:
+        """Go on in ``thread_id`` (a fork; ``None``: a new thread)."""
+        self.switch_thread(thread_id)
+        if thread_id is not None:
+            await self.refresh()
+            self._watch()
 
     # -- the loop ---------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self, recap: bool = False) -> None:
         from kun.cli.tty import watch
 
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await tg.start(watch, self._on_signal)
-            self.greet(f"{self.model.provider}/{self.model.model}", self.approval)
-            await self._rearm()
+            if self.thread_id is not None:
+                await self._open_thread(recap)
+            where = f"{self.where} · {self.target}" if self.where else self.target
+            self.greet(where, self.approval)
+            await self._join_open_turn()
             await self.prompt_until_closed()
             tg.cancel_scope.cancel()
+
+    async def _open_thread(self, recap: bool) -> None:
+        from kun.chat.start import say_recap
+
+        state = await self.refresh()
+        if self.changes != UpdateThread():
+            assert self.thread_id is not None
+            before = state.settings.workspace
+            await self.kun.update_thread(self.thread_id, self.changes)
+            state = await self.refresh()
+            if state.settings.workspace != before:
+                self.say(
+                    f"thread {state.thread_id} now works in {state.settings.workspace} "
+                    f"(was {before or 'unset'})"
+                )
+            self.changes = UpdateThread()
+        if recap:
+            say_recap(self, state)
 
     async def _command(self, line: str) -> None:
         await run_command(self, line)
 
     async def _start(self, text: str) -> None:
-        if self.thread_id is None:
-            settings = ThreadSettings(
-                workspace=str(self.workspace.resolve()),
-                provider=self.model.provider,
-                model=self.model.model,
-                approval_policy=self._approval,
-            )
-            self.switch_thread(await self.service.create_thread(settings))
-        assert self.thread_id is not None and self.view is not None and self._tg is not None
-        after = self.service.state(self.thread_id).last_seq
-        self.turn_id = await self.service.start_turn(self.thread_id, text, plan_mode=self.plan_mode)
-        self._tg.start_soon(self._follow, self.view, after, self.turn_id)
+        await self.thread()
+        assert self.view is not None and self._tg is not None
+        self._stop_watching()
+        after = (await self.refresh()).last_seq
+        request = StartTurn(text=text, plan_mode=self.plan_mode)
+        await self._tg.start(self._turn, self.view, after, request)
 
-    async def _rearm(self) -> None:
-        """A thread whose turn was left waiting for an answer (kun stopped
-        at an approval or a question) goes on waiting here: the turn is
-        re-armed (:mod:`kun.runtime.rearm`) and shown from its start, so its
-        approval or question is asked again and the answer resumes it."""
-        from kun.runtime.rearm import rearm
-
-        if self.thread_id is None or self.view is None or self._tg is None:
-            return
-        turn_id = await rearm(self.service, self.thread_id, model=self.model)
-        if turn_id is None:
-            return
-        turn = next(t for t in self.service.state(self.thread_id).turns if t.turn_id == turn_id)
-        self.say("this thread's last turn is still waiting for your answer", "warn")
-        self.turn_id = turn_id
-        self._tg.start_soon(self._follow, self.view, turn.started_seq - 1, turn_id)
-
-    async def _follow(self, view: LiveView, after: int, turn_id: str) -> None:
+    async def _turn(
+        self,
+        view: LiveView,
+        after: int,
+        turn: StartTurn | str,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Start the turn (a request) or join it (an id) on a feed opened
+        first, and show it until it settles."""
+        turn_id: str | None = None
+        started = False
         try:
-            async with serve_control(self.service, view.thread_id):
-                await view.follow(after, turn_id)
+            async with view.feed(after) as events, reachable(self.kun, view.thread_id):
+                if isinstance(turn, str):
+                    turn_id = turn
+                else:
+                    try:
+                        turn_id = (await self.kun.start_turn(view.thread_id, turn)).turn_id
+                    except KunError as exc:
+                        self.say(explained(exc), "error")
+                        return
+                self.turn_id = turn_id
+                started = True
+                task_status.started()
+                await view.show_turn(events, turn_id)
+        except KunError as exc:
+            self.say(explained(exc), "error")
         finally:
-            if self.turn_id == turn_id:
+            if turn_id is not None and self.turn_id == turn_id:
                 self.turn_id = None
+            if not started:
+                task_status.started()  # the caller goes on: nothing runs
             self.input.refresh()
+        if turn_id is not None:
+            await self._after(view, turn_id)
+
+    async def _after(self, view: LiveView, turn_id: str) -> None:
+        """Send steering that came too late as the next message; else watch
+        for the next turn (a goal resumed: said with its delay)."""
         late = self._late.pop(turn_id, [])
-        if late and not self._closing and self.turn_id is None:
+        if self._closing or self.turn_id is not None or self.thread_id != view.thread_id:
+            return
+        if late:
             self.say("(your steering came after the turn ended: sending it now)", "dim")
             await self._start("\n\n".join(late))
-        elif not self._closing and self.turn_id is None and self._tg is not None:
-            self._tg.start_soon(self._follow_resume, view, turn_id)
+            return
+        resume = await self.kun.goal_resume(view.thread_id, turn_id)
+        if resume.state == "waiting":
+            self.say(
+                f"(goal still active: kun continues in {resume.delay_seconds or 0:.0f} s; "
+                "type to step in, /goal pause to stop)",
+                "dim",
+            )
+        await self.refresh()
+        self._watch()
 
-    async def _follow_resume(self, view: LiveView, settled: str) -> None:
-        """Under an active goal kun resumes the thread by itself after a
-        turn (:mod:`kun.runtime.resume`); the session shows the resumed turn
-        as its own. A message typed before the timer fires starts the
-        user's turn instead (and drops the resume)."""
-        thread_id = self.thread_id
-        resumes = self.service.resumes
-        pending = resumes.scheduled_after(thread_id, settled) if thread_id else None
-        if thread_id is None or pending is None:
+    async def _join_open_turn(self) -> None:
+        """Show the thread's open turn (running elsewhere, or waiting for an
+        answer) from its start, so its question is asked here; else watch."""
+        if self.thread_id is None or self.view is None or self._tg is None:
             return
-        self.say(
-            f"(goal still active: kun continues in {pending.plan.delay_seconds:.0f} s; "
-            "type to step in, /goal pause to stop)",
-            "dim",
-        )
-        turn_id = await resumes.next_turn(thread_id, settled)
-        if turn_id is None or self._closing or self.thread_id != thread_id:
+        state = await self.refresh()
+        last = state.turns[-1] if state.turns else None
+        if last is None or last.settled:
+            self._watch()
             return
-        if self.turn_id is not None:
+        if waits_for_answer(state):
+            # Opening the thread for turns takes up a turn nobody runs that
+            # waits for an answer (re-armed here, or by the server), so the
+            # answer given here resumes it.
+            await self.kun.update_thread(self.thread_id, UpdateThread())
+            self.say("this thread's last turn is still waiting for your answer", "warn")
+        else:
+            self.say("this thread's last turn is still running (elsewhere): joining it", "warn")
+        await self._tg.start(self._turn, self.view, last.started_seq - 1, last.turn_id)
+
+    def _watch(self) -> None:
+        """While no turn of the session runs, show a turn started by someone
+        else (the goal resumed, another client) as the session's own."""
+        if self._closing or self.turn_id is not None or self.view is None or self._tg is None:
             return
-        turn = next(t for t in self.service.state(thread_id).turns if t.turn_id == turn_id)
-        self.turn_id = turn_id
-        await self._follow(view, turn.started_seq - 1, turn_id)
+        if self.state is None:
+            return
+        self._stop_watching()
+        self._tg.start_soon(self._watch_for_turn, self.view, self.state.last_seq)
+
+    def _stop_watching(self) -> None:
+        watching, self._watching = self._watching, None
+        if watching is not None:
+            watching.cancel()
+
+    async def _watch_for_turn(self, view: LiveView, after: int) -> None:
+        with anyio.CancelScope() as scope:
+            self._watching = scope
+            try:
+                async with view.feed(after) as events:
+                    async for event in events:
+                        if isinstance(event, ev.TurnStarted) and event.turn_id is not None:
+                            break
+                    else:
+                        return
+                    if self.turn_id is not None or self.view is not view:
+                        return
+                    self._watching = None
+                    turn_id = event.turn_id
+                    self.say(
+                        "a turn started (the goal resumed, or another client): showing it", "dim"
+                    )
+                    self.turn_id = turn_id
+                    self.input.refresh()
+                    try:
+                        await view.show_turn(events, turn_id)
+                    finally:
+                        if self.turn_id == turn_id:
+                            self.turn_id = None
+                        self.input.refresh()
+            except KunError as exc:
+                self.say(explained(exc), "error")
+                return
+            finally:
+                if self._watching is scope:
+                    self._watching = None
+        if not scope.cancel_called and self.turn_id is None:
+            await self._after(view, turn_id)
 
     async def _steer(self, thread_id: str, turn_id: str, text: str) -> None:
         """Steer the running turn. The loop takes one more step for steering
         that arrives during its final step, so only text that comes after the
         turn has ended is refused; that becomes the next message."""
         try:
-            await self.service.steer_turn(thread_id, turn_id, text)
-        except (SteeringFull, TurnNotRunning) as exc:
-            if isinstance(exc, SteeringFull) and not exc.settled:
+            await self.kun.steer(thread_id, turn_id, text)
+        except KunError as exc:
+            if not steered_too_late(exc):
                 raise
             self._late.setdefault(turn_id, []).append(text)
             return
@@ -217,12 +347,10 @@ class ChatSession(PromptLoop):
         ``kun resume`` to ask again."""
         import signal
 
-        from kun.cli.run import waits_for_answer
-
         thread_id = self.thread_id
         if signum == signal.SIGINT or thread_id is None:
             await self._interrupt()
-        elif self.turn_id is not None and waits_for_answer(self.service, thread_id):
+        elif self.turn_id is not None and waits_for_answer(await self.kun.thread(thread_id)):
             again = pasteable("resume", thread_id[:12])
             self.say(f"the turn still waits for your answer: {again}", "warn")
         else:
@@ -236,7 +364,5 @@ class ChatSession(PromptLoop):
 
     def _idle_toolbar(self) -> str:
         where = self.thread_id or "new thread"
-        return (
-            f" {self.model.provider}/{self.model.model} · approval {self.approval} · "
-            f"{where} · /help"
-        )
+        server = f"{self.where} · " if self.where else ""
+        return f" {server}{self.target} · approval {self.approval} · {where} · /help"

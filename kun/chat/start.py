@@ -1,4 +1,5 @@
-"""Opening a session: which thread, which model, and the terminal set up.
+"""Opening a session: which thread, and the terminal set up, on whichever
+adapter the command line names (the home, or ``--server URL``).
 
 ``kun`` and ``kun chat`` start on a new thread (created with the first
 message); ``kun -c`` takes the thread of this workspace with the latest
@@ -15,37 +16,32 @@ another machine) is said so at once; its turns are refused until
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kun.app.lookup import ThreadSummary, latest_thread, recent_threads, resolve_thread_id
-from kun.cli.flags import RuntimeFlags
-from kun.contracts.threads import ApprovalPolicy
+from kun.app.connect import Target, open_kun
+from kun.app.interface import Kun, ThreadState
+from kun.app.listing import ThreadSummary
 from kun.domain.shown import shown_cell
 from kun.domain.transcript import plural
 from kun.errors import UserMistake
 
 if TYPE_CHECKING:
-    from kun.chat.session import ChatSession
+    from kun.chat.session import ChatSession, SessionSetup
 
-__all__ = ["ChatOptions", "NoThreadChosen", "choose_thread", "open_chat"]
+__all__ = [
+    "NoThreadChosen",
+    "choose_thread",
+    "continue_thread",
+    "open_chat",
+    "say_recap",
+    "threads_of",
+]
 
 PICK_SHOWN = 10
-
-
-@dataclass(frozen=True)
-class ChatOptions:
-    home: Path
-    config: Path | None
-    provider: str | None
-    model: str | None
-    approval: ApprovalPolicy | None
-    workspace: Path
-    runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
-    rebind: Path | None = None
-    """``--workspace`` given: a resumed thread's workspace from now on."""
+PAGES = 20
+"""Pages of the thread list looked through for ``-c``."""
 
 
 class NoThreadChosen(UserMistake):
@@ -61,22 +57,35 @@ def needs_terminal() -> None:
         raise mistake
 
 
-def continue_thread(home: Path, workspace: Path) -> str:
+async def threads_of(kun: Kun, workspace: str | None, most: int) -> list[ThreadSummary]:
+    """Up to ``most`` threads, newest activity first (of ``workspace``)."""
+    found: list[ThreadSummary] = []
+    cursor: str | None = None
+    for _ in range(PAGES):
+        page = await kun.threads(limit=500, cursor=cursor)
+        found += [t for t in page.threads if workspace is None or t.workspace == workspace]
+        cursor = page.next_cursor
+        if len(found) >= most or cursor is None:
+            break
+    return found[:most]
+
+
+async def continue_thread(kun: Kun, workspace: str) -> str:
     """``kun -c``: the latest thread of ``workspace``."""
-    found = latest_thread(home, workspace)
-    if found is None:
-        raise NoThreadChosen(f"no thread to continue in {workspace.resolve()}: start one with kun")
-    return found
+    found = await threads_of(kun, workspace, 1)
+    if not found:
+        raise NoThreadChosen(f"no thread to continue in {workspace}: start one with kun")
+    return found[0].thread_id
 
 
-async def choose_thread(home: Path, workspace: Path, given: str | None) -> str:
+async def choose_thread(kun: Kun, workspace: str, given: str | None) -> str:
     """``kun resume [ID]``: the thread ``given`` names, else the one the user
     picks from a short list."""
     if given is not None:
-        return resolve_thread_id(home, given)
-    found = recent_threads(home, workspace=workspace, limit=PICK_SHOWN)
+        return (await kun.thread(given)).thread_id
+    found = await threads_of(kun, workspace, PICK_SHOWN)
     if not found:
-        found = recent_threads(home, limit=PICK_SHOWN)
+        found = await threads_of(kun, None, PICK_SHOWN)
     if not found:
         raise NoThreadChosen("no threads yet: start one with kun")
     for number, summary in enumerate(found, start=1):
@@ -108,59 +117,60 @@ def _row(summary: ThreadSummary) -> str:
     return f"{summary.thread_id}  {when}  {turns:>9}  {summary.title}  ({summary.workspace})"
 
 
-async def open_chat(options: ChatOptions, thread_id: str | None) -> str | None:
-    """Run the session until the user leaves; the thread it ended on."""
+async def open_chat(
+    target: Target,
+    setup: SessionSetup,
+    history: Path,
+    *,
+    continue_latest: bool = False,
+    resume: str | None = None,
+    pick: bool = False,
+) -> str | None:
+    """Run the session until the user leaves; the thread it ended on.
+    ``history``: the home whose prompt history the input keeps."""
+    import dataclasses
+
     from prompt_toolkit.patch_stdout import patch_stdout
 
-    from kun.app.rebind import rebind_workspace
     from kun.chat.input import ChatInput
-    from kun.chat.session import ChatSession, SessionSetup
+    from kun.chat.session import ChatSession
     from kun.chat.view import ChatSink
-    from kun.cli.foreground import open_foreground
     from kun.cli.lognotes import notes_from_log
-    from kun.cli.run import retry_budget
 
-    async with open_foreground(options, thread_id) as foreground:
-        config, runtime, model = foreground.config, foreground.runtime, foreground.model
-        rebound = None
-        if thread_id is not None and options.rebind is not None:
-            rebound = await rebind_workspace(foreground.service, thread_id, options.rebind)
-        setup = SessionSetup(
-            home=options.home,
-            workspace=options.workspace,
-            approval=options.approval or runtime.approval_policy,
-            thread_id=thread_id,
-        )
-        sink = ChatSink()
-        session = ChatSession(
-            setup, foreground.service, foreground.router, model, ChatInput(options.home), sink
-        )
-        with patch_stdout(raw=True), notes_from_log(session.say, retry_budget(config, model)):
-            if rebound is not None:
-                session.say(rebound)
-            if thread_id is not None:
-                _recap(session, thread_id)
-            await session.run()
+    async with open_kun(target) as kun:
+        thread_id = setup.thread_id
+        if continue_latest:
+            thread_id = await continue_thread(kun, setup.workspace)
+        elif resume is not None or pick:
+            thread_id = await choose_thread(kun, setup.workspace, resume)
+        setup = dataclasses.replace(setup, thread_id=thread_id)
+        session = ChatSession(kun, setup, ChatInput(history), ChatSink())
+        with patch_stdout(raw=True), notes_from_log(session.say, _attempts):
+            await session.run(recap=thread_id is not None)
         return session.thread_id
 
 
-def _recap(session: ChatSession, thread_id: str) -> None:
+def _attempts() -> int:
+    from kun.app.live import retry_attempts
+
+    return retry_attempts(None, None)
+
+
+def say_recap(session: ChatSession, state: ThreadState) -> None:
     """A resumed thread's header and its last exchange, so the user knows
     where they are."""
+    from kun.app.live import WorkspaceMissing
     from kun.cli.options import explained
     from kun.contracts.items import AssistantText, UserMessage
-    from kun.runtime.errors import WorkspaceMissing
 
-    state = session.service.state(thread_id)
     settings = state.settings
     session.say(
-        f"resumed {thread_id} · {shown_cell(settings.title)} · "
-        f"{plural(len(state.visible_turns), 'turn')} · "
-        f"{session.model.provider}/{session.model.model}",
+        f"resumed {state.thread_id} · {shown_cell(settings.title)} · "
+        f"{plural(len(state.visible_turns), 'turn')} · {session.target}",
         "good",
     )
-    if settings.workspace and not Path(settings.workspace).is_dir():
-        session.say(explained(WorkspaceMissing(thread_id, settings.workspace)), "error")
+    if settings.workspace and session.where is None and not Path(settings.workspace).is_dir():
+        session.say(explained(WorkspaceMissing(state.thread_id, settings.workspace)), "error")
     if not state.visible_turns:
         return
     last = state.visible_turns[-1]

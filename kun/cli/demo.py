@@ -29,6 +29,7 @@ from typing import TextIO
 
 import msgspec
 
+from kun.app.local import LocalKun
 from kun.app.session import open_service
 from kun.cli.terminal import LiveView, PlainSink
 from kun.contracts.model import (
@@ -196,7 +197,8 @@ async def run_demo(home: Path, out: TextIO, *, color: bool = False, paced: bool 
                 title_auto=False,
             )
             thread_id = await service.create_thread(settings)
-            view = LiveView(service, thread_id, PlainSink(out, spinner=paced, color=color))
+            kun = LocalKun(home, service.recorder, service)  # shows the turns the demo starts
+            view = LiveView(kun, thread_id, PlainSink(out, spinner=paced, color=color))
             turn_ids = []
             for prompt in (PROMPT, FOLLOW_UP):
                 turn_ids.append(await _turn(service, thread_id, prompt, view))

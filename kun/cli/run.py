@@ -1,7 +1,9 @@
-"""``kun run``: one turn from the terminal, live.
+"""``kun run``: one turn from the terminal, live, on the home's threads or
+on a ``kun serve``'s (``--server``): the same code, through
+:class:`~kun.app.interface.Kun`.
 
-The turn runs on the thread's model unless the user names another
-(:mod:`kun.app.selection`); approvals are asked on the controlling terminal
+The turn runs on the thread's model unless the user names another (the
+thread records the change); approvals are asked on the controlling terminal
 (:mod:`kun.cli.tty`); SIGINT, SIGTERM and SIGHUP interrupt the turn, which the
 log records as aborted, and the view stops at once, even mid-prompt — except
 that SIGTERM or SIGHUP while the turn only waits for an approval or an answer
@@ -20,43 +22,42 @@ from pathlib import Path
 from typing import NamedTuple
 
 import anyio
+import msgspec
 
-from kun.app.rebind import rebind_workspace
-from kun.app.selection import SwitchableModel
+from kun.app.connect import LocalTarget, Target, open_kun
+from kun.app.interface import Kun, TurnState
+from kun.app.live import check_prompt, reachable, retry_attempts, waits_for_answer
+from kun.app.overrides import RuntimeFlags
+from kun.app.requests import CreateThread, Limits, StartTurn, UpdateThread
 from kun.cli.colors import use_color
-from kun.cli.flags import RuntimeFlags
-from kun.cli.foreground import open_foreground
 from kun.cli.lognotes import notes_from_log
 from kun.cli.options import pasteable
-from kun.cli.run_goal import drive_goal, set_goal
+from kun.cli.run_config import config_note
+from kun.cli.run_goal import drive_goal
 from kun.cli.runjson import JsonView
 from kun.cli.show_turn import show_turn
 from kun.cli.terminal import LiveView, PlainSink
 from kun.cli.tty import TtyPrompter, open_terminal, watch
-from kun.config import Config
-from kun.contracts.threads import ApprovalPolicy, Goal, ThreadSettings
-from kun.domain.state import TurnState
+from kun.contracts.threads import ApprovalPolicy, Goal
 from kun.errors import UserMistake
-from kun.runtime.service import TurnService
-from kun.runtime.turn_input import check_prompt
+
+__all__ = ["RunOptions", "RunResult", "TurnLeftWaiting", "run_prompt", "thread_changes"]
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    home: Path
     prompt: str
     thread_id: str | None
     provider: str | None
     model: str | None
     workspace: Path
     approval: ApprovalPolicy | None
-    config: Path | None
     json: bool = False
     plan_mode: bool = False
     runtime: RuntimeFlags = field(default_factory=RuntimeFlags)
     goal: str | None = None
     goal_budget: int | None = None
-    rebind: Path | None = None
+    rebind: bool = False
     """``--workspace`` given with ``--thread``: the thread's workspace from now on."""
 
 
@@ -76,108 +77,167 @@ class RunResult(NamedTuple):
         return self.goal is None or self.goal.status != "complete"
 
 
-def retry_budget(config: Config, model: SwitchableModel) -> Callable[[], int]:
-    """How many attempts the current provider's retry policy allows."""
-    from kun.model.retry import RetryPolicy
+def thread_changes(
+    flags: RuntimeFlags,
+    *,
+    provider: str | None,
+    model: str | None,
+    approval: ApprovalPolicy | None = None,
+) -> UpdateThread:
+    """What the command line gives a thread: its provider, model and
+    approval policy (recorded in its log), and the reasoning effort and
+    limits its turns run with; only those given."""
+    limits = Limits(
+        max_steps=flags.max_steps,
+        max_wall_seconds=flags.max_wall_seconds,
+        max_cost_usd=flags.max_cost_usd,
+        max_turn_tokens=flags.max_turn_tokens,
+    )
+    return UpdateThread(
+        provider=provider,
+        model=model,
+        approval_policy=approval or flags.approval_policy,  # type: ignore[arg-type]
+        reasoning_effort=flags.reasoning_effort,
+        limits=None if limits == Limits() else limits,
+    )
+
+
+async def open_thread(
+    kun: Kun, thread_id: str | None, changes: UpdateThread, workspace: Path, *, rebind: bool
+) -> tuple[str, bool]:
+    """The thread to run on and whether it is new: created with
+    ``changes`` in ``workspace``, or ``thread_id`` changed as asked
+    (``rebind``: its workspace becomes ``workspace``, said on stderr)."""
+    folder = str(await anyio.Path(workspace).resolve())
+    if thread_id is None:
+        created = await kun.create_thread(
+            CreateThread(
+                workspace=folder,
+                provider=changes.provider,
+                model=changes.model,
+                approval_policy=changes.approval_policy,
+                reasoning_effort=changes.reasoning_effort,
+                limits=changes.limits,
+            )
+        )
+        return created.thread_id, True
+    state = await kun.thread(thread_id)
+    thread_id = state.thread_id
+    old = state.settings.workspace
+    if rebind and old != folder:
+        changes = msgspec.structs.replace(changes, workspace=folder)
+    if _given(changes):
+        await kun.update_thread(thread_id, changes)
+    if rebind and old != folder:
+        print(f"thread {thread_id} now works in {folder} (was {old or 'unset'})", file=sys.stderr)
+    return thread_id, False
+
+
+def _given(changes: UpdateThread) -> dict[str, object]:
+    return {
+        name: value
+        for name in changes.__struct_fields__
+        if (value := getattr(changes, name)) is not None
+    }
+
+
+async def run_prompt(target: Target, options: RunOptions) -> RunResult:
+    check_prompt(options.prompt)  # before a thread is created for it
+    terminal = open_terminal()
+    try:
+        async with open_kun(target) as kun:
+            changes = thread_changes(
+                options.runtime,
+                provider=options.provider,
+                model=options.model,
+                approval=options.approval,
+            )
+            thread_id, new = await open_thread(
+                kun, options.thread_id, changes, options.workspace, rebind=options.rebind
+            )
+            if options.goal is not None:
+                await kun.set_goal(thread_id, options.goal, token_budget=options.goal_budget)
+            prompter = TtyPrompter(terminal) if terminal is not None else None
+            view = _view(kun, thread_id, prompter, as_json=options.json)
+            state = await kun.thread(thread_id)
+            after = 0 if options.json and new else state.last_seq
+            attempts = _retry_budget(target, state.settings.provider)
+            with notes_from_log(view.note, attempts):
+                turn = await (_drive if options.goal is None else drive_goal)(
+                    view,
+                    after,
+                    StartTurn(
+                        text=options.prompt,
+                        disable_user_input=terminal is None,
+                        plan_mode=options.plan_mode,
+                    ),
+                )
+            if isinstance(view, JsonView):
+                await view.drain()
+            goal = (await kun.thread(thread_id)).settings.goal
+    finally:
+        if terminal is not None:
+            terminal.close()
+    return RunResult(thread_id, turn, goal)
+
+
+def _retry_budget(target: Target, provider: str | None) -> Callable[[], int]:
+    """How many attempts the provider's retry policy allows, for the retry
+    lines (only a turn run here logs its retries here)."""
 
     def attempts() -> int:
-        provider = config.providers.get(model.provider)
-        configured = provider.retry.max_attempts if provider is not None else None
-        return configured or RetryPolicy().max_attempts
+        if not isinstance(target, LocalTarget):
+            return retry_attempts(None, provider)
+        from kun.config import load_config
+
+        return retry_attempts(load_config(target.config, home=target.home), provider)
 
     return attempts
 
 
-async def run_prompt(options: RunOptions) -> RunResult:
-    check_prompt(options.prompt)  # before a thread is created for it
-    async with open_foreground(options, options.thread_id) as foreground:
-        service, runtime = foreground.service, foreground.runtime
-        terminal = open_terminal()
-        if options.thread_id is not None:
-            thread_id = options.thread_id
-            if options.rebind is not None:
-                note = await rebind_workspace(service, thread_id, options.rebind)
-                if note is not None:
-                    print(note, file=sys.stderr)
-        else:
-            settings = ThreadSettings(
-                workspace=str(options.workspace.resolve()),
-                provider=foreground.model.provider,
-                model=foreground.model.model,
-                approval_policy=options.approval or runtime.approval_policy,
-            )
-            thread_id = await service.create_thread(settings)
-        if options.goal is not None:
-            await set_goal(service, thread_id, options.goal, options.goal_budget)
-        prompter = TtyPrompter(terminal) if terminal is not None else None
-        view = _view(service, thread_id, prompter, as_json=options.json)
-        new_thread = options.thread_id is None
-        after = 0 if options.json and new_thread else service.state(thread_id).last_seq
-        with notes_from_log(view.note, retry_budget(foreground.config, foreground.model)):
-            turn = await (_drive if options.goal is None else drive_goal)(
-                view,
-                after,
-                options.prompt,
-                unattended=terminal is None,
-                plan_mode=options.plan_mode,
-            )
-        if isinstance(view, JsonView):
-            await view.drain()
-        goal = service.state(thread_id).settings.goal
-    if terminal is not None:
-        terminal.close()
-    return RunResult(thread_id, turn, goal)
-
-
-def _view(
-    service: TurnService, thread_id: str, prompter: TtyPrompter | None, *, as_json: bool
-) -> LiveView:
+def _view(kun: Kun, thread_id: str, prompter: TtyPrompter | None, *, as_json: bool) -> LiveView:
     """The human view on stdout, or with ``--json`` the events there
     (:mod:`kun.cli.runjson`)."""
     if as_json:
-        return JsonView(service, thread_id, sys.stdout.buffer, sys.stderr, prompter)
+        return JsonView(kun, thread_id, sys.stdout.buffer, sys.stderr, prompter)
     spinner = sys.stdout.isatty()
     sink = PlainSink(sys.stdout, spinner=spinner, color=use_color(sys.stdout))
-    return LiveView(service, thread_id, sink, prompter)
+    return LiveView(kun, thread_id, sink, prompter)
 
 
-async def _drive(
-    view: LiveView, after: int, prompt: str, *, unattended: bool, plan_mode: bool = False
-) -> TurnState:
+async def _drive(view: LiveView, after: int, request: StartTurn) -> TurnState:
     """Start the turn and show it; a signal interrupts it and stops the view
     (a signal that comes while the turn is being started interrupts it as
-    soon as it is)."""
-    service, thread_id = view.service, view.thread_id
+    soon as it is). The feed is open before the turn starts, so nothing of
+    it is missed."""
+    kun, thread_id = view.kun, view.thread_id
     started: list[str] = []
     signalled = anyio.Event()
     left = anyio.CancelScope()
 
     async def on_signal(signum: int) -> None:
-        if signum != signal.SIGINT and started and waits_for_answer(service, thread_id):
+        if signum != signal.SIGINT and started and waits_for_answer(await kun.thread(thread_id)):
             left.cancel()  # SIGTERM/SIGHUP at an approval: the turn waits (durable suspension)
         else:
             signalled.set()
 
+    if isinstance(view, JsonView):
+        view.written = after
     with left:
-        async with anyio.create_task_group() as tg:
+        async with (
+            view.feed(after) as events,
+            reachable(kun, thread_id),
+            anyio.create_task_group() as tg,
+        ):
             await tg.start(watch, on_signal)
-            turn_id = await service.start_turn(
-                thread_id, prompt, disable_user_input=unattended, plan_mode=plan_mode
-            )
+            turn_id = (await kun.start_turn(thread_id, request)).turn_id
             started.append(turn_id)
-            turn = await show_turn(view, after, turn_id, signalled)
+            config_note(kun, (await kun.thread(thread_id)).settings.workspace)
+            turn = await show_turn(view, events, turn_id, signalled)
             tg.cancel_scope.cancel()
     if left.cancel_called:
         raise TurnLeftWaiting(thread_id, started[0])
     return turn
-
-
-def waits_for_answer(service: TurnService, thread_id: str) -> bool:
-    """Whether the thread's running turn only waits for the user's answer
-    (:mod:`kun.domain.suspension`): stopping then leaves it waiting."""
-    from kun.runtime.rearm import open_suspension
-
-    return open_suspension(service.state(thread_id)) is not None
 
 
 class TurnLeftWaiting(UserMistake):

@@ -1,7 +1,7 @@
 """``kun run --json``: the turn's events on stdout, for scripts.
 
 Each line is one event exactly as the log writes it
-(:func:`kun.store.codec.encode_line`), so anything that reads a log reads
+(:func:`kun.app.live.event_line`), so anything that reads a log reads
 this (``kun.store.codec.decode_line`` decodes every line). For a new thread
 the lines start at ``thread_created``; for ``--thread``, after the events the
 thread already had. From there every event of the thread is printed once, in
@@ -16,15 +16,14 @@ is none).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
 from typing import BinaryIO, TextIO
 
+from kun.app.interface import Kun
+from kun.app.live import event_line
 from kun.cli.terminal import LiveView, Prompter, Tone
 from kun.contracts import events as ev
 from kun.domain.shown import shown
 from kun.errors import UserMistake
-from kun.runtime.service import TurnService
-from kun.store.codec import encode_line
 
 __all__ = ["JsonView", "QuietSink", "prompt_argument"]
 
@@ -60,37 +59,30 @@ class JsonView(LiveView):
     """A live view that writes every event of the thread to ``out`` as its
     log line as it arrives, then handles it as usual (an approval is asked
     after its line is out, so a script sees what is being asked). Durable
-    events only, no previews: the output is the log's bytes. Only the first
-    :meth:`follow` starts where it is told; each later one (the next turn of
-    ``kun run --goal``) picks up after the last line written, so nothing
-    between turns is skipped and nothing is written twice."""
+    events only, no previews: the output is the log's bytes. Every turn of
+    a run is shown from one feed, so nothing between turns (``kun run
+    --goal``) is skipped and nothing is written twice."""
 
     live = False
 
     def __init__(
         self,
-        service: TurnService,
+        kun: Kun,
         thread_id: str,
         out: BinaryIO,
         err: TextIO,
         prompter: Prompter | None = None,
     ) -> None:
-        super().__init__(service, thread_id, QuietSink(err), prompter)
+        super().__init__(kun, thread_id, QuietSink(err), prompter)
         self.out = out
-        self.turn_id: str | None = None
         self.written = 0
+        """The seq of the last line out (set to where the output starts)."""
 
-    async def follow(self, after: int, turn_id: str) -> None:
-        if self.turn_id is None:
-            self.written = after
-        self.turn_id = turn_id
-        await super().follow(self.written, turn_id)
-
-    def _events(self, after: int) -> AsyncIterator[ev.Event]:
-        return _Written(super()._events(after), self._write)
+    def received(self, event: ev.Event) -> None:
+        self._write(event)
 
     def _write(self, event: ev.Event) -> None:
-        self.out.write(encode_line(event))
+        self.out.write(event_line(event))
         self.out.flush()
         self.written = event.seq
 
@@ -98,30 +90,14 @@ class JsonView(LiveView):
         """The thread's events not written yet, once the run is over: those
         after a signal stopped the view (the turn records its end later),
         and those written once the last turn settled (a blocked goal)."""
-        if self.turn_id is None:
+        last = (await self.kun.thread(self.thread_id)).last_seq
+        if self.written >= last:
             return
-        recorder = self.service.recorder
-        await recorder.flush(self.thread_id)
-        for event in recorder.store.read(self.thread_id, after=self.written):
-            self._write(event)
-
-
-class _Written:
-    """The followed events, each written as it is served (before the view
-    filters them by turn): an iterator rather than a generator, so leaving
-    it mid-stream leaves nothing to finalize."""
-
-    def __init__(self, events: AsyncIterator[ev.Event], write: Callable[[ev.Event], None]):
-        self._events = events
-        self._write = write
-
-    def __aiter__(self) -> _Written:
-        return self
-
-    async def __anext__(self) -> ev.Event:
-        event = await self._events.__anext__()
-        self._write(event)
-        return event
+        async with self.kun.follow(self.thread_id, after=self.written) as feed:
+            async for event in feed:
+                self._write(event)
+                if event.seq >= last:
+                    return
 
 
 def prompt_argument(argument: str, stdin: TextIO) -> str:

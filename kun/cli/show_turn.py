@@ -5,24 +5,26 @@ when a signal comes: the part ``kun run`` and ``kun run --goal`` share
 The caller owns the signal watch and sets ``signalled``; one set before
 this is called (while the turn was being started) interrupts the turn as
 soon as it is shown. An interrupted turn is recorded as aborted and its
-status is the view's last line. While the turn is shown, ``kun steer`` and
-``kun interrupt`` reach it from another terminal
-(:mod:`kun.runtime.control_channel`).
+status is the view's last line.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import anyio
 
+from kun.app.interface import TurnState
 from kun.cli.terminal import LiveView
-from kun.domain.state import TurnState
-from kun.runtime.control_channel import serve_control
+from kun.contracts.events import Event
 
 __all__ = ["show_turn"]
 
 
-async def show_turn(view: LiveView, after: int, turn_id: str, signalled: anyio.Event) -> TurnState:
-    """Follow ``turn_id`` from seq ``after`` until it ends; the turn."""
+async def show_turn(
+    view: LiveView, events: AsyncIterator[Event], turn_id: str, signalled: anyio.Event
+) -> TurnState:
+    """Follow ``turn_id`` on ``events`` until it ends; the turn."""
     showing = anyio.CancelScope()
 
     async def interrupt() -> None:
@@ -31,11 +33,11 @@ async def show_turn(view: LiveView, after: int, turn_id: str, signalled: anyio.E
         await view.interrupt(turn_id)
         showing.cancel()
 
-    async with serve_control(view.service, view.thread_id), anyio.create_task_group() as tg:
+    async with anyio.create_task_group() as tg:
         tg.start_soon(interrupt)
         with showing:
-            await view.follow(after, turn_id)
-        turn = await view.service.wait_turn(view.thread_id, turn_id)
+            await view.show_turn(events, turn_id)
+        turn = await view.kun.wait_turn(view.thread_id, turn_id)
         tg.cancel_scope.cancel()
     if showing.cancel_called:
         view.sink.line(f"turn {turn.status}", "warn")

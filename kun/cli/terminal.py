@@ -2,12 +2,18 @@
 
 ``LiveView`` follows the thread's events as they are appended and says what
 they mean: assistant text as it streams (the recorder's previews, every
-30 ms, each character once: :class:`kun.runtime.bus.LiveText`), reasoning as
+30 ms, each character once: :class:`kun.app.live.LiveText`), reasoning as
 a single line, tool calls and their results in one or two lines each,
 warnings, the outcome and the usage. *How* it is drawn is a :class:`Sink`'s
 business: ``PlainSink`` writes plain lines to a stream (``kun run``: pipes,
 logs, a terminal with a spinner); the interactive session has its own
 (:mod:`kun.chat.view`).
+
+The view speaks only :class:`~kun.app.interface.Kun`: its events come
+from ``kun.follow``, the state it reads from ``kun.turn``, and its answers
+go through ``kun.answer_approval`` (an "always" as the answer's rule, so it
+works over a server too), ``kun.answer_user_input`` and ``kun.interrupt``;
+the same code shows a turn run here or on a ``kun serve``.
 
 Approvals and questions are asked through a :class:`Prompter`; without one
 they are denied and cancelled, so an unattended run never hangs. At a
@@ -25,26 +31,23 @@ itself; any other gets them a line at a time, coloured by tone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import suppress
+import math
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol, TextIO, runtime_checkable
 
 import anyio
 import click
 
+from kun.app.interface import Kun
+from kun.app.live import MATERIALIZED_SUMMARY, LiveText, describe_rule, rule_for, superseded
 from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, ErrorItem, Plan, ToolCall, ToolResult
 from kun.contracts.threads import AllowRule
 from kun.domain.choices import NotAnOption, chosen_answer, numbered
-from kun.domain.plan_mode import MATERIALIZED_SUMMARY
 from kun.domain.shown import shown, shown_cell
-from kun.domain.state import ThreadState
 from kun.domain.transcript import format_usage, plural
-from kun.runtime.bus import LiveText
-from kun.runtime.errors import AnswerConflict, TurnNotRunning
-from kun.runtime.service import TurnService
-from kun.tools.allow import describe, rule_for
 
 __all__ = ["DiffSink", "LiveView", "PlainSink", "Prompter", "Reply", "Sink", "Tone"]
 
@@ -162,62 +165,76 @@ class PlainSink:
 class LiveView:
     live = True
     """Follow previews of the text being streamed, not only what is logged."""
-    no_always = "not a simple command"
-    """Why an approval offers no "always" when it cannot be made a rule."""
 
     def __init__(
-        self,
-        service: TurnService,
-        thread_id: str,
-        sink: Sink,
-        prompter: Prompter | None = None,
+        self, kun: Kun, thread_id: str, sink: Sink, prompter: Prompter | None = None
     ) -> None:
-        self.service = service
+        self.kun = kun
         self.thread_id = thread_id
         self.sink = sink
         self.prompter = prompter
         self._thinking: set[str] = set()
         self._diffs: dict[str, str] = {}
         self._streamed: dict[str, list[str]] = {}
+        self._rule = LiveText()
 
     def note(self, text: str, tone: Tone = "dim") -> None:
         """A line from outside the event stream (a retry, an interrupt)."""
         self.sink.line(text, tone)
 
+    @asynccontextmanager
+    async def feed(self, after: int) -> AsyncIterator[AsyncIterator[ev.Event]]:
+        """The thread's events after seq ``after``, then live (with previews
+        if ``live``), for every turn shown until the block ends. Open it
+        before starting a turn: a preview is a prefix of its durable delta
+        only for a feed that was there when the item began
+        (:class:`~kun.app.live.LiveText`). The events are read into a
+        queue by a task of their own, so a reader may stop waiting (a
+        signal, a timeout) without losing the feed."""
+        self._rule = LiveText()
+        send, receive = anyio.create_memory_object_stream[ev.Event](math.inf)
+        async with (
+            self.kun.follow(self.thread_id, after=after, previews=self.live) as feed,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def pump() -> None:
+                async with send:
+                    async for event in feed:
+                        self.received(event)
+                        await send.send(event)
+
+            tg.start_soon(pump)
+            with receive:
+                yield receive
+            tg.cancel_scope.cancel()
+
+    def received(self, event: ev.Event) -> None:
+        """An event read from the feed, before it is shown."""
+
     async def follow(self, after: int, turn_id: str) -> None:
+        """Show ``turn_id`` (started already) from seq ``after`` until it settles."""
+        async with self.feed(after) as events:
+            await self.show_turn(events, turn_id)
+
+    async def show_turn(self, events: AsyncIterator[ev.Event], turn_id: str) -> None:
         """Show the turn's events until it settles; the sink animates while
         the model is thinking (after a request is sent, before its first
         output)."""
-        events = self._events(after)
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.sink.animate)
-                rule = LiveText()
-                async for got in events:
-                    if got.turn_id not in (None, turn_id):
-                        continue
-                    event = rule.fresh(got)
-                    if event is None:
-                        continue
-                    self._note_waiting(event)
-                    await self.show(event)
-                    if isinstance(event, ev.TurnCompleted | ev.TurnFailed | ev.TurnAborted):
-                        break
-                tg.cancel_scope.cancel()
-        finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                with anyio.CancelScope(shield=True):
-                    await close()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.sink.animate)
+            async for got in events:
+                if got.turn_id not in (None, turn_id):
+                    continue
+                event = self._rule.fresh(got)
+                if event is None:
+                    continue
+                self._note_waiting(event)
+                await self.show(event)
+                if isinstance(event, ev.TurnCompleted | ev.TurnFailed | ev.TurnAborted):
+                    break
+            tg.cancel_scope.cancel()
         self.sink.waiting(False)
-
-    def _events(self, after: int) -> AsyncIterator[ev.Event]:
-        """The thread's events after ``after``, then live (with previews if
-        ``live``); a view of a thread elsewhere (a server) gets them there."""
-        return self.service.recorder.subscribe(self.thread_id, after=after, live=self.live)
-
-    def _state(self) -> ThreadState:
-        return self.service.state(self.thread_id)
 
     def _note_waiting(self, event: ev.Event) -> None:
         if isinstance(event, ev.PipelineStage):
@@ -253,7 +270,7 @@ class LiveView:
             case ev.WarningEvent():
                 self.sink.line(f"warning [{event.code}]: {event.message}", "warn")
             case ev.TurnCompleted() | ev.TurnFailed() | ev.TurnAborted():
-                self._settled(event)
+                await self._settled(event)
             case _:
                 pass
 
@@ -295,17 +312,17 @@ class LiveView:
             self.sink.line("   denied: no terminal to ask on")
             await self._answer_approval(event.approval_id, "denied", "no terminal to ask on")
             return
-        rule = self._rule(event)
+        rule = await self._always_rule(event)
         always = (
-            f"a always for this thread: {describe(rule)}"
+            f"a always for this thread: {describe_rule(rule)}"
             if rule
-            else f"no always: {self.no_always}"
+            else f"no always: {NO_ALWAYS}"
         )
         self.sink.line(f"   y yes · {always} · n no · or type why not", "dim")
         asked = "   allow? [y/a/N] " if rule else "   allow? [y/N] "
         reply = await self.prompter.prompt(asked)
         while reply.kind == "text" and rule is None and _means_always(reply.text):
-            self.sink.line(f"   no always here ({self.no_always}): y allows once, n denies", "warn")
+            self.sink.line(f"   no always here ({NO_ALWAYS}): y allows once, n denies", "warn")
             reply = await self.prompter.prompt(asked)
         if reply.kind == "text":
             await self._decide(event, reply.text.strip(), rule)
@@ -317,14 +334,15 @@ class LiveView:
             self.sink.line("interrupting the turn", "warn")
             await self.interrupt(event.turn_id)
 
-    def _rule(self, event: ev.ApprovalRequested) -> AllowRule | None:
+    async def _always_rule(self, event: ev.ApprovalRequested) -> AllowRule | None:
         """The rule "always" would add: from the call's arguments as the
         thread recorded them."""
-        state = self._state()
-        turn = next((t for t in state.turns if t.turn_id == event.turn_id), None)
-        items = turn.items if turn is not None else ()
+        if event.turn_id is None or event.call_id is None:
+            return None
+        turn = await self.kun.turn(self.thread_id, event.turn_id)
         call = next(
-            (i for i in items if isinstance(i, ToolCall) and i.call_id == event.call_id), None
+            (i for i in turn.items if isinstance(i, ToolCall) and i.call_id == event.call_id),
+            None,
         )
         return None if call is None else rule_for(call.name, bytes(call.arguments))
 
@@ -333,14 +351,12 @@ class LiveView:
         Enter, or a reason to deny."""
         answer = text.lower()
         if answer in ("a", "always") and rule is not None:
-            settings = self._state().settings
-            if rule not in settings.allow_rules:
-                await self.service.update_thread(
-                    self.thread_id, always_allow=(*settings.allow_rules, rule)
-                )
-            self.sink.line(f"   always allowed on this thread: {describe(rule)}", "good")
+            self.sink.line(f"   always allowed on this thread: {describe_rule(rule)}", "good")
             await self._answer_approval(
-                event.approval_id, "approved", f"always for this thread: {describe(rule)}"
+                event.approval_id,
+                "approved",
+                f"always for this thread: {describe_rule(rule)}",
+                always=rule,
             )
         elif answer in ("y", "yes"):
             await self._answer_approval(event.approval_id, "approved")
@@ -378,30 +394,49 @@ class LiveView:
         await self.interrupt(event.turn_id)
 
     async def _answer_approval(
-        self, approval_id: str, decision: str, reason: str | None = None
+        self,
+        approval_id: str,
+        decision: Literal["approved", "denied"],
+        reason: str | None = None,
+        *,
+        always: AllowRule | None = None,
     ) -> None:
-        with suppress(AnswerConflict):
-            await self.service.answer_approval(approval_id, decision, reason)
+        with _unless_moot():
+            await self.kun.answer_approval(approval_id, decision, reason, always=always)
 
     async def _answer_question(self, request_id: str, answer: str | None) -> None:
-        with suppress(AnswerConflict):
-            await self.service.answer_user_input(request_id, answer)
+        with _unless_moot():
+            await self.kun.answer_user_input(request_id, answer)
 
     async def interrupt(self, turn_id: str | None) -> None:
         """Interrupt ``turn_id`` if it still runs (a signal may have been first)."""
         if turn_id is not None:
-            with suppress(TurnNotRunning):
-                await self.service.interrupt_turn(self.thread_id, turn_id)
+            with _unless_moot():
+                await self.kun.interrupt(self.thread_id, turn_id)
 
-    def _settled(self, event: ev.Event) -> None:
-        state = self._state()
-        turn = next((t for t in state.turns if t.turn_id == event.turn_id), None)
+    async def _settled(self, event: ev.Event) -> None:
+        turn = None if event.turn_id is None else await self.kun.turn(self.thread_id, event.turn_id)
         status = turn.status if turn is not None else "settled"
         took = f" in {turn.duration_ms / 1000:.1f}s" if turn and turn.duration_ms else ""
         tone: Tone = {"completed": "good", "failed": "error"}.get(status, "warn")  # type: ignore[assignment]
         self.sink.line(f"turn {status}{took}", tone)
         if turn is not None and turn.usage.calls:
             self.sink.line(f"usage: {format_usage(turn.usage)}")
+
+
+NO_ALWAYS = "not a simple command"
+"""Why an approval offers no "always" when it cannot be made a rule."""
+
+
+@contextmanager
+def _unless_moot() -> Iterator[None]:
+    """Swallow an answer or interrupt that came too late (another client
+    answered first, the turn has ended): :func:`kun.app.live.superseded`."""
+    try:
+        yield
+    except Exception as exc:
+        if not superseded(exc):
+            raise
 
 
 def _diff_tone(row: str) -> Tone:

@@ -309,6 +309,9 @@ class AsyncKunClient:
     ) -> a.GoalSet:
         return await self._do(Calls.change_goal(thread, status, token_budget, clear_budget, clear))
 
+    async def goal_resume(self, thread: str, after_turn: str) -> a.GoalResume:
+        return await self._do(Calls.goal_resume(thread, after_turn))
+
     # -- clean-up -----------------------------------------------------------
     async def trash_thread(self, thread: str) -> a.Trashed:
         return await self._do(Calls.trash_thread(thread))

@@ -95,6 +95,7 @@ ALL_EVENTS = Route("follow_all", "GET", "/v1/events", None, bytes)
 SET_GOAL = Route("set_goal", "PUT", f"{_T}/goal", r.SetGoal, a.GoalSet)
 CHANGE_GOAL = Route("change_goal", "PATCH", f"{_T}/goal", r.ChangeGoal, a.GoalSet)
 CLEAR_GOAL = Route("change_goal", "DELETE", f"{_T}/goal", r.NoBody, a.GoalSet)
+GOAL_RESUME = Route("goal_resume", "GET", f"{_TURN}/goal-resume", None, a.GoalResume)
 TRASH_THREAD = Route("trash_thread", "DELETE", _T, r.NoBody, a.Trashed)
 TRASH = Route("trash", "GET", "/v1/trash", None, a.TrashPage)
 RESTORE = Route("restore_thread", "POST", "/v1/trash/{entry}/restore", r.RestoreThread, a.Restored)
@@ -106,7 +107,7 @@ ROUTES: tuple[Route[Any], ...] = (
     CREATE_THREAD, THREADS, THREAD, UPDATE_THREAD, START_TURN, TURN, STEER, INTERRUPT, REWIND,
     UNDO_REWIND, FORK, COMPACT, ANSWER_APPROVAL, ANSWER_USER_INPUT, THREAD_USAGE, USAGE,
     TRANSCRIPT, LOG, EXPORT, IMPORT, EVENTS, ALL_EVENTS, SET_GOAL, CHANGE_GOAL, CLEAR_GOAL,
-    TRASH_THREAD, TRASH, RESTORE, COLLECT, RECONCILE, OPENAPI,
+    GOAL_RESUME, TRASH_THREAD, TRASH, RESTORE, COLLECT, RECONCILE, OPENAPI,
 )  # fmt: skip
 """Every operation but ``GET /docs`` (a page for a browser)."""
 
@@ -218,6 +219,10 @@ class Calls:
     @staticmethod
     def set_goal(thread: str, objective: str, token_budget: int | None) -> Call[a.GoalSet]:
         return SET_GOAL.call(thread, body=r.SetGoal(objective=objective, token_budget=token_budget))
+
+    @staticmethod
+    def goal_resume(thread: str, after_turn: str) -> Call[a.GoalResume]:
+        return GOAL_RESUME.call(thread, after_turn)
 
     @staticmethod
     def change_goal(

@@ -247,6 +247,9 @@ class KunClient:
     ) -> a.GoalSet:
         return self._do(Calls.change_goal(thread, status, token_budget, clear_budget, clear))
 
+    def goal_resume(self, thread: str, after_turn: str) -> a.GoalResume:
+        return self._do(Calls.goal_resume(thread, after_turn))
+
     def trash_thread(self, thread: str) -> a.Trashed:
         return self._do(Calls.trash_thread(thread))
 

@@ -61,6 +61,9 @@ OPERATIONS: tuple[Operation, ...] = (
               {202: answers.Steered}),
     Operation("POST", f"{_TURN}/interrupt", "Interrupt the running turn; the turn as the log "
               "then has it", bodies.Interrupt, {200: TurnState}),
+    Operation("GET", f"{_TURN}/goal-resume", "Whether settling the turn scheduled a resume of "
+              "the goal, and where it stands (waiting, started, dropped)", None,
+              {200: answers.GoalResume}),
     Operation("POST", f"{_THREAD}/rewind", "Hide a turn and every later one", bodies.RewindThread,
               {200: answers.RewindDone}),
     Operation("POST", f"{_THREAD}/rewind/undo", "Undo the latest rewind", bodies.NoBody,

@@ -94,6 +94,15 @@ async def answer_user_input(request: Request) -> Response:
     return json_response(answered)
 
 
+async def goal_resume(request: Request) -> Response:
+    """Whether settling the turn scheduled a resume of the thread's goal,
+    and where it stands (``kun --server URL run --goal`` waits on it)."""
+    resume = await kun_of(request).goal_resume(
+        request.path_params["thread_id"], request.path_params["turn_id"]
+    )
+    return json_response(resume)
+
+
 def turn_routes() -> list[BaseRoute]:
     turns = "/v1/threads/{thread_id}/turns"
     return [
@@ -101,6 +110,7 @@ def turn_routes() -> list[BaseRoute]:
         Route(f"{turns}/{{turn_id}}", get_turn, methods=["GET"]),
         Route(f"{turns}/{{turn_id}}/steer", steer, methods=["POST"]),
         Route(f"{turns}/{{turn_id}}/interrupt", interrupt, methods=["POST"]),
+        Route(f"{turns}/{{turn_id}}/goal-resume", goal_resume, methods=["GET"]),
         Route("/v1/approvals/{approval_id}", answer_approval, methods=["POST"]),
         Route("/v1/user-inputs/{request_id}", answer_user_input, methods=["POST"]),
     ]

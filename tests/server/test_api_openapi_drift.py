@@ -172,6 +172,7 @@ async def _answers(a: Api) -> list[tuple[str, str, httpx.Response]]:
     turn = started.json()["turn_id"]
     await a.wait(thread, turn)
     await ask("GET", f"{t}/turns/{{turn_id}}", f"{one}/turns/{turn}")
+    await ask("GET", f"{t}/turns/{{turn_id}}/goal-resume", f"{one}/turns/{turn}/goal-resume")
     await ask("GET", t, one)
     await ask("POST", f"{t}/compact", f"{one}/compact")
     await ask("POST", f"{t}/fork", f"{one}/fork", json={"at_turn": 1})
