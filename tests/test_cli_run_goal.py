@@ -24,6 +24,7 @@ from kun.runtime import resume
 from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider
+from tests.cli_support import invoked
 from tests.test_cli_run import _config, _kun, _workspace
 
 pytestmark = pytest.mark.anyio
@@ -79,7 +80,7 @@ async def test_run_goal_resumes_until_the_model_completes_it(
     message = next(i for i in resumed.items if isinstance(i, UserMessage))
     assert message.goal_resume == 1 and message.text.startswith("[goal resume 1/5]")
     assert first.disable_user_input and resumed.disable_user_input  # no terminal here
-    shown = CliRunner().invoke(cli, ["replay", result.thread_id, "--home", str(tmp_path / "home")])
+    shown = await invoked(["replay", result.thread_id, "--home", str(tmp_path / "home")])
     assert "[goal resume 1/5]" in shown.output
 
 

@@ -226,7 +226,7 @@ async def test_no_running_turn_answers_at_once(
     wait for)."""
     from click.testing import CliRunner
 
-    from kun.cli import cli
+    from kun.entry import cli
 
     attempts = _Attempts(monkeypatch)
     async with harness(tmp_path, []) as h:

@@ -103,13 +103,14 @@ def test_a_command_starts_without_loading_what_it_does_not_use() -> None:
 def test_the_session_goes_to_a_server_only_when_told_on_the_command_line(
     tmp_path: Path,
 ) -> None:
-    """``kun --server URL resume`` is the session on that server (which
-    wants a thread named); ``$KUN_SERVER`` alone leaves the session here
-    (which, without a terminal, says it needs one)."""
+    """``kun --server URL resume`` is the session on that server (without a
+    terminal it points at ``kun --server URL run``); ``$KUN_SERVER`` alone
+    leaves the session here (which points at plain ``kun run``)."""
     env = {"KUN_HOME": str(tmp_path), "KUN_SERVER": "", "KUN_TOKEN": ""}
     told = CliRunner().invoke(cli, ["--server", "http://127.0.0.1:9", "resume"], env=env)
     assert told.exit_code == 1
-    assert "with --server, name the thread" in told.output
+    assert "needs a terminal" in told.output
+    assert "kun --server http://127.0.0.1:9 run PROMPT" in told.output
     env["KUN_SERVER"] = "http://127.0.0.1:9"
     ambient = CliRunner().invoke(cli, ["resume"], env=env)
     assert ambient.exit_code == 1

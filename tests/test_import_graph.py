@@ -65,74 +65,6 @@ CLIENT_MAY_USE = frozenset({"kun.store.codec"})
 """What the HTTP adapter takes from the layers it stands in for: the log's
 codec, to decode the events a stream carries as the log writes them."""
 
-NOT_YET_MIGRATED: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("kun.chat.cli", "kun.store.paths"),
-        ("kun.chat.commands", "kun.runtime.checkpoints"),
-        ("kun.chat.compact_command", "kun.domain.compaction"),
-        ("kun.chat.compact_command", "kun.runtime.compact_turn"),
-        ("kun.chat.goal_command", "kun.domain.goals"),
-        ("kun.chat.plan_command", "kun.domain.plan_mode"),
-        ("kun.chat.session", "kun.runtime.control_channel"),
-        ("kun.chat.session", "kun.runtime.errors"),
-        ("kun.chat.session", "kun.runtime.rearm"),
-        ("kun.chat.session", "kun.runtime.service"),
-        ("kun.chat.start", "kun.runtime.errors"),
-        ("kun.cli.cleanup", "kun.store.paths"),
-        ("kun.cli.compact", "kun.domain.compaction"),
-        ("kun.cli.compact", "kun.runtime.compact_turn"),
-        ("kun.cli.compact", "kun.store.paths"),
-        ("kun.cli.compact", "kun.store.replay"),
-        ("kun.cli.demo", "kun.runtime.service"),
-        ("kun.cli.demo", "kun.store.paths"),
-        ("kun.cli.demo_tour", "kun.store.codec"),
-        ("kun.cli.foreground", "kun.runtime.service"),
-        ("kun.cli.main", "kun.store.paths"),
-        ("kun.cli.options", "kun.store.paths"),
-        ("kun.cli.portable", "kun.store.paths"),
-        ("kun.cli.remote_reads", "kun.domain.state"),
-        ("kun.cli.remote_run", "kun.domain.state"),
-        ("kun.cli.remote_run", "kun.runtime.turn_input"),
-        ("kun.cli.remote_run", "kun.store.codec"),
-        ("kun.cli.remote_threads", "kun.domain.fork"),
-        ("kun.cli.remote_threads", "kun.runtime.checkpoints"),
-        ("kun.cli.replay", "kun.domain.state"),
-        ("kun.cli.replay", "kun.store.port"),
-        ("kun.cli.replay", "kun.store.replay"),
-        ("kun.cli.replay", "kun.store.streaming"),
-        ("kun.cli.rewind_scan", "kun.store.streaming"),
-        ("kun.cli.run", "kun.domain.state"),
-        ("kun.cli.run", "kun.runtime.rearm"),
-        ("kun.cli.run", "kun.runtime.service"),
-        ("kun.cli.run", "kun.runtime.turn_input"),
-        ("kun.cli.run_goal", "kun.domain.resume_policy"),
-        ("kun.cli.run_goal", "kun.domain.state"),
-        ("kun.cli.run_goal", "kun.runtime.service"),
-        ("kun.cli.runjson", "kun.runtime.service"),
-        ("kun.cli.runjson", "kun.store.codec"),
-        ("kun.cli.show_turn", "kun.domain.state"),
-        ("kun.cli.show_turn", "kun.runtime.control_channel"),
-        ("kun.cli.steering", "kun.runtime.control_channel"),
-        ("kun.cli.steering", "kun.store.errors"),
-        ("kun.cli.steering", "kun.store.lock"),
-        ("kun.cli.steering", "kun.store.paths"),
-        ("kun.cli.steering", "kun.store.replay"),
-        ("kun.cli.terminal", "kun.domain.plan_mode"),
-        ("kun.cli.terminal", "kun.domain.state"),
-        ("kun.cli.terminal", "kun.runtime.bus"),
-        ("kun.cli.terminal", "kun.runtime.errors"),
-        ("kun.cli.terminal", "kun.runtime.service"),
-        ("kun.cli.threads", "kun.runtime.checkpoints"),
-        ("kun.cli.threads", "kun.runtime.reconcile"),
-        ("kun.cli.threads", "kun.store.paths"),
-        ("kun.cli.threads", "kun.store.usage_totals"),
-    }
-)
-"""TEMPORARY: (module, imported) pairs that break the surfaces' rule today
-and are being removed by the branches that move the commands and the
-session onto :class:`kun.app.interface.Kun`. The integrator empties it at
-merge; it can only shrink (an entry that no longer offends fails the test)."""
-
 
 @dataclass(frozen=True)
 class Import:
@@ -237,18 +169,9 @@ def _report(title: str, offences: list[Import]) -> str:
 
 def test_surfaces_speak_only_to_kun_app() -> None:
     offences = surface_offences(all_imports())
-    new = [found for found in offences if (found.module, found.imported) not in NOT_YET_MIGRATED]
-    assert not new, _report(
+    assert not offences, _report(
         "kun/cli and kun/chat reach past kun.app (use the Kun protocol, or a display helper):",
-        new,
-    )
-
-
-def test_not_yet_migrated_only_shrinks() -> None:
-    offending = {(found.module, found.imported) for found in surface_offences(all_imports())}
-    stale = sorted(NOT_YET_MIGRATED - offending)
-    assert not stale, "no longer needed in NOT_YET_MIGRATED (remove them):\n" + "\n".join(
-        f"  {module} imports {imported}" for module, imported in stale
+        offences,
     )
 
 

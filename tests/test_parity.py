@@ -76,10 +76,6 @@ def row(*args: str, keeps: str | None = None, differs: str | None = None) -> Row
     return Row(args, keeps, differs)
 
 
-NOT_OVER_A_SERVER = "not yet over a server: --server refused for this command"
-LOCAL_ONLY = "the remote twin refuses {} ('does not go with --server')"
-SUFFIXED = "the remote twin adds the refusal's '(HTTP status, code)' to the local message"
-
 TABLE = [
     row("threads"),
     row("threads", "--json"),
@@ -94,8 +90,8 @@ TABLE = [
     row("replay", "{T1}", "--hidden"),
     row("replay", "{T1}", "--reasoning"),
     row("replay", "{T1}", "--until-seq", "5"),
-    row("replay", "{T1}", "--from-seq", "5", differs=LOCAL_ONLY.format("--from-seq")),
-    row("replay", "{T1}", "--strict", differs=LOCAL_ONLY.format("--strict")),
+    row("replay", "{T1}", "--from-seq", "5"),
+    row("replay", "{T1}", "--strict"),
     row("replay", "{FORK}"),
     row("replay", "{IMP}"),
     row("rewind", "{T1}", "--undo"),
@@ -118,25 +114,18 @@ TABLE = [
     row("run", "--thread", "{R1}", "again"),
     row("compact", "{T1}"),
     row("replay", "{T1}"),
-    row("gc", "{T1}", differs=NOT_OVER_A_SERVER),
-    row("rm", "{F3}", differs=NOT_OVER_A_SERVER),
-    row("trash", differs=NOT_OVER_A_SERVER),
-    row("restore", "{F3}", differs=NOT_OVER_A_SERVER),
-    row("reconcile", differs=NOT_OVER_A_SERVER),
+    row("gc", "{T1}"),
+    row("rm", "{F3}"),
+    row("trash"),
+    row("restore", "{F3}"),
+    row("reconcile"),
     row("threads"),
-    row("replay", "thr_nosuchthread", differs=SUFFIXED),
-    row("usage", "{T1}", "thr_nosuchthread", differs=SUFFIXED),
-    row("replay", "thr_", differs=SUFFIXED),
-    row("fork", "thr_", "--at-turn", "1", differs=SUFFIXED),
-    row("rewind", "{T2}", "--undo", differs=SUFFIXED),
-    row(
-        "fork",
-        "{T1}",
-        "--at-turn",
-        "99",
-        differs="the server says 'there is no turn 99 (HTTP 404, turn_not_found)', "
-        "the CLI 'cannot fork at turn 99'",
-    ),
+    row("replay", "thr_nosuchthread"),
+    row("usage", "{T1}", "thr_nosuchthread"),
+    row("replay", "thr_"),
+    row("fork", "thr_", "--at-turn", "1"),
+    row("rewind", "{T2}", "--undo"),
+    row("fork", "{T1}", "--at-turn", "99"),
     row("replay", "{T1}", "--until-seq", "100000"),
 ]
 """Every command, in the order it runs on each side (state carries over)."""
@@ -366,26 +355,19 @@ def test_a_command_prints_the_same_either_way(ran: Ran, index: int) -> None:
     assert remote == local
 
 
-SEPARATE = (
-    "the session over a server is still its own implementation (kun/chat/remote.py): its "
-    "header counts the turns a rewind hid and shows the last of them, its status line and "
-    "/help differ, and its closing hint has no -c"
-)
-MISSING = "the session over a server has no {} (it says it is not offered over --server)"
-
 SLASH = [
-    row("/help", differs=SEPARATE),
-    row("/usage", differs=MISSING.format("/usage")),
-    row("/threads", differs=MISSING.format("/threads")),
-    row("/title parity title", differs=SEPARATE),
-    row("/rewind 2", differs=MISSING.format("/rewind")),
-    row("/undo-rewind", differs=MISSING.format("/undo-rewind")),
-    row("/fork 1", differs=MISSING.format("/fork")),
-    row("/model other-model", differs=SEPARATE),
-    row("/approval never", differs=SEPARATE),
-    row("/compact", differs=MISSING.format("/compact")),
-    row("/goal finish the parity", differs=MISSING.format("/goal")),
-    row("/plan on", differs=MISSING.format("/plan")),
+    row("/help"),
+    row("/usage"),
+    row("/threads"),
+    row("/title parity title"),
+    row("/rewind 2"),
+    row("/undo-rewind"),
+    row("/fork 1"),
+    row("/model other-model"),
+    row("/approval never"),
+    row("/compact"),
+    row("/goal finish the parity"),
+    row("/plan on"),
 ]
 """The session's slash commands, each in a session resuming the thread
 (``kun resume T1``), in this order on each side."""

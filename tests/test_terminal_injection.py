@@ -187,16 +187,40 @@ def test_a_resumed_session_shows_the_title_and_last_reply_escaped(tmp_path: Path
         assert raw not in printed, raw
 
 
-def test_a_servers_transcript_and_usage_are_escaped_again_on_the_client(
-    monkeypatch: pytest.MonkeyPatch,
+def test_a_servers_log_and_usage_are_escaped_again_on_the_client(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """An older or hostile ``kun serve`` may send raw control characters."""
-    from kun.client.legacy import KunClient
+    """An older or hostile ``kun serve`` may send raw control characters:
+    in the log the client replays and in the usage table it prints."""
+    from kun.app.answers import ThreadUsage, UsageReport
+    from kun.client import AsyncKunClient
+    from kun.contracts.usage import UsageTotals
 
-    hostile = "reply \x1b]0;pwned\x07 \x9b31m\n"
-    monkeypatch.setattr(KunClient, "transcript", lambda self, *a, **k: hostile)
-    monkeypatch.setattr(KunClient, "usage", lambda self, *a, **k: {"text": hostile})
-    for args in (["replay", "thr_x"], ["usage", "thr_x"]):
-        result = CliRunner().invoke(cli, ["--server", "http://127.0.0.1:9", *args])
-        assert result.exit_code == 0, result.output
-        assert result.output.rstrip("\n") == "reply \\x1b]0;pwned\\x07 \\x9b31m"
+    home = tmp_path / "home"
+    thread = _log(home)
+    log = (home / "threads" / thread / "events.jsonl").read_bytes()
+
+    async def resolved(self: object, given: str) -> str:
+        return thread
+
+    async def served_log(self: object, given: str) -> bytes:
+        return log
+
+    async def usage(self: object, *threads: str) -> UsageReport:
+        hostile = ThreadUsage(
+            thread_id=f"thr_{EVIL}", usage=UsageTotals(), cost_usd=None, skipped_lines=1
+        )
+        return UsageReport(threads=[msgspec.structs.replace(hostile, notes=(EVIL,))], text=EVIL)
+
+    monkeypatch.setattr(AsyncKunClient, "resolve_thread", resolved)
+    monkeypatch.setattr(AsyncKunClient, "log", served_log)
+    monkeypatch.setattr(AsyncKunClient, "usage", usage)
+    server = ["--server", "http://127.0.0.1:9"]
+    replayed = CliRunner().invoke(cli, [*server, "replay", thread])
+    assert replayed.exit_code == 0, replayed.output
+    assert f"reply {ESCAPED}" in replayed.stdout
+    _clean(replayed.stdout)
+    used = CliRunner().invoke(cli, [*server, "usage", thread])
+    assert used.exit_code == 0, used.output
+    _clean(used.output)
+    assert f"note: thr_{ESCAPED}: {ESCAPED}" in used.stderr and f"thr_{ESCAPED}" in used.stdout

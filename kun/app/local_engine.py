@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ from kun.store.errors import ThreadLocked
 from kun.tools.host import ToolHost
 from kun.tools.sandbox import SandboxSettings
 
-__all__ = ["Engine", "TurnOptions", "engine_from_config", "engine_over"]
+__all__ = ["Engine", "TurnOptions", "engine_from_config", "engine_over", "engines_over"]
 
 _log = logging.getLogger(__name__)
 
@@ -300,3 +300,17 @@ async def engine_from_config(
         engine.config_source = config.source
         engine.sandbox = sandbox
         yield engine
+
+
+def engines_over(
+    home: Path, model: ModelClient
+) -> Callable[[EventRecorder, Path | None], AbstractAsyncContextManager[Engine]]:
+    """The opener :func:`kun.app.local.open_home` takes, for engines whose
+    turns all run on ``model`` whatever the workspace (``kun demo``'s)."""
+
+    def opened(
+        recorder: EventRecorder, _workspace: Path | None
+    ) -> AbstractAsyncContextManager[Engine]:
+        return engine_over(home, model, recorder=recorder)
+
+    return opened

@@ -15,9 +15,17 @@ from pathlib import Path
 
 from kun.app.answers import ReplayNote, ThreadUsage
 from kun.app.requests import ReplayThread
+from kun.contracts.events import Event
 from kun.errors import UserMistake
 
-__all__ = ["LogFile", "log_file"]
+__all__ = ["LogFile", "events_in", "log_file"]
+
+
+def events_in(path: Path) -> list[Event]:
+    """Every event of a log that is whole (the demo's, just written), in order."""
+    from kun.store.codec import decode_line
+
+    return [decode_line(line) for line in path.read_bytes().splitlines() if line]
 
 
 def log_file(thread: str) -> Path | None:

@@ -70,16 +70,13 @@ def start_session(
     back. ``workspace``: given, the folder of a new thread and of the one
     resumed (rebound to it), and where ``-c`` looks. The runtime flags
     become the thread's reasoning effort and limits."""
-    import anyio
-
     from kun.app.connect import LocalTarget, RemoteTarget
     from kun.app.live import resolve_home
     from kun.chat.session import SessionSetup
     from kun.chat.start import needs_terminal, open_chat
     from kun.cli.remote import local_only
     from kun.cli.run import thread_changes
-    from kun.cli.run_command import explained_target
-    from kun.cli.target import command_target
+    from kun.cli.target import command_target, run_explained
 
     flags = runtime_flags(approval)
     target = command_target(home, config=config, flags=flags)
@@ -103,8 +100,7 @@ def start_session(
             pick=pick,
         )
 
-    with explained_target(target):
-        thread_id = anyio.run(go)
+    thread_id = run_explained(target, go)
     if thread_id is not None:
         again = pasteable("resume", thread_id[:12])
         click.echo(f"thread {thread_id} · back to it: {pasteable('-c')}, or {again}")

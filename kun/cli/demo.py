@@ -29,8 +29,11 @@ from typing import TextIO
 
 import msgspec
 
-from kun.app.local import LocalKun
-from kun.app.session import open_service
+from kun.app.home import log_path
+from kun.app.interface import Kun
+from kun.app.local import open_home
+from kun.app.local_engine import engines_over
+from kun.app.requests import CreateThread, StartTurn
 from kun.cli.terminal import LiveView, PlainSink
 from kun.contracts.model import (
     CompletedChunk,
@@ -41,11 +44,8 @@ from kun.contracts.model import (
     ToolCallDeltaChunk,
     UsageChunk,
 )
-from kun.contracts.threads import ThreadSettings
 from kun.contracts.usage import UsageSnapshot
 from kun.model.client import HttpModelClient
-from kun.runtime.service import TurnService
-from kun.store.paths import log_path
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
 MODEL = "gpt-4.1-mini"
@@ -171,13 +171,13 @@ def make_workspace(root: Path) -> Path:
     return root
 
 
-async def _turn(service: TurnService, thread_id: str, prompt: str, view: LiveView) -> str:
+async def _turn(kun: Kun, thread_id: str, prompt: str, view: LiveView) -> str:
     """Run one turn of ``prompt`` and show it; its id."""
-    after = service.state(thread_id).last_seq
+    after = (await kun.thread(thread_id)).last_seq
     view.note(f"user > {prompt}", "plain")
-    turn_id = await service.start_turn(thread_id, prompt, disable_user_input=True)
-    await view.follow(after, turn_id)
-    return turn_id
+    started = await kun.start_turn(thread_id, StartTurn(text=prompt, disable_user_input=True))
+    await view.follow(after, started.turn_id)
+    return started.turn_id
 
 
 async def run_demo(home: Path, out: TextIO, *, color: bool = False, paced: bool = False) -> DemoRun:
@@ -187,23 +187,23 @@ async def run_demo(home: Path, out: TextIO, *, color: bool = False, paced: bool 
         client = HttpModelClient(
             "loopback", MODEL, provider.base_url, "chat_completions", catalog=CATALOG
         )
-        async with client, open_service(home, client) as service:
-            settings = ThreadSettings(
-                workspace=str(workspace),
-                provider="loopback",
-                model=MODEL,
-                approval_policy="on-request",
-                title="Fix the failing add()",
-                title_auto=False,
+        async with client, open_home(home, engines_over(home, client)) as kun:
+            created = await kun.create_thread(
+                CreateThread(
+                    workspace=str(workspace),
+                    provider="loopback",
+                    model=MODEL,
+                    approval_policy="on-request",
+                    title="Fix the failing add()",
+                )
             )
-            thread_id = await service.create_thread(settings)
-            kun = LocalKun(home, service.recorder, service)  # shows the turns the demo starts
+            thread_id = created.thread_id
             view = LiveView(kun, thread_id, PlainSink(out, spinner=paced, color=color))
             turn_ids = []
             for prompt in (PROMPT, FOLLOW_UP):
-                turn_ids.append(await _turn(service, thread_id, prompt, view))
+                turn_ids.append(await _turn(kun, thread_id, prompt, view))
                 out.write("\n")
-            turns = [await service.wait_turn(thread_id, turn_id) for turn_id in turn_ids]
+            turns = [await kun.wait_turn(thread_id, turn_id) for turn_id in turn_ids]
     return DemoRun(
         home=home,
         thread_id=thread_id,

@@ -22,10 +22,10 @@ from typing import TextIO
 
 import click
 
+from kun.app.logfile import events_in
 from kun.cli.demo import CATALOG, MODEL, DemoRun
 from kun.contracts import events as ev
 from kun.model.catalog import catalogue_source
-from kun.store.codec import decode_line
 
 __all__ = ["step_boundary", "tour"]
 
@@ -33,7 +33,7 @@ __all__ = ["step_boundary", "tour"]
 def step_boundary(path: Path) -> tuple[int, int]:
     """The number of events in the log, and the seq of the last event of
     the first model step: the tools have answered, the fix is not made."""
-    events = [decode_line(line) for line in path.read_bytes().splitlines() if line]
+    events = events_in(path)
     boundary = next(e.seq - 1 for e in events if isinstance(e, ev.PipelineStage) and e.step == 1)
     return len(events), boundary
 

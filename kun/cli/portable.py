@@ -121,22 +121,16 @@ def import_command(
         except Refused as exc:
             raise import_refusal(exc, file) from None
 
-    done = on_kun(home, body)
+    said_import(on_kun(home, body))
+
+
+def said_import(done: ImportDone) -> None:
+    """What happened on stderr, the thread id alone on stdout (for scripts);
+    a replaced thread's trash entry (``trash/NAME`` from either adapter)
+    named as ``kun restore`` takes it."""
+    thread_id, outcome, events = done.thread_id, done.outcome, done.events
     detail = written_out(done.detail, *(tuple(c) for c in done.suggests))
     trashed = None if done.trashed is None else Path(done.trashed).name
-    _imported(done.thread_id, done.outcome, done.events, detail, trashed)
-
-
-def _imported(
-    thread_id: str,
-    outcome: str,
-    events: int,
-    detail: str,
-    trashed: str | None,
-) -> None:
-    """What happened on stderr, the thread id alone on stdout (for scripts);
-    ``trashed``: the trash entry of a replaced thread (``kun restore``
-    brings it back)."""
     if outcome == "already_imported":
         click.echo(f"already imported: {thread_id} ({detail or 'unchanged'})", err=True)
     else:

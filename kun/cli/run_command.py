@@ -5,8 +5,6 @@ adapter the command line names (:func:`kun.cli.target.command_target`)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +16,9 @@ from kun.cli.flags import runtime_flags, runtime_options
 from kun.cli.options import home_option
 
 if TYPE_CHECKING:
-    from kun.app.connect import Target
+    pass
 
-__all__ = ["explained_target", "run"]
+__all__ = ["run"]
 
 EXIT_FAILURE = 1
 _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
@@ -98,13 +96,11 @@ def run(
     turn's events, one JSON line each, as the log writes them. Ctrl-C
     interrupts the turn cleanly: the log records it as aborted.
     """
-    import anyio
-
     from kun.app.connect import RemoteTarget
     from kun.cli.remote import local_only
     from kun.cli.run import RunOptions, run_prompt
     from kun.cli.runjson import prompt_argument
-    from kun.cli.target import command_target
+    from kun.cli.target import command_target, run_explained
 
     if goal_budget is not None and goal is None:
         raise click.UsageError("--goal-budget needs --goal")
@@ -133,23 +129,8 @@ def run(
         goal_budget=goal_budget,
         rebind=thread_id is not None and given is ParameterSource.COMMANDLINE,
     )
-    with explained_target(target):
-        result = anyio.run(run_prompt, target, options)
+    result = run_explained(target, lambda: run_prompt(target, options))
     thread, turn = result.thread_id, result.turn
     click.echo(f"thread {thread} · turn {turn.turn_id} {turn.status}", err=True)
     if result.failed(options):
         sys.exit(EXIT_FAILURE)
-
-
-@contextmanager
-def explained_target(target: Target) -> Iterator[None]:
-    """A server that cannot be used is one line (:func:`kun.cli.remote.explained`)."""
-    from kun.app.connect import RemoteTarget
-
-    if not isinstance(target, RemoteTarget):
-        yield
-        return
-    from kun.cli.remote import Remote, explained
-
-    with explained(Remote(target.url, target.token, target.token_env)):
-        yield

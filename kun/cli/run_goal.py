@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from kun.app.interface import TurnState
+from kun.app.interface import ThreadState, TurnState
 from kun.app.live import BLOCK_CODES, reachable
 from kun.app.requests import StartTurn
 from kun.cli.options import written_out
@@ -35,7 +35,6 @@ from kun.cli.show_turn import show_turn
 from kun.cli.terminal import LiveView
 from kun.cli.tty import watch
 from kun.contracts import events as ev
-from kun.domain.state import ThreadState
 
 __all__ = ["drive_goal", "goal_line"]
 

@@ -14,7 +14,7 @@ from kun.app.connect import LocalTarget, RemoteTarget, Target, open_kun
 from kun.app.interface import Kun
 from kun.app.overrides import RuntimeFlags
 
-__all__ = ["command_target", "with_kun"]
+__all__ = ["command_target", "first_leaf", "run_explained", "with_kun"]
 
 T = TypeVar("T")
 
@@ -37,19 +37,26 @@ def command_target(
 
 def with_kun(target: Target, body: Callable[[Kun], Awaitable[T]]) -> T:
     """``await body(kun)`` on the target's adapter, from synchronous code
-    (a click command); a server that cannot be used is one line in the
-    client's words (:func:`kun.client.explained`: a token missing or refused
-    named by its variable)."""
-    import anyio
+    (a click command), explained as :func:`run_explained` says."""
 
     async def go() -> T:
         async with open_kun(target) as kun:
             return await body(kun)
 
+    return run_explained(target, go)
+
+
+def run_explained(target: Target, go: Callable[[], Awaitable[T]]) -> T:
+    """``anyio.run(go)``; with a server, one that cannot be used is one line
+    in the client's words (:func:`kun.client.explained`: a token missing or
+    refused named by its variable), whatever task group wrapped it."""
+    import anyio
+
     if not isinstance(target, RemoteTarget):
         return anyio.run(go)
     from kun.app.refusals import Refused
     from kun.client import explained
+    from kun.errors import UserMistake
 
     token_given = target.token is not None
     with explained(target.url, token_given=token_given, token_env=target.token_env):
@@ -57,7 +64,7 @@ def with_kun(target: Target, body: Callable[[Kun], Awaitable[T]]) -> T:
             return anyio.run(go)
         except BaseExceptionGroup as group:
             leaf = first_leaf(group)
-            if isinstance(leaf, Refused):
+            if isinstance(leaf, Refused | UserMistake):
                 raise leaf from None
             raise
 

@@ -192,7 +192,7 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
     found = with_kun_if(home, any(path is None for path in files.values()), body)
     for shown in found:
         for note in shown.notes:
-            click.echo(f"note: {shown.thread_id}: {note}", err=True)
+            click.echo(safe_text(f"note: {shown.thread_id}: {note}"), err=True)
     if as_json:
         plain = [msgspec.structs.replace(u, notes=()) for u in found]
         click.echo(msgspec.json.encode({"threads": plain}).decode())

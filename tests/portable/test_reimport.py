@@ -222,21 +222,22 @@ def test_the_cli_says_it_in_one_line_each_time(continued: tuple[Path, Path, str,
     assert taken.exit_code == 1 and taken.stderr.count("\n") == 1
 
 
-def test_the_restore_a_server_names_works_pasted(
+def test_the_restore_an_import_names_works_pasted(
     continued: tuple[Path, Path, str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The API names a trash entry relative to the home (``trash/NAME``):
-    the line ``kun --server URL import --replace`` prints names the entry
-    as ``kun restore`` takes it, and ``kun restore trash/NAME`` works too."""
-    from kun.cli.portable import _imported
+    """Either adapter names a trash entry relative to the home
+    (``trash/NAME``, as the API sends it): the line ``kun import --replace``
+    prints names the entry as ``kun restore`` takes it, and ``kun restore
+    trash/NAME`` works too."""
+    from kun.app.answers import ImportDone
+    from kun.cli.portable import said_import
 
     home, path, source, thread_id = continued
     lines = codex_lines() if source == "codex" else claude_lines()
     _write(path, [*lines, *lines[-2:]])
     import_session(home, path, source, replace_changed=True)
     entry = trashed(home)[0].path.name
-    _imported(thread_id, "replaced", 9, "", f"trash/{entry}")
+    said_import(ImportDone(thread_id, "replaced", 9, "", f"trash/{entry}"))
     err = capsys.readouterr().err
-    assert re.search(f"kun restore {entry} --as {NEW_ID} brings it back", err)
-    assert "on the server's machine" in err
+    assert re.search(f"kun restore {entry} --as {NEW_ID} brings it back beside this one", err)
     assert restore_thread(home, f"trash/{entry}", "thr_back") == "thr_back"

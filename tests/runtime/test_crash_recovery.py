@@ -57,7 +57,6 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from click.testing import CliRunner
 
 from kun.app.session import open_service
 from kun.contracts import events as ev
@@ -83,7 +82,6 @@ from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.history import ModelEntry, repair_history
 from kun.domain.reduce import replay
 from kun.domain.state import ThreadState, TurnState
-from kun.entry import cli
 from kun.model.client import HttpModelClient
 from kun.model.scripted import ScriptedModelClient, text_reply
 from kun.runtime.errors import TurnWaiting
@@ -94,6 +92,7 @@ from kun.runtime.service import TurnService
 from kun.store import ReadReport, encode_line, log_path, read_log
 from kun.testing.fake_provider import FakeProvider, FakeResponse, RecordedRequest
 from kun.testing.logbuilder import LogBuilder
+from tests.cli_support import invoked
 
 pytestmark = pytest.mark.anyio
 
@@ -769,7 +768,7 @@ async def test_sigkill_mid_turn_then_restart_settles_the_orphan(tmp_path: Path) 
         check_requests([request], prompts, _results(state), f"seed {seed}, final turn")
     assert len(prompts) >= tally.orphaned
 
-    result = CliRunner().invoke(cli, ["replay", THREAD, "--strict", "--home", str(env.home)])
+    result = await invoked(["replay", THREAD, "--strict", "--home", str(env.home)])
     assert result.exit_code == 0, result.output
     assert "final: is a.py fine?" in result.output
 

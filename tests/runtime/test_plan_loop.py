@@ -9,14 +9,13 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
-from click.testing import CliRunner
 
 from kun.contracts.items import Approval, Plan, ToolCall, ToolResult
 from kun.contracts.model import CompletedChunk, ModelRequest
 from kun.contracts.threads import ApprovalPolicy, Goal, Todo
 from kun.domain.plan_mode import MATERIALIZED_SUMMARY, PLAN_MODE_INSTRUCTION, plan_context
-from kun.entry import cli
 from kun.model.scripted import text_reply, tool_reply
+from tests.cli_support import invoked
 from tests.runtime.support import Harness, harness
 
 pytestmark = pytest.mark.anyio
@@ -62,7 +61,7 @@ async def test_a_plan_turn_reads_then_records_its_plan_and_todos(tmp_path: Path)
         )
     events = (h.home / "threads" / h.thread_id / "events.jsonl").read_text()
     assert '"plan_mode":true' in events
-    replay = CliRunner().invoke(cli, ["replay", h.thread_id, "--home", str(h.home)])
+    replay = await invoked(["replay", h.thread_id, "--home", str(h.home)])
     assert replay.exit_code == 0, replay.output
     assert "plan mode" in replay.output and "  plan: Add a flag" in replay.output
     assert "    - [ ] add the flag" in replay.output

@@ -8,19 +8,18 @@ from pathlib import Path
 
 import anyio
 import pytest
-from click.testing import CliRunner
 
 from kun.contracts.items import ErrorItem, WarningItem
 from kun.contracts.model import CompletedChunk, ModelRequest
 from kun.contracts.threads import Goal, ThreadSettings
 from kun.domain.recovery import FINAL_ANSWER_CODE, instruction_for
 from kun.domain.repetition import RepetitionSettings, recovery_instruction
-from kun.entry import cli
 from kun.model.scripted import ScriptedModelClient, text_reply, tool_reply
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.tools.host import default_host as builtin_host
+from tests.cli_support import invoked
 from tests.runtime.support import harness
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +52,7 @@ async def test_an_empty_reply_after_a_file_change_is_recovered_then_fails(
         assert recovery.tools == first.tools and recovery.tools
         assert _notes(final).endswith(instruction_for("empty_post_tool_reply", 2, SETTINGS))
         assert final.tools == ()
-    result = CliRunner().invoke(cli, ["replay", h.thread_id, "--home", str(h.home)])
+    result = await invoked(["replay", h.thread_id, "--home", str(h.home)])
     assert result.exit_code == 0, result.output
     assert "empty_post_tool_reply" in result.output
     assert "empty_post_tool_continuation" in result.output

@@ -181,11 +181,11 @@ async def test_a_resume_without_its_workspace_blocks_the_goal_saying_how_to_rebi
         assert str(workspace) in message
         assert f"kun resume {r.thread_id} --workspace DIR" in message
         assert message.startswith("goal blocked: ")
-        assert goal_line(r.service, r.thread_id) == message
+        assert goal_line(r.service.state(r.thread_id)) == message
         elsewhere = tmp_path / "elsewhere"
         with click.Context(click.Command("run")) as ctx:
             ctx.params["home"] = elsewhere
-            shown = goal_line(r.service, r.thread_id)
+            shown = goal_line(r.service.state(r.thread_id))
         assert f"kun resume {r.thread_id} --workspace DIR --home {elsewhere} gives" in shown
 
 
@@ -396,7 +396,7 @@ async def test_a_model_repeating_one_successful_call_ends_the_goal_blocked(
         assert state.settings.goal is not None and state.settings.goal.status == "blocked"
         assert [w.code for w in state.warnings] == [RUNAWAY_BLOCK_CODE]
         assert "tool_storm_stopped" in state.warnings[0].message
-        assert goal_line(r.service, r.thread_id) == state.warnings[0].message
+        assert goal_line(r.service.state(r.thread_id)) == state.warnings[0].message
         assert len(calls) <= 12
 
 

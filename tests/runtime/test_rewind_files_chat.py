@@ -9,10 +9,11 @@ from typing import Any, cast
 
 import pytest
 
+from kun.app.interface import Kun
 from kun.chat.commands import run_command
+from kun.domain.state import ThreadState
 from kun.model.scripted import text_reply, tool_reply
-from kun.runtime.service import TurnService
-from tests.runtime.support import harness
+from tests.app.support import local
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.anyio
 class _Session:
     """What the rewind commands use of a ChatSession."""
 
-    service: TurnService
+    kun: Kun
     thread_id: str
     said: list[str] = field(default_factory=list)
     turn_id: str | None = None
@@ -29,15 +30,19 @@ class _Session:
     def say(self, text: str, style: str | None = None) -> None:
         self.said.append(text)
 
+    async def refresh(self) -> ThreadState:
+        return await self.kun.thread(self.thread_id)
+
 
 async def test_slash_rewind_files_then_undo(tmp_path: Path) -> None:
     script = [
         tool_reply("write_file", {"path": "new.txt", "content": "new\n"}),
         text_reply("ok"),
     ]
-    async with harness(tmp_path, script, policy="full-auto") as h:
-        await h.run("make a file")
-        session = _Session(h.service, h.thread_id)
+    async with local(tmp_path, script) as h:
+        thread = await h.new_thread(approval_policy="full-auto")
+        await h.run(thread, "make a file")
+        session = _Session(h.kun, thread)
         await run_command(cast(Any, session), "/rewind --files")
         assert not (h.workspace / "new.txt").exists()
         assert any(line.startswith("files: restored 1") for line in session.said)

@@ -18,14 +18,12 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from click.testing import CliRunner
 
 from kun.contracts import events as ev
 from kun.contracts.items import BlobRef, ToolResult
 from kun.contracts.model import CompletedChunk, TextDeltaChunk
 from kun.contracts.threads import ThreadSettings
 from kun.domain.state import TurnState
-from kun.entry import cli
 from kun.model.client import HttpModelClient
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
@@ -35,6 +33,7 @@ from kun.store.blobs import MemoryBlobStore
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput, make_spec
+from tests.cli_support import invoked
 from tests.runtime.support import calls, host_with
 
 pytestmark = pytest.mark.anyio
@@ -230,11 +229,11 @@ async def test_replay_shows_the_head_and_names_the_side_file_without_reading_it(
         shutil.rmtree(e.blobs())
     ref = result.output_ref
     assert ref is not None
-    shown = CliRunner().invoke(cli, ["replay", str(e.log)])
+    shown = await invoked(["replay", str(e.log)])
     assert shown.exit_code == 0, shown.output
     assert f"| [{-(-ref.size // 1024):,} KB in side file {ref.sha256[:12]}]" in shown.output
     assert "line 0: caf\u00e9" in shown.output and "line 2999" not in shown.output
-    as_json = CliRunner().invoke(cli, ["replay", "--json", str(e.log)])
+    as_json = await invoked(["replay", "--json", str(e.log)])
     assert as_json.exit_code == 0, as_json.output
     assert msgspec.to_builtins(ref) in _output_refs(json.loads(as_json.output))
 
