@@ -15,12 +15,17 @@ differ (:func:`normalised`):
 - the ids of threads, turns and items created *during* the table (by
   ``fork``, ``import``, ``run``), numbered in order of appearance on each
   side (``<new1>``, ...);
+  and their 12-character short form in a pasteable hint;
 - the copy of the home in a path (``<home>``) and the server's URL in a
-  pasteable hint (``kun --server URL ...`` reads ``kun ...``): each names
-  the way to reach the same thread from where the command ran.
+  pasteable hint (``kun --server URL ...`` reads ``kun ...``) or in the
+  session's greeting (``kun · URL · model``): each names the way to reach
+  the same thread from where the command ran;
+- the time in a trash entry's name (each side ran at its own time), and in
+  a session, the prompt's line drawn twice on one row (a redraw's timing).
 
-A row that differs on today's code is marked ``xfail(strict=True)`` with the
-reason: it turns into a failure the day it passes, so the mark must go then.
+A row that differs is marked ``xfail(strict=True)`` with the reason (none
+does today): it turns into a failure the day it passes, so the mark must go
+then.
 """
 
 from __future__ import annotations
@@ -317,6 +322,7 @@ def normalised(side: Side, text: str, known: frozenset[str], seen: dict[str, str
     if side.command:
         text = text.replace(f"kun --server {side.command[1]} ", "kun ")
         text = text.replace(side.command[1], "<server>")
+        text = text.replace("<server> · ", "")  # the session's greeting names its server
 
     def renamed(found: re.Match[str]) -> str:
         word = found[0]
@@ -325,7 +331,10 @@ def normalised(side: Side, text: str, known: frozenset[str], seen: dict[str, str
         return seen.setdefault(word, f"<new{len(seen) + 1}>")
 
     text = ID.sub(renamed, text)
+    for word, name in seen.items():  # the short form a hint pastes (kun resume PREFIX)
+        text = re.sub(rf"\b{re.escape(word[:12])}\b", name, text)
     text = re.sub(r'"at":\d+', '"at":<ms>', text)
+    text = re.sub(r"\b\d{8}T\d{6}Z\b", "<stamp>", text)
     text = re.sub(r"\b\d{4}-\d\d-\d\d \d\d:\d\d\b", "<time>", text)
     return re.sub(r"\bin \d+\.\ds\b", "in <s>", text)
 
@@ -390,11 +399,24 @@ def _run_slash(side: Side, workspace: Path) -> None:
         child.logfile_read = io.StringIO()
         child.expect(READY)
         child.send(command + "\r")
-        child.send("\x04")  # read by the next prompt, once the command is done
-        child.expect(pexpect.EOF)
+        _leave(child)
         child.close()
         assert isinstance(child.logfile_read, io.StringIO)
         side.results.append((child.exitstatus or 0, plain(child.logfile_read.getvalue()), ""))
+
+
+def _leave(child: pexpect.spawn) -> None:
+    """Ctrl-D until the session ends: one typed while the command still
+    runs reaches the terminal between two prompts, in cooked mode, whose
+    line discipline swallows it (as it would a person's typed-ahead Ctrl-D)."""
+    deadline = time.monotonic() + RUN_SECONDS
+    while True:
+        child.send("\x04")
+        try:
+            child.expect(pexpect.EOF, timeout=1.0)
+            return
+        except pexpect.TIMEOUT:
+            assert time.monotonic() < deadline, "the session did not end"
 
 
 @pytest.fixture(scope="module")
@@ -410,9 +432,14 @@ def _drawn(ran: Ran, side: Side) -> list[tuple[int, str, str]]:
     drawn = []
     for code, text, err in _outputs(ran, side):
         text = re.sub(r".?\x08", "", text).replace("\r", "\n")
-        lines = [line.rstrip() for line in text.split("\n")]
+        lines = [_once(line.rstrip()) for line in text.split("\n")]
         drawn.append((code, "\n".join(line for line in lines if line), err))
     return drawn
+
+
+def _once(line: str) -> str:
+    """A prompt line the prompt drew twice on one row (``> /x> /x``), once."""
+    return re.sub(r"^(>.*?)\1+$", r"\1", line)
 
 
 @pytest.mark.parametrize(
