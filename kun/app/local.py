@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -62,7 +62,6 @@ from kun.app.answers import (
 )
 from kun.app.interface import ImportSource
 from kun.app.local_cleanup import collected, confirmed, trash_page
-from kun.app.local_engine import Engine
 from kun.app.local_errors import TurnRunning
 from kun.app.local_goals import changed_goal
 from kun.app.local_portable import install, write_bundle
@@ -84,10 +83,15 @@ from kun.runtime.service import TurnService
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import lock_path, log_path, validate_thread_id
 
+if TYPE_CHECKING:
+    from kun.app.local_engine import Engine
+
 __all__ = ["EngineOpener", "LocalFeed", "LocalKun", "open_home", "open_local"]
 
 
-EngineOpener = Callable[[EventRecorder, Path | None], AbstractAsyncContextManager[Engine]]
+EngineOpener: TypeAlias = (
+    "Callable[[EventRecorder, Path | None], AbstractAsyncContextManager[Engine]]"
+)
 """Opens the heavy layer over the shared recorder, configured for the
 workspace given (``None``: where kun runs)."""
 

@@ -1,7 +1,7 @@
-"""What the local session (:mod:`kun.chat.session`) and the session over
-``--server`` (:mod:`kun.chat.remote`) share: the prompt read in a loop,
-what a line, Esc, Ctrl-C and Ctrl-D do with it, and the prompt's look.
-Each says how it starts, steers and interrupts a turn and runs a command."""
+"""The session's prompt read in a loop (:class:`PromptLoop`): what a line,
+Esc, Ctrl-C and Ctrl-D do with it, and the prompt's look. The session
+(:mod:`kun.chat.session`) says how it starts, steers and interrupts a turn
+and runs a command, the same whichever adapter it speaks to."""
 
 from __future__ import annotations
 

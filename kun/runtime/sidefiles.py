@@ -38,7 +38,6 @@ import msgspec
 
 from kun.contracts import events as ev
 from kun.contracts.items import Attachment, BlobRef, Item, ToolResult, UserMessage
-from kun.model.request.images import HeldAttachment
 from kun.store.blobs import BlobStore
 
 __all__ = [
@@ -120,6 +119,8 @@ class SideFiles:
     def _held(self, attachment: Attachment) -> Attachment:
         if attachment.ref is None:
             return attachment
+        from kun.model.request.images import HeldAttachment  # the model layer: only for a turn
+
         fields = msgspec.structs.asdict(attachment)
         return HeldAttachment(**fields, data=self._bytes(attachment.ref))
 
