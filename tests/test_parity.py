@@ -372,6 +372,7 @@ SLASH = [
     row("/rewind 2"),
     row("/undo-rewind"),
     row("/fork 1"),
+    row("/model"),
     row("/model other-model"),
     row("/approval never"),
     row("/compact"),

@@ -31,6 +31,7 @@ __all__ = [
     "GoalResume",
     "GoalSet",
     "ImportDone",
+    "Providers",
     "Reconciled",
     "ReplayNote",
     "Restored",
@@ -232,6 +233,13 @@ class Collected(_Answer):
     side_files: int = 0
     bytes_saved: int = 0
     freed: int = 0
+
+
+class Providers(_Answer):
+    """The providers turns can run on here (``kun.toml``'s, in its order),
+    for ``/model`` to list."""
+
+    providers: list[str]
 
 
 class Reconciled(_Answer):

@@ -36,6 +36,7 @@ from kun.app.answers import (
     GoalResume,
     GoalSet,
     ImportDone,
+    Providers,
     Reconciled,
     ReplayNote,
     Restored,
@@ -262,4 +263,8 @@ class Kun(Protocol):
 
     async def reconcile(self) -> Reconciled:
         """Settle turns left running by a process that died."""
+        ...
+
+    async def providers(self) -> Providers:
+        """The providers configured where turns run."""
         ...

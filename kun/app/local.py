@@ -46,6 +46,7 @@ from kun.app.answers import (
     GoalResume,
     GoalSet,
     ImportDone,
+    Providers,
     Reconciled,
     ReplayNote,
     Restored,
@@ -579,6 +580,13 @@ class LocalKun:
         if confirm:
             return await anyio.to_thread.run_sync(confirmed, self.home, thread_id)
         return await anyio.to_thread.run_sync(collected, self.home, thread_id)
+
+    async def providers(self) -> Providers:
+        """The engine's router's providers (an engine over one model client:
+        none to choose from)."""
+        engine = await self.open_engine()
+        router = engine.router
+        return Providers(providers=list(router.providers) if router is not None else [])
 
     async def reconcile(self) -> Reconciled:
         """Settle the turns processes that died left running; a turn left

@@ -40,6 +40,9 @@ class Router(Protocol):
     @property
     def provider(self) -> str: ...
 
+    @property
+    def providers(self) -> tuple[str, ...]: ...
+
     def select(self, provider_id: str | None = None) -> ModelClient: ...
 
 

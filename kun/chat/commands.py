@@ -87,7 +87,8 @@ async def _help(session: ChatSession, rest: str) -> None:
 
 async def _model(session: ChatSession, rest: str) -> None:
     if not rest:
-        session.say(f"model {session.target}")
+        providers = ", ".join((await session.kun.providers()).providers) or "none configured"
+        session.say(f"model {session.target} (providers: {providers})")
         return
     provider, model = parse_target(rest)
     await session.change(UpdateThread(provider=provider, model=model))

@@ -328,6 +328,9 @@ class AsyncKunClient:
     async def reconcile(self) -> a.Reconciled:
         return await self._do(Calls.reconcile())
 
+    async def providers(self) -> a.Providers:
+        return await self._do(Calls.providers())
+
 
 async def _firehose(response: httpx.Response) -> AsyncIterator[Event]:
     parser = SSEParser()

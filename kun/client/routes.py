@@ -101,13 +101,14 @@ TRASH = Route("trash", "GET", "/v1/trash", None, a.TrashPage)
 RESTORE = Route("restore_thread", "POST", "/v1/trash/{entry}/restore", r.RestoreThread, a.Restored)
 COLLECT = Route("collect", "POST", f"{_T}/gc", r.Collect, a.Collected)
 RECONCILE = Route("reconcile", "POST", "/v1/reconcile", r.NoBody, a.Reconciled)
+PROVIDERS = Route("providers", "GET", "/v1/providers", None, a.Providers)
 OPENAPI = Route("openapi", "GET", "/openapi.json", None, dict)
 
 ROUTES: tuple[Route[Any], ...] = (
     CREATE_THREAD, THREADS, THREAD, UPDATE_THREAD, START_TURN, TURN, STEER, INTERRUPT, REWIND,
     UNDO_REWIND, FORK, COMPACT, ANSWER_APPROVAL, ANSWER_USER_INPUT, THREAD_USAGE, USAGE,
     TRANSCRIPT, LOG, EXPORT, IMPORT, EVENTS, ALL_EVENTS, SET_GOAL, CHANGE_GOAL, CLEAR_GOAL,
-    GOAL_RESUME, TRASH_THREAD, TRASH, RESTORE, COLLECT, RECONCILE, OPENAPI,
+    GOAL_RESUME, TRASH_THREAD, TRASH, RESTORE, COLLECT, RECONCILE, PROVIDERS, OPENAPI,
 )  # fmt: skip
 """Every operation but ``GET /docs`` (a page for a browser)."""
 
@@ -261,6 +262,10 @@ class Calls:
     @staticmethod
     def reconcile() -> Call[a.Reconciled]:
         return RECONCILE.call(body=r.NoBody())
+
+    @staticmethod
+    def providers() -> Call[a.Providers]:
+        return PROVIDERS.call()
 
     @staticmethod
     def openapi() -> Call[dict[str, Any]]:

@@ -265,6 +265,9 @@ class KunClient:
     def reconcile(self) -> a.Reconciled:
         return self._do(Calls.reconcile())
 
+    def providers(self) -> a.Providers:
+        return self._do(Calls.providers())
+
 
 def _chunks(path: Path) -> Iterator[bytes]:
     with open(path, "rb") as file:

@@ -10,6 +10,9 @@ trash lists, or a thread id for its latest removal; 201). ``POST
 rewinds hid (``confirm``: removes the old ones a gc kept). A thread a turn
 runs in, or another process writes, is 409 ``thread_locked``. Paths in the
 answers are relative to the home, which a client is never shown.
+
+``GET /v1/providers`` (beside them, for want of a better home) lists the
+providers the server's turns can run on, for a session's ``/model``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ async def reconcile(request: Request) -> Response:
     return json_response(await kun_of(request).reconcile())
 
 
+async def providers(request: Request) -> Response:
+    return json_response(await kun_of(request).providers())
+
+
 def cleanup_routes() -> list[BaseRoute]:
     return [
         Route("/v1/threads/{thread_id}", trash_thread, methods=["DELETE"]),
@@ -61,4 +68,5 @@ def cleanup_routes() -> list[BaseRoute]:
         Route("/v1/trash/{entry}/restore", restore, methods=["POST"]),
         Route("/v1/threads/{thread_id}/gc", collect, methods=["POST"]),
         Route("/v1/reconcile", reconcile, methods=["POST"]),
+        Route("/v1/providers", providers, methods=["GET"]),
     ]

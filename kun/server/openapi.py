@@ -88,6 +88,8 @@ OPERATIONS: tuple[Operation, ...] = (
               bodies.RestoreThread, {201: answers.Restored}),
     Operation("POST", "/v1/reconcile", "Settle turns a process that died left running",
               bodies.NoBody, {200: answers.Reconciled}),
+    Operation("GET", "/v1/providers", "The providers this server's turns can run on "
+              "(kun.toml's, in its order)", None, {200: answers.Providers}),
     Operation("POST", f"{_THREAD}/compact",
               "Compact the history now, as its own short turn (200 and turn_id null: nothing to "
               "summarise yet)", bodies.NoBody,

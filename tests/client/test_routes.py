@@ -107,6 +107,7 @@ USES: list[Use] = [
     ("restore_thread", ("20260101-thr_a",), {"as_id": "thr_z"}),
     ("collect", (T,), {"confirm": True}),
     ("reconcile", (), {}),
+    ("providers", (), {}),
     ("openapi", (), {}),
 ]
 """Each client method once per route it sends (paths relative to a

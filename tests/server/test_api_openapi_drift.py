@@ -187,6 +187,7 @@ async def _answers(a: Api) -> list[tuple[str, str, httpx.Response]]:
     await ask("DELETE", f"{t}/goal", f"{one}/goal")
     await ask("POST", f"{t}/gc", f"{one}/gc", json={})
     await ask("POST", "/v1/reconcile", "/v1/reconcile")
+    await ask("GET", "/v1/providers", "/v1/providers")
     trashed = await ask("DELETE", t, one)
     await ask("GET", "/v1/trash", "/v1/trash")
     entry = trashed.json()["entry"]
