@@ -15,6 +15,7 @@ from kun.store import (
     InvalidThreadId,
     JsonlEventStore,
     MemoryEventStore,
+    PostgresEventStore,
     ReadReport,
     SeqConflict,
     StoreClosed,
@@ -25,11 +26,15 @@ from tests.store.factories import TID, delta, every_kind, warning, warnings
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["jsonl", "memory"])
+@pytest.fixture(params=["jsonl", "memory", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventStore]:
-    adapter: EventStore = (
-        JsonlEventStore(tmp_path / "home") if request.param == "jsonl" else MemoryEventStore()
-    )
+    adapter: EventStore
+    if request.param == "jsonl":
+        adapter = JsonlEventStore(tmp_path / "home")
+    elif request.param == "memory":
+        adapter = MemoryEventStore()
+    else:
+        adapter = PostgresEventStore(request.getfixturevalue("postgres_url"))
     async with adapter:
         yield adapter
 
