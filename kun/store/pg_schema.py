@@ -103,11 +103,14 @@ class Target:
             text = text.replace(secret, "***")
         return text
 
+    def reason(self, exc: psycopg.Error) -> str:
+        """What a driver's error says, on one line, the password masked."""
+        return self.scrub(" ".join(str(exc).split()) or type(exc).__name__)
+
     def unavailable(self, exc: psycopg.Error) -> StoreUnavailable:
         """The store's error for a driver's one (not chained to it: a
         driver's message may echo connection parameters)."""
-        reason = self.scrub(str(exc).strip() or type(exc).__name__)
-        return StoreUnavailable(self.where, reason, exc.sqlstate)
+        return StoreUnavailable(self.where, self.reason(exc), exc.sqlstate)
 
     def __repr__(self) -> str:
         return f"Target({self.where!r})"

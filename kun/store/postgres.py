@@ -30,31 +30,25 @@ Durability. An append commits before it returns. Deltas and pipeline stages
 durable with the next durable commit (any, since the WAL is one stream),
 ``sync`` or ``aclose``, or within the server's WAL writer delay.
 
-Connections. The async methods share a pool of connections; the blocking
-ones (``read``, ``exists``, ``list_threads``, side files) another, since
-the protocol makes them synchronous and side files are used from worker
-threads. Both open on first use, when the schema is created or checked
-(:func:`kun.store.pg_schema.check_schema`). After ``aclose`` reads still
-work, each on a connection of its own. Driver errors become
-``StoreUnavailable`` (``LogWriteFailed`` while writing), whose messages name
-the database by its URL without the password.
+Connections (:mod:`kun.store.pg_connections`): a pool for the async
+methods and one for the blocking ones, opened on first use, when the schema
+is created or checked. After ``aclose`` reads still work, each on a
+connection of its own. Driver errors become ``StoreUnavailable``
+(``LogWriteFailed`` while writing), whose messages name the database by its
+URL without the password.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.rows import TupleRow
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from kun.contracts.events import EVENT_TYPES, Event, EventBase
 from kun.store.codec import encode_line
@@ -68,14 +62,12 @@ from kun.store.errors import (
 )
 from kun.store.jsonl import GROUP_COMMIT_KINDS
 from kun.store.paths import validate_thread_id
+from kun.store.pg_connections import AsyncConnection, Connections
 from kun.store.pg_rows import PostgresBlobStore, read_rows
-from kun.store.pg_schema import Target, advisory_key, check_schema, check_schema_sync
+from kun.store.pg_schema import Target, advisory_key
 from kun.store.port import ReadMode, ReadReport
 
 __all__ = ["PostgresEventStore"]
-
-_AsyncConnection = psycopg.AsyncConnection[TupleRow]
-_Connection = psycopg.Connection[TupleRow]
 
 _KIND: dict[type[EventBase], str] = {t: str(t.__struct_config__.tag) for t in EVENT_TYPES}
 _MAX_SEQ = 2**63 - 1
@@ -98,6 +90,7 @@ INSERT INTO threads (thread_id, created_at, updated_at, last_seq) VALUES (%s, %s
 ON CONFLICT (thread_id) DO NOTHING
 """
 _LAST_SEQ = "SELECT last_seq FROM threads WHERE thread_id = %s"
+_LOG_END = "SELECT coalesce(max(seq), 0) FROM events WHERE thread_id = %s"
 _EXISTS = "SELECT 1 FROM threads WHERE thread_id = %s"
 _LIST = "SELECT thread_id FROM threads"
 _PAGE = """
@@ -127,14 +120,8 @@ class PostgresEventStore:
     def __init__(self, url: str, *, max_connections: int = 10, timeout: float = 30.0) -> None:
         self._target = Target(url)
         self.where = self._target.where
-        self._max_connections = max_connections
-        self._timeout = timeout
-        self._schema_checked = False
-        self._pool: AsyncConnectionPool[_AsyncConnection] | None = None
-        self._opening = anyio.Lock()
-        self._sync_pool: ConnectionPool[_Connection] | None = None
-        self._sync_opening = threading.Lock()
-        self._locker: _AsyncConnection | None = None
+        self._db = Connections(self._target, max_connections, timeout)
+        self._locker: AsyncConnection | None = None
         self._claiming = anyio.Lock()
         self._held: set[str] = set()
         self._async_commits = 0
@@ -162,7 +149,7 @@ class PostgresEventStore:
         durable_now = durable and must_sync
         commits = self._async_commits
         if await self._write(thread_id, params, durable_now) != len(events):
-            raise SeqConflict(thread_id, expected_seq, await self.last_seq(thread_id))
+            raise SeqConflict(thread_id, expected_seq, await self._log_end(thread_id))
         if durable_now:
             self._flushed = max(self._flushed, commits)
         else:
@@ -177,7 +164,7 @@ class PostgresEventStore:
             if thread_id not in self._held:
                 await self._lock(thread_id)
         now = time.time_ns() // 1_000_000
-        async with self._connection() as conn, conn.pipeline():
+        async with self._db.connection() as conn, conn.pipeline():
             await conn.execute(_CREATE_THREAD, [thread_id, now, now])
             row = await (await conn.execute(_LAST_SEQ, [thread_id])).fetchone()
         assert row is not None
@@ -203,7 +190,7 @@ class PostgresEventStore:
         top = _MAX_SEQ if until is None else until
 
         def rows(last: int, count: int) -> list[tuple[int, bytes]]:
-            with self._sync_connection() as conn:
+            with self._db.sync_connection() as conn:
                 cursor = conn.execute(_PAGE, [thread_id, last, top, count], binary=True)
                 return [(seq, line) for seq, line in cursor.fetchall()]
 
@@ -229,17 +216,17 @@ class PostgresEventStore:
 
     async def last_seq(self, thread_id: str) -> int:
         validate_thread_id(thread_id)
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             row = await (await conn.execute(_LAST_SEQ, [thread_id])).fetchone()
         return 0 if row is None else int(row[0])
 
     def exists(self, thread_id: str) -> bool:
         validate_thread_id(thread_id)
-        with self._sync_connection() as conn:
+        with self._db.sync_connection() as conn:
             return conn.execute(_EXISTS, [thread_id]).fetchone() is not None
 
     def list_threads(self) -> list[str]:
-        with self._sync_connection() as conn:
+        with self._db.sync_connection() as conn:
             return sorted(str(row[0]) for row in conn.execute(_LIST).fetchall())
 
     async def sync(self, thread_id: str) -> None:
@@ -252,7 +239,7 @@ class PostgresEventStore:
 
     def blobs(self, thread_id: str) -> PostgresBlobStore:
         validate_thread_id(thread_id)
-        return PostgresBlobStore(self._sync_connection, thread_id, self.where)
+        return PostgresBlobStore(self._db.sync_connection, thread_id, self.where)
 
     async def aclose(self) -> None:
         """See :meth:`kun.store.port.EventStore.aclose`: flush what was
@@ -264,17 +251,11 @@ class PostgresEventStore:
         finally:
             self._held.clear()
             await self._drop_locker()
-            pool, self._pool = self._pool, None
-            if pool is not None:
-                await pool.close()
-            with self._sync_opening:
-                sync_pool, self._sync_pool = self._sync_pool, None
-            if sync_pool is not None:
-                sync_pool.close()
+            await self._db.aclose()
 
     async def __aenter__(self) -> Self:
         """Connect, and create or check the schema, now."""
-        await self._async_pool()
+        await self._db.open()
         return self
 
     async def __aexit__(
@@ -288,7 +269,7 @@ class PostgresEventStore:
     async def _write(self, thread_id: str, params: dict[str, Any], durable: bool) -> int:
         """Run the append statement; the number of rows it wrote (0 when the
         compare-and-set or the primary key refused the batch)."""
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             try:
                 async with conn.pipeline(), conn.transaction():
                     if not durable:
@@ -298,15 +279,22 @@ class PostgresEventStore:
                 return 0
             except psycopg.OperationalError as exc:
                 where = f"{self.where} thread {thread_id}"
-                raise LogWriteFailed(where, self._target.scrub(str(exc))) from None
+                raise LogWriteFailed(where, self._target.reason(exc)) from None
             return cursor.rowcount
+
+    async def _log_end(self, thread_id: str) -> int:
+        """The seq of the thread's last row: what a refused append ran into
+        (the thread's ``last_seq``, unless a row was written around it)."""
+        async with self._db.connection() as conn:
+            row = await (await conn.execute(_LOG_END, [thread_id])).fetchone()
+        return 0 if row is None else int(row[0])
 
     async def _flush(self) -> None:
         """Make every commit so far durable, if some were asynchronous."""
         target = self._async_commits
         if self._flushed >= target:
             return
-        async with self._connection() as conn:
+        async with self._db.connection() as conn:
             await conn.execute(_FLUSH)
         self._flushed = max(self._flushed, target)
 
@@ -328,20 +316,16 @@ class PostgresEventStore:
         lock = f"advisory lock in {self.where}"
         raise ThreadLocked(thread_id, lock, None if holder is None else _pid(holder[0]))
 
-    async def _lock_connection(self) -> _AsyncConnection:
+    async def _lock_connection(self) -> AsyncConnection:
         """The connection that holds this store's locks; a new one (and no
         locks held) when the last one broke."""
         locker = self._locker
         if locker is not None and not locker.closed:
             return locker
         self._held.clear()
-        await self._async_pool()
-        with self._translated():
-            self._locker = await psycopg.AsyncConnection.connect(
-                self._target.conninfo,
-                autocommit=True,
-                application_name=f"{_APPLICATION} {os.getpid()}",
-            )
+        await self._db.open()
+        with self._db.translated():
+            self._locker = await self._db.connect(f"{_APPLICATION} {os.getpid()}")
         return self._locker
 
     async def _drop_locker(self) -> None:
@@ -349,92 +333,6 @@ class PostgresEventStore:
         if locker is not None:
             self._held.clear()
             await locker.close()
-
-    async def _async_pool(self) -> AsyncConnectionPool[_AsyncConnection] | None:
-        """The async pool, opened (the schema checked first) on first use;
-        ``None`` once the store is closed."""
-        if self._pool is not None or self._closed:
-            return self._pool
-        async with self._opening:
-            if self._pool is None and not self._closed:
-                with self._translated():
-                    if not self._schema_checked:
-                        async with await self._connect() as conn:
-                            await check_schema(conn, self.where)
-                        self._schema_checked = True
-                    pool = AsyncConnectionPool(
-                        self._target.conninfo,
-                        min_size=1,
-                        max_size=self._max_connections,
-                        open=False,
-                        kwargs={"autocommit": True},
-                        timeout=self._timeout,
-                        name="kun-events",
-                    )
-                    await pool.open()
-                    self._pool = pool
-        return self._pool
-
-    async def _connect(self) -> _AsyncConnection:
-        return await psycopg.AsyncConnection.connect(self._target.conninfo, autocommit=True)
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[_AsyncConnection]:
-        """A pooled connection, or once closed one of its own."""
-        pool = await self._async_pool()
-        with self._translated():
-            if pool is not None:
-                async with pool.connection() as conn:
-                    yield conn
-            else:
-                async with await self._connect() as conn:
-                    if not self._schema_checked:
-                        await check_schema(conn, self.where)
-                    yield conn
-
-    def _sync_pool_opened(self) -> ConnectionPool[_Connection] | None:
-        """The blocking pool, as :meth:`_async_pool`; safe from any thread."""
-        if self._sync_pool is not None or self._closed:
-            return self._sync_pool
-        with self._sync_opening:
-            if self._sync_pool is None and not self._closed:
-                if not self._schema_checked:
-                    with psycopg.connect(self._target.conninfo, autocommit=True) as conn:
-                        check_schema_sync(conn, self.where)
-                    self._schema_checked = True
-                pool = ConnectionPool(
-                    self._target.conninfo,
-                    min_size=1,
-                    max_size=self._max_connections,
-                    open=False,
-                    kwargs={"autocommit": True},
-                    timeout=self._timeout,
-                    name="kun-reads",
-                )
-                pool.open()
-                self._sync_pool = pool
-        return self._sync_pool
-
-    @contextmanager
-    def _sync_connection(self) -> Iterator[_Connection]:
-        """A blocking pooled connection, or once closed one of its own."""
-        with self._translated():
-            pool = self._sync_pool_opened()
-            if pool is not None:
-                with pool.connection() as conn:
-                    yield conn
-            else:
-                with psycopg.connect(self._target.conninfo, autocommit=True) as conn:
-                    if not self._schema_checked:
-                        check_schema_sync(conn, self.where)
-                    yield conn
-
-    @contextmanager
-    def _translated(self) -> Iterator[None]:
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise self._target.unavailable(exc) from None
 
 
 def _batch(
