@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 from collections.abc import Iterator
@@ -48,19 +49,19 @@ def _unavailable(reason: str) -> NoReturn:
 def postgres_server() -> Iterator[PgServer]:
     """A throwaway PostgreSQL server (:mod:`tests.pg_server`), one per
     xdist worker, started when a test first asks for it."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("psycopg") is None:
         _unavailable("psycopg is not installed: pip install -e '.[test]'")
     try:
-        server = start_server()
+        server: PgServer | str = start_server()
     except FileNotFoundError:
-        _unavailable(
+        server = (
             "no initdb on PATH nor under /usr/lib/postgresql/*/bin: "
             "apt-get install postgresql to run the PostgreSQL tests"
         )
     except RuntimeError as exc:
-        _unavailable(f"cannot start a throwaway PostgreSQL server: {exc}")
+        server = f"cannot start a throwaway PostgreSQL server: {exc}"
+    if isinstance(server, str):
+        _unavailable(server)
     try:
         yield server
     finally:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 __all__ = ["PgServer", "find_binary", "start_server"]
 
+PG_LIB = Path("/usr/lib/postgresql")
 USER = "kun"
 START_ATTEMPTS = 3
 SETTINGS = (
@@ -62,12 +63,14 @@ class PgServer:
 
 
 def find_binary(name: str) -> Path | None:
-    """``name`` on ``PATH``, else in the newest ``/usr/lib/postgresql/*/bin``."""
+    """``name`` on ``PATH`` (where Debian links it from
+    ``/usr/lib/postgresql/<version>/bin``, which is then where the others
+    are too), else in the newest ``/usr/lib/postgresql/*/bin``."""
     found = shutil.which(name)
     if found is not None:
-        return Path(found)
+        return Path(found).resolve()
     versions = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin"),
+        PG_LIB.glob("*/bin"),
         key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
         reverse=True,
     )

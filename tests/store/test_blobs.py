@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
-import psycopg
 import pytest
 
 from kun.contracts.items import BlobRef
 from kun.store.blobs import BlobAltered, BlobError, BlobMissing, BlobStore, blob_ref
 from kun.store.jsonl import JsonlEventStore
 from kun.store.memory import MemoryEventStore
-from kun.store.postgres import PostgresEventStore
+
+if TYPE_CHECKING:
+    from kun.store.postgres import PostgresEventStore
 
 DATA = b"x" * 70_000 + "\u00e9 end".encode()
 
@@ -26,9 +28,15 @@ def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]
     elif request.param == "memory":
         yield MemoryEventStore().blobs("thr_1")
     else:
-        store = PostgresEventStore(request.getfixturevalue("postgres_url"))
+        store = _postgres_store(request.getfixturevalue("postgres_url"))
         yield store.blobs("thr_1")
         anyio.run(store.aclose)
+
+
+def _postgres_store(url: str) -> PostgresEventStore:
+    from kun.store.postgres import PostgresEventStore  # psycopg: the url's fixture skips without
+
+    return PostgresEventStore(url)
 
 
 def test_put_then_get_round_trips_the_bytes(blobs: BlobStore) -> None:
@@ -87,7 +95,9 @@ def test_an_altered_side_file_is_an_error_naming_it(tmp_path: Path, altered: byt
 
 @pytest.mark.parametrize("altered", [b"z" * len(DATA), DATA[:-1], DATA + b"!"])
 def test_an_altered_database_side_file_is_an_error(postgres_url: str, altered: bytes) -> None:
-    store = PostgresEventStore(postgres_url)
+    import psycopg
+
+    store = _postgres_store(postgres_url)
     blobs = store.blobs("thr_1")
     ref = blobs.put(DATA)
     with psycopg.connect(postgres_url, autocommit=True) as sql:
@@ -99,7 +109,9 @@ def test_an_altered_database_side_file_is_an_error(postgres_url: str, altered: b
 
 
 def test_database_side_files_are_stored_once_for_every_thread(postgres_url: str) -> None:
-    store = PostgresEventStore(postgres_url)
+    import psycopg
+
+    store = _postgres_store(postgres_url)
     refs = {store.blobs(thread).put(DATA) for thread in ("thr_1", "thr_2", "thr_1")}
     assert refs == {blob_ref(DATA)}
     assert store.blobs("thr_3").get(blob_ref(DATA)) == DATA

@@ -15,7 +15,6 @@ from kun.store import (
     InvalidThreadId,
     JsonlEventStore,
     MemoryEventStore,
-    PostgresEventStore,
     ReadReport,
     SeqConflict,
     StoreClosed,
@@ -39,6 +38,8 @@ def _opener(request: pytest.FixtureRequest, tmp_path: Path) -> OpenStore:
     if request.param == "memory":
         return MemoryEventStore
     url: str = request.getfixturevalue("postgres_url")
+    from kun.store.postgres import PostgresEventStore  # psycopg: skipped above if missing
+
     return lambda: PostgresEventStore(url)
 
 
