@@ -1,10 +1,13 @@
 """The append-only event log: the ``EventStore`` port and its adapters.
 
-The writers (``JsonlEventStore``, ``MemoryEventStore``) import anyio, so they
-are loaded on first use: reading a log (``kun replay``) never pays for them.
+The writers (``JsonlEventStore``, ``MemoryEventStore``,
+``PostgresEventStore``) import anyio, and the last psycopg, so they are loaded
+on first use: reading a log (``kun replay``) never pays for them.
 
 ``JsonlEventStore`` keeps one ``events.jsonl`` per thread under the kun home;
-``MemoryEventStore`` is the in-memory fake with the same contract.
+``PostgresEventStore`` keeps threads in a PostgreSQL database
+(``pip install 'kun[postgres]'``); ``MemoryEventStore`` is the in-memory fake
+with the same contract.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from kun.store.errors import (
     InvalidSequence,
     InvalidThreadId,
     LogWriteFailed,
+    SchemaTooNew,
     SeqConflict,
     StoreClosed,
+    StoreUnavailable,
     ThreadLocked,
     ThreadNotFound,
     UnknownEventKind,
@@ -31,11 +36,13 @@ from kun.store.reader import read_log
 if TYPE_CHECKING:
     from kun.store.jsonl import GROUP_COMMIT_KINDS, JsonlEventStore
     from kun.store.memory import MemoryEventStore
+    from kun.store.postgres import PostgresEventStore
 
 _LAZY = {
     "GROUP_COMMIT_KINDS": "kun.store.jsonl",
     "JsonlEventStore": "kun.store.jsonl",
     "MemoryEventStore": "kun.store.memory",
+    "PostgresEventStore": "kun.store.postgres",
 }
 
 
@@ -55,10 +62,13 @@ __all__ = [
     "JsonlEventStore",
     "LogWriteFailed",
     "MemoryEventStore",
+    "PostgresEventStore",
     "ReadMode",
     "ReadReport",
+    "SchemaTooNew",
     "SeqConflict",
     "StoreClosed",
+    "StoreUnavailable",
     "ThreadLocked",
     "ThreadNotFound",
     "TornTail",

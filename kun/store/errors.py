@@ -16,12 +16,17 @@
         │                       closed and reopens (and re-checks the log) on the
         │                       next append
         ├── StoreClosed         the store was used after ``aclose``
+        ├── StoreUnavailable    the database could not be reached or refused a
+        │   │                   statement (a store over a database only)
+        │   └── SchemaTooNew    the database's kun schema is newer than this kun
         └── CorruptLog          a bad line where a good one must be
             └── UnknownEventKind  strict replay met a kind this version does not
                                   know (a log written by a newer kun)
 
 Every error carries its facts as attributes; callers classify by type and read
-the attributes, never the message.
+the attributes, never the message. Where a file is named (``path``,
+``lock_path``), a store over a database names the thread's log or lock in it
+instead, as a string that never holds a password.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ __all__ = [
     "InvalidSequence",
     "InvalidThreadId",
     "LogWriteFailed",
+    "SchemaTooNew",
     "SeqConflict",
     "StoreClosed",
+    "StoreUnavailable",
     "ThreadLocked",
     "ThreadNotFound",
     "UnknownEventKind",
@@ -96,14 +103,16 @@ class InvalidSequence(RuntimeFailure):
 
 
 class ThreadLocked(RuntimeFailure):
-    """Raised when another writer holds the thread's lock file. ``kind`` and
-    ``url`` are what the holder said it is (:func:`kun.store.lock.set_holder`):
-    a thread ``kun serve`` writes is named as such, with the way through it."""
+    """Raised when another writer holds the thread's lock file (or, in a
+    database, its lock: ``lock_path`` is then a string naming it). ``kind``
+    and ``url`` are what the holder said it is
+    (:func:`kun.store.lock.set_holder`): a thread ``kun serve`` writes is
+    named as such, with the way through it."""
 
     def __init__(
         self,
         thread_id: str,
-        lock_path: Path,
+        lock_path: Path | str,
         holder_pid: int | None,
         *,
         kind: str = "",
@@ -125,9 +134,10 @@ class ThreadLocked(RuntimeFailure):
             )
         else:
             holder = "an unknown process" if holder_pid is None else f"process {holder_pid}"
+            lock = f"lock file {lock_path}" if isinstance(lock_path, Path) else lock_path
             message = (
                 f"thread {thread_id!r} is being written by {holder} "
-                f"(lock file {lock_path}); only one writer per thread is allowed"
+                f"({lock}); only one writer per thread is allowed"
             )
         super().__init__(message)
 
@@ -138,7 +148,7 @@ class LogWriteFailed(RuntimeFailure):
     which re-reads the tail, so a retry sees either ``SeqConflict`` (they are
     there) or success."""
 
-    def __init__(self, path: Path, reason: str) -> None:
+    def __init__(self, path: Path | str, reason: str) -> None:
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: write failed: {reason}")
@@ -151,15 +161,43 @@ class StoreClosed(RuntimeFailure):
         super().__init__("the event store is closed")
 
 
+class StoreUnavailable(RuntimeFailure):
+    """Raised by a store over a database when the database cannot be reached
+    or refuses a statement. ``where`` names the database (its URL without
+    the password), ``reason`` says what failed; ``sqlstate`` is the
+    server's error code when it gave one."""
+
+    def __init__(self, where: str, reason: str, sqlstate: str | None = None) -> None:
+        self.where = where
+        self.reason = reason
+        self.sqlstate = sqlstate
+        super().__init__(f"{where}: {reason}")
+
+
+class SchemaTooNew(StoreUnavailable):
+    """Raised when a database holds a kun schema newer than this kun knows:
+    a newer kun created or migrated it, and this one would misread it."""
+
+    def __init__(self, where: str, found: int, known: int) -> None:
+        self.found = found
+        self.known = known
+        super().__init__(
+            where,
+            f"its kun schema is version {found}, newer than this kun's version {known}; "
+            "upgrade kun to use this database",
+        )
+
+
 class CorruptLog(RuntimeFailure):
     """A line that must be a good event is not (a torn *last* line is not an
     error: readers report it, the writer repairs it).
 
-    ``line`` is 1-based; ``last_good_seq`` is the seq of the last event decoded
+    ``line`` is 1-based (in a database, where each event is a row, the
+    row's seq); ``last_good_seq`` is the seq of the last event decoded
     before the bad line (0 if none), so the log can be cut there by hand.
     """
 
-    def __init__(self, path: Path, line: int, last_good_seq: int, reason: str) -> None:
+    def __init__(self, path: Path | str, line: int, last_good_seq: int, reason: str) -> None:
         self.path = path
         self.line = line
         self.last_good_seq = last_good_seq
@@ -170,7 +208,7 @@ class CorruptLog(RuntimeFailure):
 class UnknownEventKind(CorruptLog):
     """Strict replay met a kind this version of kun does not know."""
 
-    def __init__(self, path: Path, line: int, last_good_seq: int, kind: str) -> None:
+    def __init__(self, path: Path | str, line: int, last_good_seq: int, kind: str) -> None:
         self.kind = kind
         super().__init__(
             path,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import anyio
 import pytest
 
 from kun.contracts.items import BlobRef
@@ -12,14 +15,28 @@ from kun.store.blobs import BlobAltered, BlobError, BlobMissing, BlobStore, blob
 from kun.store.jsonl import JsonlEventStore
 from kun.store.memory import MemoryEventStore
 
+if TYPE_CHECKING:
+    from kun.store.postgres import PostgresEventStore
+
 DATA = b"x" * 70_000 + "\u00e9 end".encode()
 
 
-@pytest.fixture(params=["jsonl", "memory"])
-def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> BlobStore:
+@pytest.fixture(params=["jsonl", "memory", "postgres"])
+def blobs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
     if request.param == "jsonl":
-        return JsonlEventStore(tmp_path / "home").blobs("thr_1")
-    return MemoryEventStore().blobs("thr_1")
+        yield JsonlEventStore(tmp_path / "home").blobs("thr_1")
+    elif request.param == "memory":
+        yield MemoryEventStore().blobs("thr_1")
+    else:
+        store = _postgres_store(request.getfixturevalue("postgres_url"))
+        yield store.blobs("thr_1")
+        anyio.run(store.aclose)
+
+
+def _postgres_store(url: str) -> PostgresEventStore:
+    from kun.store.postgres import PostgresEventStore  # psycopg: the url's fixture skips without
+
+    return PostgresEventStore(url)
 
 
 def test_put_then_get_round_trips_the_bytes(blobs: BlobStore) -> None:
@@ -74,6 +91,33 @@ def test_an_altered_side_file_is_an_error_naming_it(tmp_path: Path, altered: byt
     with pytest.raises(BlobAltered, match="altered") as raised:
         blobs.get(ref)
     assert blobs.where(ref) in str(raised.value)
+
+
+@pytest.mark.parametrize("altered", [b"z" * len(DATA), DATA[:-1], DATA + b"!"])
+def test_an_altered_database_side_file_is_an_error(postgres_url: str, altered: bytes) -> None:
+    import psycopg
+
+    store = _postgres_store(postgres_url)
+    blobs = store.blobs("thr_1")
+    ref = blobs.put(DATA)
+    with psycopg.connect(postgres_url, autocommit=True) as sql:
+        sql.execute("UPDATE blobs SET data = %s WHERE sha256 = %s", [altered, ref.sha256])
+    with pytest.raises(BlobAltered, match="altered") as raised:
+        blobs.get(ref)
+    assert blobs.where(ref) in str(raised.value) and ref.sha256 in blobs.where(ref)
+    anyio.run(store.aclose)
+
+
+def test_database_side_files_are_stored_once_for_every_thread(postgres_url: str) -> None:
+    import psycopg
+
+    store = _postgres_store(postgres_url)
+    refs = {store.blobs(thread).put(DATA) for thread in ("thr_1", "thr_2", "thr_1")}
+    assert refs == {blob_ref(DATA)}
+    assert store.blobs("thr_3").get(blob_ref(DATA)) == DATA
+    with psycopg.connect(postgres_url) as sql:
+        assert sql.execute("SELECT count(*) FROM blobs").fetchone() == (1,)
+    anyio.run(store.aclose)
 
 
 def test_an_altered_memory_side_file_is_an_error() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import anyio
@@ -18,6 +18,7 @@ from kun.store import (
     ReadReport,
     SeqConflict,
     StoreClosed,
+    ThreadLocked,
     ThreadNotFound,
 )
 from tests.store.factories import TID, delta, every_kind, warning, warnings
@@ -25,13 +26,38 @@ from tests.store.factories import TID, delta, every_kind, warning, warnings
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["jsonl", "memory"])
+OpenStore = Callable[[], EventStore]
+
+
+def _opener(request: pytest.FixtureRequest, tmp_path: Path) -> OpenStore:
+    """Opens the adapter ``request.param`` names over the test's storage:
+    every store it opens sees the same threads (the memory store's are its
+    own)."""
+    if request.param == "jsonl":
+        return lambda: JsonlEventStore(tmp_path / "home")
+    if request.param == "memory":
+        return MemoryEventStore
+    url: str = request.getfixturevalue("postgres_url")
+    from kun.store.postgres import PostgresEventStore  # psycopg: skipped above if missing
+
+    return lambda: PostgresEventStore(url)
+
+
+@pytest.fixture(params=["jsonl", "memory", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventStore]:
-    adapter: EventStore = (
-        JsonlEventStore(tmp_path / "home") if request.param == "jsonl" else MemoryEventStore()
-    )
-    async with adapter:
+    async with _opener(request, tmp_path)() as adapter:
         yield adapter
+
+
+@pytest.fixture(params=["jsonl", "postgres"])
+async def two_stores(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[EventStore, EventStore]]:
+    """Two stores over the same storage, as two processes (or machines)
+    open it: the adapters whose storage is shared."""
+    open_store = _opener(request, tmp_path)
+    async with open_store() as first, open_store() as second:
+        yield first, second
 
 
 async def test_round_trip_of_every_kind(store: EventStore) -> None:
@@ -202,3 +228,38 @@ async def test_a_closed_store_refuses_writes_but_still_reads(store: EventStore) 
     with pytest.raises(StoreClosed):
         await store.claim("thr_other")
     assert [e.seq for e in store.read(TID)] == [1, 2]
+
+
+async def test_a_second_store_is_refused_while_the_first_writes(
+    two_stores: tuple[EventStore, EventStore],
+) -> None:
+    store, other = two_stores
+    await store.append(TID, warnings(1, 2), expected_seq=0)
+    with pytest.raises(ThreadLocked, match="only one writer per thread"):
+        await other.claim(TID)
+    with pytest.raises(ThreadLocked):
+        await other.append(TID, [warning(3)], expected_seq=2)
+    assert await other.last_seq(TID) == 2
+    assert [e.seq for e in other.read(TID)] == [1, 2]
+
+    await store.release(TID)
+    assert await other.claim(TID) == 2
+    assert await other.append(TID, [warning(3)], expected_seq=2) == 3
+    with pytest.raises(ThreadLocked):
+        await store.claim(TID)
+    await other.release(TID)
+    with pytest.raises(SeqConflict) as caught:
+        await store.append(TID, [warning(3)], expected_seq=2)
+    assert (caught.value.expected, caught.value.actual) == (2, 3)
+    assert await store.append(TID, [warning(4)], expected_seq=3) == 4
+    assert [e.seq for e in other.read(TID)] == [1, 2, 3, 4]
+
+
+async def test_closing_a_store_lets_another_write(
+    two_stores: tuple[EventStore, EventStore],
+) -> None:
+    store, other = two_stores
+    await store.append(TID, warnings(1, 2), expected_seq=0)
+    await store.aclose()
+    assert await other.append(TID, [warning(3)], expected_seq=2) == 3
+    assert other.list_threads() == [TID]
