@@ -9,7 +9,7 @@ as root, so as root the server runs as an unprivileged user (``postgres``
 when the package created it, else ``nobody``) that owns the directory.
 
 The cluster is for tests only: trust authentication on loopback, and
-nothing is fsynced.
+(unless a benchmark asks otherwise) nothing is fsynced.
 """
 
 from __future__ import annotations
@@ -28,13 +28,9 @@ __all__ = ["PgServer", "find_binary", "start_server"]
 PG_LIB = Path("/usr/lib/postgresql")
 USER = "kun"
 START_ATTEMPTS = 3
-SETTINGS = (
-    "listen_addresses=127.0.0.1",
-    "fsync=off",
-    "synchronous_commit=off",
-    "full_page_writes=off",
-    "max_connections=200",
-)
+SETTINGS = ("listen_addresses=127.0.0.1", "max_connections=200")
+UNSAFE = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+"""For tests: nothing reaches the disk for sure (a benchmark keeps the defaults)."""
 
 
 class PgServer:
@@ -80,10 +76,11 @@ def find_binary(name: str) -> Path | None:
     return None
 
 
-def start_server() -> PgServer:
+def start_server(*, durable: bool = False) -> PgServer:
     """Create a cluster in a new temporary directory and start it; raise
     ``RuntimeError`` (saying why) when that fails. ``FileNotFoundError``
-    when there is no ``initdb``."""
+    when there is no ``initdb``. ``durable``: fsync as a real server does
+    (for benchmarks), else :data:`UNSAFE`."""
     initdb = find_binary("initdb")
     if initdb is None:
         raise FileNotFoundError("initdb")
@@ -95,20 +92,20 @@ def start_server() -> PgServer:
         run_as = _unprivileged(root)
         command = [*run_as, str(initdb), "-D", str(root / "data"), "-U", USER]
         _run([*command, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
-        return _start(root, bin_dir, run_as)
+        return _start(root, bin_dir, run_as, SETTINGS if durable else SETTINGS + UNSAFE)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
 
 
-def _start(root: Path, bin_dir: Path, run_as: list[str]) -> PgServer:
+def _start(root: Path, bin_dir: Path, run_as: list[str], settings: Sequence[str]) -> PgServer:
     """``pg_ctl start`` on a free port; another process may take the port
     between the probe and the start, so a failed start is tried again on
     another one."""
     failure: RuntimeError | None = None
     for _ in range(START_ATTEMPTS):
         port = _free_port()
-        options = " ".join([f"-p {port}", f"-k {root}", *(f"-c {s}" for s in SETTINGS)])
+        options = " ".join([f"-p {port}", f"-k {root}", *(f"-c {s}" for s in settings)])
         command = [*run_as, str(bin_dir / "pg_ctl"), "-D", str(root / "data")]
         command += ["-o", options, "-l", str(root / "server.log"), "-w", "start"]
         try:
