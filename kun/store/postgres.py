@@ -62,6 +62,7 @@ from kun.store.errors import (
 )
 from kun.store.jsonl import GROUP_COMMIT_KINDS
 from kun.store.paths import validate_thread_id
+from kun.store.pg_changes import ChangeFeed, notify_sql
 from kun.store.pg_connections import AsyncConnection, Connections
 from kun.store.pg_rows import PostgresBlobStore, read_rows
 from kun.store.pg_schema import Target, advisory_key
@@ -73,17 +74,22 @@ _KIND: dict[type[EventBase], str] = {t: str(t.__struct_config__.tag) for t in EV
 _MAX_SEQ = 2**63 - 1
 _MODES = ("strict", "tolerant", "skip_bad")
 
-_APPEND = """
+_APPEND = f"""
 WITH summary AS (
     UPDATE threads SET last_seq = %(last)s, updated_at = %(at)s
     WHERE thread_id = %(thread)s AND last_seq = %(expected)s
-    RETURNING thread_id
+    RETURNING thread_id, last_seq
+), notified AS (
+    SELECT {notify_sql("summary.thread_id", "summary.last_seq")} FROM summary
 )
 INSERT INTO events (thread_id, seq, kind, at, line)
 SELECT summary.thread_id, e.seq, e.kind, e.at, e.line
-FROM summary, unnest(%(seqs)s::bigint[], %(kinds)s::text[], %(ats)s::bigint[], %(lines)s::bytea[])
+FROM summary, notified,
+    unnest(%(seqs)s::bigint[], %(kinds)s::text[], %(ats)s::bigint[], %(lines)s::bytea[])
     AS e (seq, kind, at, line)
 """
+"""The compare-and-set, the rows, and the notification of the new last seq
+to the other workers (:mod:`kun.store.pg_changes`; delivered at commit)."""
 _ASYNC_COMMIT = "SET LOCAL synchronous_commit TO off"
 _CREATE_THREAD = """
 INSERT INTO threads (thread_id, created_at, updated_at, last_seq) VALUES (%s, %s, %s, 0)
@@ -236,6 +242,18 @@ class PostgresEventStore:
     def holds(self, thread_id: str) -> bool:
         """Whether this store is the thread's writer now (its lock held)."""
         return thread_id in self._held
+
+    async def changes(self) -> ChangeFeed:
+        """Every writer's commits from now on (:mod:`kun.store.pg_changes`),
+        on a connection of its own; close the feed when done."""
+        await self._db.open()
+        with self._db.translated():
+            conn = await self._db.connect("kun-changes")
+            try:
+                return await ChangeFeed.open(conn)
+            except BaseException:
+                await conn.close()
+                raise
 
     def blobs(self, thread_id: str) -> PostgresBlobStore:
         validate_thread_id(thread_id)
