@@ -94,7 +94,7 @@ from kun.runtime.coalesce import (
 from kun.runtime.errors import RecorderNotRunning, ThreadExists, ThreadNotOpen
 from kun.store.errors import ThreadNotFound
 from kun.store.paths import log_path
-from kun.store.port import EventStore, ReadReport
+from kun.store.port import ChangeSource, EventStore, ReadReport
 from kun.store.snapshot import SNAPSHOT_AFTER, snapshot_path, snapshots_of, write_snapshot
 
 __all__ = ["EventRecorder", "RecorderNotRunning", "ThreadExists", "ThreadNotOpen"]
@@ -111,6 +111,9 @@ unbuffered first fragment."""
 WATCH_SECONDS = 0.25
 """How often a followed thread written by another process is looked at: a
 follower here sees that process's events this late at most."""
+
+RELAY_RETRY_SECONDS = 1.0
+"""How long a lost change feed waits before it is opened again."""
 
 
 class _Mutex:
@@ -248,6 +251,8 @@ class EventRecorder:
         tg.start_soon(self._live_timers.run)
         if self._watch_seconds > 0:
             tg.start_soon(self._watch_others)
+        if isinstance(self.store, ChangeSource):
+            tg.start_soon(self._relay_changes, self.store)
         return self
 
     async def __aexit__(
@@ -735,15 +740,36 @@ class EventRecorder:
         followers behind it sent back to the log."""
         while True:
             await anyio.sleep(self._watch_seconds)
-            for thread_id in self.bus.followed():
-                if self.claimed(thread_id):
-                    continue
-                try:
-                    last = await self.store.last_seq(thread_id)
-                except Exception as exc:
-                    _log.debug("thread %s: not watched: %s", thread_id, exc)
-                    continue
-                self.bus.nudge(thread_id, last)
+            await self._nudge_others()
+
+    async def _nudge_others(self) -> None:
+        """Send the followers of each thread another process writes back to
+        the log if they are behind its end."""
+        for thread_id in self.bus.followed():
+            if self.claimed(thread_id):
+                continue
+            try:
+                last = await self.store.last_seq(thread_id)
+            except Exception as exc:
+                _log.debug("thread %s: not watched: %s", thread_id, exc)
+                continue
+            self.bus.nudge(thread_id, last)
+
+    async def _relay_changes(self, source: ChangeSource) -> None:
+        """Followers of a thread another worker writes wake as that worker
+        commits: each change the store reports sends them back to the log
+        (the look every ``watch_seconds`` stays, for a notification lost
+        with a connection). A feed that ends is opened again."""
+        while True:
+            try:
+                async with await source.changes() as feed:
+                    await self._nudge_others()  # what was committed while no feed listened
+                    async for changed in feed:
+                        if not self.claimed(changed.thread_id):
+                            self.bus.nudge(changed.thread_id, changed.last_seq)
+            except Exception as exc:
+                _log.warning("the store's change feed failed (%s); opening it again", exc)
+            await anyio.sleep(RELAY_RETRY_SECONDS)
 
     # -- timers ----------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Protocol, Self
+from typing import TYPE_CHECKING, Literal, Protocol, Self, runtime_checkable
 
 import msgspec
 
@@ -17,8 +17,9 @@ from kun.contracts.events import Event
 
 if TYPE_CHECKING:
     from kun.store.blobs import BlobStore
+    from kun.store.pg_changes import ChangeFeed
 
-__all__ = ["EventStore", "ReadMode", "ReadReport", "TornTail"]
+__all__ = ["ChangeSource", "EventStore", "ReadMode", "ReadReport", "TornTail"]
 
 ReadMode = Literal["strict", "tolerant", "skip_bad"]
 """How a reader treats lines it cannot turn into events.
@@ -203,3 +204,12 @@ class EventStore(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class ChangeSource(Protocol):
+    """A store that tells when other writers commit (PostgreSQL's
+    ``LISTEN``/``NOTIFY``, :mod:`kun.store.pg_changes`), so followers here
+    wake at once instead of at the next look at the log's end."""
+
+    async def changes(self) -> ChangeFeed: ...
