@@ -13,6 +13,10 @@ Tables (version 1)::
                                                       store writes it, without
                                                       its newline
     blobs   (sha256, data)                            side files, content-addressed
+    control (id, thread_id, kind, body, reply, created_at)
+                                                      a request for the worker that
+                                                      writes a thread, and its reply
+                                                      (:mod:`kun.store.pg_control`)
 
 kun creates the schema, in one transaction, the first time a store opens a
 database, and checks its version every time: a version above
@@ -60,6 +64,14 @@ _CREATE = (
         PRIMARY KEY (thread_id, seq)
     )""",
     "CREATE TABLE IF NOT EXISTS blobs (sha256 text PRIMARY KEY, data bytea NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS control (
+        id bigserial PRIMARY KEY,
+        thread_id text NOT NULL,
+        kind text NOT NULL,
+        body bytea NOT NULL,
+        reply bytea,
+        created_at bigint NOT NULL
+    )""",
 )
 _LOCK = "SELECT pg_advisory_xact_lock(%s)"
 _EXISTS = "SELECT to_regclass('kun_schema') IS NOT NULL"

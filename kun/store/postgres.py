@@ -64,6 +64,7 @@ from kun.store.jsonl import GROUP_COMMIT_KINDS
 from kun.store.paths import validate_thread_id
 from kun.store.pg_changes import ChangeFeed, notify_sql
 from kun.store.pg_connections import AsyncConnection, Connections
+from kun.store.pg_control import PostgresControl
 from kun.store.pg_rows import PostgresBlobStore, read_rows
 from kun.store.pg_schema import Target, advisory_key
 from kun.store.port import ReadMode, ReadReport
@@ -242,6 +243,19 @@ class PostgresEventStore:
     def holds(self, thread_id: str) -> bool:
         """Whether this store is the thread's writer now (its lock held)."""
         return thread_id in self._held
+
+    async def writer_alive(self, thread_id: str) -> bool:
+        """Whether some store, here or on another machine, is the thread's
+        writer now (a session holds its advisory lock)."""
+        unsigned = _thread_key(thread_id) & 0xFFFF_FFFF_FFFF_FFFF
+        async with self._db.connection() as conn:
+            cursor = await conn.execute(_HOLDER, [unsigned >> 32, unsigned & 0xFFFF_FFFF])
+            return await cursor.fetchone() is not None
+
+    def control(self) -> PostgresControl:
+        """Requests for the worker that writes a thread, and their replies
+        (:mod:`kun.store.pg_control`)."""
+        return PostgresControl(self._db, self.writer_alive)
 
     async def changes(self) -> ChangeFeed:
         """Every writer's commits from now on (:mod:`kun.store.pg_changes`),
