@@ -1,12 +1,14 @@
 """The PostgreSQL store's schema, its version, and how it names the database.
 
-Tables (version 1)::
+Tables (version 2)::
 
     kun_schema (version)                              one row: the schema's version
-    threads (thread_id, created_at, updated_at, last_seq)
+    threads (thread_id, created_at, updated_at, last_seq, writer_pid, writer_since)
                                                       one row per thread: what it
-                                                      is listed by, and the seq
-                                                      the next append must expect
+                                                      is listed by, the seq the
+                                                      next append must expect, and
+                                                      the session of the worker
+                                                      writing it now, if any
     events  (thread_id, seq, kind, at, line)          one row per event, keyed
                                                       (thread_id, seq); ``line``
                                                       is the event as the JSONL
@@ -17,12 +19,21 @@ Tables (version 1)::
                                                       a request for the worker that
                                                       writes a thread, and its reply
                                                       (:mod:`kun.store.pg_control`)
+    workers (pid, since, host, roots, joined_at)      the serving workers, by the
+                                                      session that holds their
+                                                      locks; ``roots``: the
+                                                      workspaces they can reach
+    waiting (thread_id, workspace, since)             threads with queued turns
+                                                      and no writer, for a worker
+                                                      that serves the workspace
+                                                      to claim (:mod:`kun.store.pg_cluster`)
 
 kun creates the schema, in one transaction, the first time a store opens a
 database, and checks its version every time: a version above
 :data:`SCHEMA_VERSION` (a newer kun created or migrated it) is refused with
-``SchemaTooNew`` rather than misread; a lower one would be migrated here, in
-the same transaction (there is none yet). Concurrent openers serialize on a
+``SchemaTooNew`` rather than misread; a lower one is migrated here, in the
+same transaction (version 1 to 2 adds the writer columns and the two
+cluster tables). Concurrent openers serialize on a
 transaction-level advisory lock, so two workers starting at once do not both
 create the tables.
 
@@ -44,7 +55,7 @@ from kun.store.errors import SchemaTooNew, StoreUnavailable
 
 __all__ = ["SCHEMA_VERSION", "Target", "advisory_key", "check_schema", "check_schema_sync"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_LOCK = "kun schema"
 _CREATE = (
@@ -72,11 +83,32 @@ _CREATE = (
         reply bytea,
         created_at bigint NOT NULL
     )""",
+    *(
+        # version 2
+        "ALTER TABLE threads ADD COLUMN IF NOT EXISTS writer_pid integer",
+        "ALTER TABLE threads ADD COLUMN IF NOT EXISTS writer_since timestamptz",
+        """CREATE TABLE IF NOT EXISTS workers (
+            pid integer NOT NULL,
+            since timestamptz NOT NULL,
+            host text NOT NULL,
+            roots text[] NOT NULL,
+            joined_at bigint NOT NULL,
+            PRIMARY KEY (pid, since)
+        )""",
+        """CREATE TABLE IF NOT EXISTS waiting (
+            thread_id text PRIMARY KEY,
+            workspace text,
+            since bigint NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS threads_writer ON threads (writer_pid)"
+        " WHERE writer_pid IS NOT NULL",
+    ),
 )
 _LOCK = "SELECT pg_advisory_xact_lock(%s)"
 _EXISTS = "SELECT to_regclass('kun_schema') IS NOT NULL"
 _VERSION = "SELECT max(version) FROM kun_schema"
 _STAMP = "INSERT INTO kun_schema (version) VALUES (%s)"
+_RESTAMP = "UPDATE kun_schema SET version = %s"
 
 
 def advisory_key(name: str) -> int:
@@ -139,7 +171,7 @@ async def check_schema(conn: psycopg.AsyncConnection[TupleRow], where: str) -> N
                 return
         for statement in _CREATE:
             await conn.execute(statement)
-        await conn.execute(_STAMP, [SCHEMA_VERSION])
+        await conn.execute(_stamp(row), [SCHEMA_VERSION])
 
 
 def check_schema_sync(conn: psycopg.Connection[TupleRow], where: str) -> None:
@@ -153,16 +185,21 @@ def check_schema_sync(conn: psycopg.Connection[TupleRow], where: str) -> None:
                 return
         for statement in _CREATE:
             conn.execute(statement)
-        conn.execute(_STAMP, [SCHEMA_VERSION])
+        conn.execute(_stamp(row), [SCHEMA_VERSION])
 
 
 def _current(row: TupleRow | None, where: str) -> bool:
     """Whether the version read (``None`` in the row: not stamped yet) is
-    usable as it is; ``SchemaTooNew`` for one this kun does not know. (An
-    older version would be migrated here; version 1 is the first.)"""
+    usable as it is; ``SchemaTooNew`` for one this kun does not know. An
+    older one is not: the statements, all idempotent, bring it up to date."""
     found = None if row is None else row[0]
     if found is None:
         return False
     if found > SCHEMA_VERSION:
         raise SchemaTooNew(where, found, SCHEMA_VERSION)
-    return True
+    return bool(found == SCHEMA_VERSION)
+
+
+def _stamp(row: TupleRow | None) -> str:
+    """Stamp a new schema, or restamp one migrated from an older version."""
+    return _STAMP if row is None or row[0] is None else _RESTAMP

@@ -63,6 +63,7 @@ from kun.store.errors import (
 from kun.store.jsonl import GROUP_COMMIT_KINDS
 from kun.store.paths import validate_thread_id
 from kun.store.pg_changes import ChangeFeed, notify_sql
+from kun.store.pg_cluster import PostgresCluster
 from kun.store.pg_connections import AsyncConnection, Connections
 from kun.store.pg_control import PostgresControl
 from kun.store.pg_rows import PostgresBlobStore, read_rows
@@ -96,6 +97,12 @@ _CREATE_THREAD = """
 INSERT INTO threads (thread_id, created_at, updated_at, last_seq) VALUES (%s, %s, %s, 0)
 ON CONFLICT (thread_id) DO NOTHING
 """
+_WRITER = "UPDATE threads SET writer_pid = %s, writer_since = %s WHERE thread_id = %s"
+_UNWRITER = """
+UPDATE threads SET writer_pid = NULL, writer_since = NULL
+WHERE thread_id = %s AND writer_pid = %s AND writer_since = %s
+"""
+_SESSION = "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
 _LAST_SEQ = "SELECT last_seq FROM threads WHERE thread_id = %s"
 _LOG_END = "SELECT coalesce(max(seq), 0) FROM events WHERE thread_id = %s"
 _EXISTS = "SELECT 1 FROM threads WHERE thread_id = %s"
@@ -129,6 +136,7 @@ class PostgresEventStore:
         self.where = self._target.where
         self._db = Connections(self._target, max_connections, timeout)
         self._locker: AsyncConnection | None = None
+        self._session: tuple[int, Any] | None = None
         self._claiming = anyio.Lock()
         self._held: set[str] = set()
         self._async_commits = 0
@@ -171,8 +179,11 @@ class PostgresEventStore:
             if thread_id not in self._held:
                 await self._lock(thread_id)
         now = time.time_ns() // 1_000_000
+        session = self._session
         async with self._db.connection() as conn, conn.pipeline():
             await conn.execute(_CREATE_THREAD, [thread_id, now, now])
+            if session is not None:
+                await conn.execute(_WRITER, [*session, thread_id])
             row = await (await conn.execute(_LAST_SEQ, [thread_id])).fetchone()
         assert row is not None
         return int(row[0])
@@ -217,6 +228,8 @@ class PostgresEventStore:
             if locker is None or locker.closed:
                 return
             try:
+                if self._session is not None:
+                    await locker.execute(_UNWRITER, [thread_id, *self._session])
                 await locker.execute(_UNLOCK, [_thread_key(thread_id)])
             except psycopg.Error:
                 await self._drop_locker()  # the session is gone, and its locks with it
@@ -251,6 +264,19 @@ class PostgresEventStore:
         async with self._db.connection() as conn:
             cursor = await conn.execute(_HOLDER, [unsigned >> 32, unsigned & 0xFFFF_FFFF])
             return await cursor.fetchone() is not None
+
+    async def try_claim(self, thread_id: str) -> bool:
+        """:meth:`claim` when nobody else writes the thread: whether this
+        store is its writer now."""
+        try:
+            await self.claim(thread_id)
+        except ThreadLocked:
+            return False
+        return True
+
+    def cluster(self) -> PostgresCluster:
+        """The workers sharing this database (:mod:`kun.store.pg_cluster`)."""
+        return PostgresCluster(self._db, self.session, self.try_claim)
 
     def control(self) -> PostgresControl:
         """Requests for the worker that writes a thread, and their replies
@@ -357,11 +383,22 @@ class PostgresEventStore:
         self._held.clear()
         await self._db.open()
         with self._db.translated():
-            self._locker = await self._db.connect(f"{_APPLICATION} {os.getpid()}")
-        return self._locker
+            locker = await self._db.connect(f"{_APPLICATION} {os.getpid()}")
+            row = await (await locker.execute(_SESSION)).fetchone()
+        assert row is not None
+        self._locker, self._session = locker, (int(row[0]), row[1])
+        return locker
+
+    async def session(self) -> tuple[int, Any]:
+        """The database session that holds this store's locks, as
+        ``(pid, backend_start)``: what names this worker in the ``threads``
+        and ``workers`` tables (it is alive exactly as long as its locks)."""
+        await self._lock_connection()
+        assert self._session is not None
+        return self._session
 
     async def _drop_locker(self) -> None:
-        locker, self._locker = self._locker, None
+        locker, self._locker, self._session = self._locker, None, None
         if locker is not None:
             self._held.clear()
             await locker.close()
