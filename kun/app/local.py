@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup, TaskStatus
 
 from kun.app.answers import (
@@ -61,9 +62,10 @@ from kun.app.answers import (
     UsageReport,
     UserInputAnswered,
 )
+from kun.app.forwarding import BROADCAST, Call, Forwarder, Reply, answer_of, call
 from kun.app.interface import ImportSource
 from kun.app.local_cleanup import collected, confirmed, trash_page
-from kun.app.local_errors import TurnRunning
+from kun.app.local_errors import TurnRunning, TurnUnreachable
 from kun.app.local_goals import changed_goal
 from kun.app.local_portable import install, write_bundle
 from kun.app.local_reads import thread_page, transcript_text, usage_report
@@ -78,16 +80,24 @@ from kun.domain.turnref import find_turn
 from kun.errors import UserMistake
 from kun.runtime.bus import Follower
 from kun.runtime.checkpoints import UNTRACKED_NOTE
-from kun.runtime.errors import UnknownTurn
+from kun.runtime.errors import AnswerConflict, TurnNotRunning, UnknownTurn
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
+from kun.store.errors import ThreadLocked
 from kun.store.jsonl import JsonlEventStore
 from kun.store.paths import lock_path, log_path, validate_thread_id
 
 if TYPE_CHECKING:
     from kun.app.local_engine import Engine
 
-__all__ = ["EngineOpener", "LocalFeed", "LocalKun", "open_home", "open_local"]
+__all__ = ["NOT_MINE", "EngineOpener", "LocalFeed", "LocalKun", "open_home", "open_local"]
+
+NOT_MINE = object()
+""":meth:`LocalKun.serve_call`'s answer to a broadcast about another
+worker's approval or question."""
+_FORWARD_ATTEMPTS = 3
+"""How often a turn is tried here and at the thread's writer in turn (each
+forwarded try finding the writer gone) before the lock's refusal stands."""
 
 
 EngineOpener: TypeAlias = (
@@ -119,6 +129,9 @@ class LocalKun:
         self._closing = anyio.Event()
         self._closed = anyio.Event()
         self._opening = anyio.Lock()
+        self.forward: Forwarder | None = None
+        """Where calls for a thread another worker writes go, on a shared
+        store (:mod:`kun.app.forwarding`; ``kun serve`` sets it)."""
 
     @classmethod
     def over(cls, engine: Engine) -> LocalKun:
@@ -252,8 +265,31 @@ class LocalKun:
     async def start_turn(self, thread: str, request: StartTurn) -> TurnStarted:
         """Attachments sent as bytes are written under
         ``<home>/uploads/<thread>/`` first (the turn keeps them as side
-        files); a refused turn removes them again."""
+        files); a refused turn removes them again. A thread another worker
+        writes (a shared store) is started there."""
         thread_id = self.thread_id(thread)
+        for _attempt in range(_FORWARD_ATTEMPTS):
+            try:
+                return await self._start_turn_here(thread_id, request)
+            except ThreadLocked as exc:
+                reply = await self._forwarded(exc, thread_id, call("start_turn", request=request))
+            if reply is not None:
+                return answer_of(reply, TurnStarted)
+        return await self._start_turn_here(thread_id, request)
+
+    async def _forwarded(self, exc: ThreadLocked, thread_id: str, request: Call) -> Reply | None:
+        """The writer's reply to ``request``, ``None`` when it let go of the
+        thread meanwhile (the caller tries here again); ``exc`` again
+        without a forwarder. A writer that found the thread taken by yet
+        another (``thread_locked``) counts as letting go."""
+        if self.forward is None:
+            raise exc
+        reply = await self.forward.ask(thread_id, request)
+        if reply is None or (reply.error is not None and reply.error.code == "thread_locked"):
+            return None
+        return reply
+
+    async def _start_turn_here(self, thread_id: str, request: StartTurn) -> TurnStarted:
         engine = await self._engine_of(thread_id)
         state = await engine.state(thread_id)
         await engine.check_sandbox(state.settings.approval_policy)
@@ -301,6 +337,9 @@ class LocalKun:
         """A turn another process on this machine runs is reached on its
         control socket (:mod:`kun.app.local_steering`)."""
         thread_id, turn = await self._turn(thread, turn_id)
+        if self._elsewhere(thread_id, turn) and self.forward is not None:
+            reply = await self._reach(thread_id, call("steer", turn_id=turn.turn_id, text=text))
+            return answer_of(reply, Steered)
         if self._elsewhere(thread_id, turn):
             from kun.app.local_steering import STEER_THERE, reach
             from kun.runtime.control_channel import Steer as SteerRequest
@@ -314,6 +353,9 @@ class LocalKun:
     async def interrupt(self, thread: str, turn_id: str, *, discard: bool = False) -> TurnState:
         """As :meth:`steer`, for a turn another process runs."""
         thread_id, turn = await self._turn(thread, turn_id)
+        if self._elsewhere(thread_id, turn) and self.forward is not None:
+            asked = call("interrupt", turn_id=turn.turn_id, discard=discard)
+            return answer_of(await self._reach(thread_id, asked), TurnState)
         if self._elsewhere(thread_id, turn):
             from kun.app.local_steering import INTERRUPT_THERE, reach
             from kun.runtime.control_channel import Interrupt as InterruptRequest
@@ -333,7 +375,33 @@ class LocalKun:
         always: AllowRule | None = None,
     ) -> ApprovalAnswered:
         """``always`` (with ``approved``): the rule joins the thread's allow
-        rules first, as the terminal's ``a`` answer does."""
+        rules first, as the terminal's ``a`` answer does. An approval asked
+        by a turn another worker runs is answered there."""
+        try:
+            return await self._answer_approval_here(approval_id, decision, reason, always=always)
+        except AnswerConflict:
+            if self.forward is None:
+                raise
+            request = call(
+                "answer_approval",
+                approval_id=approval_id,
+                decision=decision,
+                reason=reason,
+                always=always,
+            )
+            reply = await self.forward.ask(BROADCAST, request)
+            if reply is None:
+                raise
+        return answer_of(reply, ApprovalAnswered)
+
+    async def _answer_approval_here(
+        self,
+        approval_id: str,
+        decision: Literal["approved", "denied"],
+        reason: str | None = None,
+        *,
+        always: AllowRule | None = None,
+    ) -> ApprovalAnswered:
         service = self.service
         if always is not None and decision == "approved":
             thread_id, _ = service.approvals.owner(approval_id)
@@ -345,9 +413,67 @@ class LocalKun:
         return ApprovalAnswered(approval_id=approval_id, decision=decision)
 
     async def answer_user_input(self, request_id: str, answer: str | None) -> UserInputAnswered:
+        """A question asked by a turn another worker runs is answered there."""
+        try:
+            return await self._answer_user_input_here(request_id, answer)
+        except AnswerConflict:
+            if self.forward is None:
+                raise
+            request = call("answer_user_input", request_id=request_id, answer=answer)
+            reply = await self.forward.ask(BROADCAST, request)
+            if reply is None:
+                raise
+        return answer_of(reply, UserInputAnswered)
+
+    async def _answer_user_input_here(
+        self, request_id: str, answer: str | None
+    ) -> UserInputAnswered:
         await self.service.answer_user_input(request_id, answer)
         status: Literal["answered", "cancelled"] = "answered" if answer is not None else "cancelled"
         return UserInputAnswered(request_id=request_id, status=status)
+
+    async def _reach(self, thread_id: str, request: Call) -> Reply:
+        """The reply of the worker running the thread's open turn; nobody
+        answering is a turn a worker that died left open."""
+        assert self.forward is not None
+        reply = await self.forward.ask(thread_id, request)
+        if reply is None:
+            raise TurnUnreachable(
+                f"thread {thread_id}: the worker that ran its open turn is gone; "
+                "the other workers settle it in a moment"
+            )
+        return reply
+
+    async def serve_call(self, thread_id: str, request: Call) -> object:
+        """Make a call another worker forwarded (:mod:`kun.app.forwarding`)
+        as if it were made here, never forwarding it again;
+        :data:`NOT_MINE` for a broadcast about an id this worker does not
+        know."""
+        args = {name: msgspec.json.decode(raw) for name, raw in request.args.items()}
+        method = request.method
+        if method == "start_turn":
+            body = msgspec.json.decode(request.args["request"], type=StartTurn)
+            return await self._start_turn_here(thread_id, body)
+        if method in ("steer", "interrupt"):
+            _, turn = await self._turn(thread_id, args["turn_id"])
+            if self._elsewhere(thread_id, turn):
+                raise TurnNotRunning(thread_id, turn.turn_id)
+            if method == "steer":
+                await self.service.steer_turn(thread_id, turn.turn_id, args["text"])
+                return Steered(thread_id=thread_id, turn_id=turn.turn_id, queued=True)
+            await self.service.interrupt_turn(thread_id, turn.turn_id, discard=args["discard"])
+            return (await self._turn(thread_id, turn.turn_id))[1]
+        try:
+            if method == "answer_approval":
+                always = msgspec.json.decode(request.args["always"], type=AllowRule | None)
+                return await self._answer_approval_here(
+                    args["approval_id"], args["decision"], args["reason"], always=always
+                )
+            if method == "answer_user_input":
+                return await self._answer_user_input_here(args["request_id"], args["answer"])
+        except AnswerConflict:
+            return NOT_MINE
+        raise UserMistake(f"a forwarded call kun does not know: {method}")
 
     def follow(
         self, thread: str, *, after: int = 0, previews: bool = False

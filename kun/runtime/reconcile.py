@@ -20,6 +20,7 @@ the timers live in the service and end with it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from msgspec import UNSET
 
@@ -39,17 +40,19 @@ async def reconcile_orphaned_turns(
     *,
     skipped: dict[str, str] | None = None,
     waiting: list[str] | None = None,
+    threads: Iterable[str] | None = None,
 ) -> list[str]:
     """Settle every orphaned turn; return the threads touched. A thread that
     could not be reconciled is put in ``skipped`` with the reason (logged
     as a warning when no ``skipped`` is given). A turn that only waits for
     the user's answer (:mod:`kun.domain.suspension`) is not an orphan: it
     is left open and its thread put in ``waiting``, for the caller to
-    re-arm (:mod:`kun.runtime.rearm`)."""
+    re-arm (:mod:`kun.runtime.rearm`). ``threads``: only these (a dead
+    worker's, on a shared store), else every thread of the store."""
     store = service.recorder.store
     busy = service.in_flight()
     touched: list[str] = []
-    for thread_id in store.list_threads():
+    for thread_id in store.list_threads() if threads is None else threads:
         if thread_id in busy:
             continue
         try:

@@ -24,7 +24,7 @@ suspension).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -48,6 +48,7 @@ from kun.server.reads import read_routes
 from kun.server.threads import thread_routes
 from kun.server.turns import turn_routes
 from kun.server.web import web_routes
+from kun.store.port import SharedStore
 
 __all__ = ["Compose", "begin_shutdown", "create_app"]
 
@@ -67,11 +68,18 @@ def _stream_routes() -> list[BaseRoute]:
 
 
 def create_app(
-    compose: Compose, *, token: str | None = None, wait_listening: bool = False
+    compose: Compose,
+    *,
+    token: str | None = None,
+    wait_listening: bool = False,
+    workspace_roots: Sequence[str] = ("/",),
 ) -> Starlette:
     """The app over the backend ``compose`` opens. ``token``: every request
     needs it as a bearer token. ``wait_listening``: reconcile orphans only
-    once the runner (:mod:`kun.server.runner`) says the socket is bound."""
+    once the runner (:mod:`kun.server.runner`) says the socket is bound.
+    On a store many workers share, this worker joins them
+    (:mod:`kun.server.cluster`), serving the workspaces under
+    ``workspace_roots``."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,6 +92,11 @@ def create_app(
             app.state.backend = backend
             app.state.service = backend.service
             app.state.kun = LocalKun.over(backend)
+            store = backend.service.recorder.store
+            if isinstance(store, SharedStore):
+                from kun.server.cluster import member
+
+                await tg.start(member, app.state.kun, store, tuple(workspace_roots))
             tg.start_soon(_reconcile_once_listening, app)
             try:
                 yield

@@ -38,6 +38,7 @@ from kun.app.local_errors import (
     TurnUnreachable,
 )
 from kun.app.lookup import AmbiguousThreadId
+from kun.app.refusals import Refused
 from kun.app.trash import NotInTrash, RestoreConflict
 from kun.domain.turnref import NoSuchTurn, NothingToUndo, TurnAlreadyHidden
 from kun.errors import KunError, RuntimeFailure
@@ -124,7 +125,10 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
 
 
 def status_of(exc: KunError) -> tuple[int, str, str | None]:
-    """The status, code and field a kun error is answered with."""
+    """The status, code and field a kun error is answered with (a refusal
+    another worker answered keeps its own, :mod:`kun.app.forwarding`)."""
+    if isinstance(exc, Refused):
+        return exc.status, exc.code, exc.field
     for kind, status, code in _STATUS:
         if isinstance(exc, kind):
             return status, code, _FIELD.get(kind)

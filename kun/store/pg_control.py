@@ -40,8 +40,9 @@ POLL_SECONDS = 0.5
 """How often an asker looks at its row when no reply notification came (one
 lost with a connection)."""
 
-ControlHandler = Callable[[str, str, bytes], Awaitable[bytes]]
-"""``(thread_id, kind, body) -> reply``: what the writer does with a request."""
+ControlHandler = Callable[[str, str, bytes], Awaitable[bytes | None]]
+"""``(thread_id, kind, body) -> reply``: what the writer does with a request;
+``None``: not this worker's to answer (a broadcast it knows nothing of)."""
 
 _ASK = f"""
 WITH asked AS (
@@ -71,10 +72,14 @@ class PostgresControl:
         self._db = db
         self._writer_alive = writer_alive
 
-    async def ask(self, thread_id: str, kind: str, body: bytes, *, patience: float) -> bytes | None:
+    async def ask(
+        self, thread_id: str, kind: str, body: bytes, *, patience: float, broadcast: bool = False
+    ) -> bytes | None:
         """The reply of the thread's writer, or ``None``: no writer now, or
-        none answered within ``patience`` seconds."""
-        if not await self._writer_alive(thread_id):
+        none answered within ``patience`` seconds. ``broadcast``:
+        ``thread_id`` names no thread but a request every worker reads (its
+        ``holds`` decides), answered by the first whose handler replies."""
+        if not broadcast and not await self._writer_alive(thread_id):
             return None
         with self._db.translated():
             return await self._ask(thread_id, kind, body, patience)
@@ -160,6 +165,8 @@ class PostgresControl:
             reply = await handler(thread_id, kind, body)
         except Exception:
             _log.exception("thread %s: the control request %s failed", thread_id, kind)
+            return
+        if reply is None:
             return
         async with self._db.connection() as conn:
             await conn.execute(_ANSWER, [reply, request_id])

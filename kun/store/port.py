@@ -18,8 +18,10 @@ from kun.contracts.events import Event
 if TYPE_CHECKING:
     from kun.store.blobs import BlobStore
     from kun.store.pg_changes import ChangeFeed
+    from kun.store.pg_cluster import PostgresCluster
+    from kun.store.pg_control import PostgresControl
 
-__all__ = ["ChangeSource", "EventStore", "ReadMode", "ReadReport", "TornTail"]
+__all__ = ["ChangeSource", "EventStore", "ReadMode", "ReadReport", "SharedStore", "TornTail"]
 
 ReadMode = Literal["strict", "tolerant", "skip_bad"]
 """How a reader treats lines it cannot turn into events.
@@ -213,3 +215,19 @@ class ChangeSource(Protocol):
     wake at once instead of at the next look at the log's end."""
 
     async def changes(self) -> ChangeFeed: ...
+
+
+@runtime_checkable
+class SharedStore(Protocol):
+    """A store many workers on many machines share (PostgreSQL): requests
+    reach a thread's writer wherever it runs (:mod:`kun.store.pg_control`),
+    and the workers see who serves what and who died
+    (:mod:`kun.store.pg_cluster`)."""
+
+    def control(self) -> PostgresControl: ...
+
+    def cluster(self) -> PostgresCluster: ...
+
+    def holds(self, thread_id: str) -> bool: ...
+
+    async def release(self, thread_id: str) -> None: ...
