@@ -164,8 +164,9 @@ async def check_schema(conn: psycopg.AsyncConnection[TupleRow], where: str) -> N
     """Create the schema if the database has none; refuse a newer one."""
     async with conn.transaction():
         await conn.execute(_LOCK, [advisory_key(_SCHEMA_LOCK)])
-        row = await (await conn.execute(_EXISTS)).fetchone()
-        if row is not None and row[0]:
+        exists = await (await conn.execute(_EXISTS)).fetchone()
+        row = None
+        if exists is not None and exists[0]:
             row = await (await conn.execute(_VERSION)).fetchone()
             if _current(row, where):
                 return
@@ -178,8 +179,9 @@ def check_schema_sync(conn: psycopg.Connection[TupleRow], where: str) -> None:
     """:func:`check_schema` on a blocking connection."""
     with conn.transaction():
         conn.execute(_LOCK, [advisory_key(_SCHEMA_LOCK)])
-        row = conn.execute(_EXISTS).fetchone()
-        if row is not None and row[0]:
+        exists = conn.execute(_EXISTS).fetchone()
+        row = None
+        if exists is not None and exists[0]:
             row = conn.execute(_VERSION).fetchone()
             if _current(row, where):
                 return
@@ -201,5 +203,6 @@ def _current(row: TupleRow | None, where: str) -> bool:
 
 
 def _stamp(row: TupleRow | None) -> str:
-    """Stamp a new schema, or restamp one migrated from an older version."""
+    """Stamp a new schema (``row``: no version read, or none stamped), or
+    restamp one migrated from an older version."""
     return _STAMP if row is None or row[0] is None else _RESTAMP
