@@ -166,10 +166,11 @@ def _windowed_marks(items: Sequence[Item]) -> list[int]:
 
 def visible_history(turns: Iterable[TurnState]) -> Sequence[Item]:
     """The history of a request over a thread's ``turns``: the items of the
-    turns no rewind hides, through :func:`history_window`."""
+    turns no rewind hides, through :func:`history_window`. A queued turn
+    has not happened yet: the running turn is not told its message."""
     items: list[Item] = []
     for turn in turns:
-        if turn.hidden_by is None:
+        if turn.hidden_by is None and turn.status != "queued":
             items.extend(turn.items)
     return history_window(items)
 
