@@ -45,10 +45,12 @@ ORPHANED = "kun stopped while this turn was running; it was settled when kun sta
 
 
 def orphan_events(state: ThreadState, running: set[str]) -> list[ev.Event]:
-    """Drafts that settle every open turn of ``state`` not in ``running``."""
+    """Drafts that settle every open turn of ``state`` not in ``running``.
+    A queued turn never ran, so it is no orphan: it waits to be started
+    (:mod:`kun.runtime.queue`)."""
     events: list[ev.Event] = []
     for turn in state.turns:
-        if turn.settled or turn.turn_id in running:
+        if turn.settled or turn.status == "queued" or turn.turn_id in running:
             continue
         for result in _crash_results(turn):
             events.append(draft(ev.ItemCompleted, turn.turn_id, item=result))
