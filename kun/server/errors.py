@@ -45,6 +45,7 @@ from kun.model.errors import AttachmentTooLarge
 from kun.runtime.errors import (
     AnswerConflict,
     BlankPrompt,
+    QueueFull,
     SeqOutOfRange,
     SteeringFull,
     ThreadBusy,
@@ -73,6 +74,7 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (NoSuchTurn, 404, "turn_not_found"),
     (AnswerConflict, 409, "not_pending"),
     (ThreadBusy, 409, "thread_busy"),
+    (QueueFull, 409, "turns_queued"),
     (TurnNotRunning, 409, "turn_not_running"),
     (SteeringFull, 409, "steering_full"),
     (NothingToUndo, 409, "nothing_to_undo"),
