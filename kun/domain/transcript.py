@@ -169,7 +169,7 @@ def _header(state: ThreadState) -> list[str]:
 
 
 def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
-    duration = turn.duration_ms
+    duration = turn.duration_ms if turn.abort_reason != QUEUE_CANCELLED else None
     took = f" · {duration / 1000:.1f}s" if duration is not None else ""
     model = f" · {turn.model}" if turn.model else ""
     plan = " · plan mode" if turn.plan_mode else ""

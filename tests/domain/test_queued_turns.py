@@ -11,6 +11,7 @@ from kun.contracts.threads import Goal
 from kun.domain.compaction import visible_history
 from kun.domain.errors import ProjectionError
 from kun.domain.reduce import replay
+from kun.domain.transcript import render_transcript
 from kun.testing.logbuilder import LogBuilder
 
 
@@ -91,3 +92,16 @@ def test_a_turn_is_queued_or_started_once() -> None:
 def _again(b: LogBuilder, cls: type[ev.EventBase], turn_id: str, **fields: object) -> ev.Event:
     last = b.events[-1]
     return cls(seq=last.seq + 1, at=last.at, thread_id=last.thread_id, turn_id=turn_id, **fields)  # type: ignore[return-value]
+
+
+def test_the_transcript_says_a_turn_waits_or_never_ran() -> None:
+    b = _running()
+    _queue(b, "waits")
+    cancelled, _ = _queue(b, "dropped")
+    b.emit(ev.TurnAborted, turn_id=cancelled, reason="cancelled")
+    lines = render_transcript(replay(b.events))
+    assert lines[lines.index("  user > waits") - 1].startswith("== turn 2 · queued · turn_")
+    assert "  queued: it starts when the turns before it have ended" in lines
+    header = lines[lines.index("  user > dropped") - 1]
+    assert header == f"== turn 3 · aborted · {cancelled} =="  # no duration: it never ran
+    assert "  aborted: cancelled while queued (it never ran)" in lines
