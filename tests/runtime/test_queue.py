@@ -15,6 +15,7 @@ from kun.contracts.model import CompletedChunk, ModelRequest, ModelStreamChunk, 
 from kun.domain.reduce import replay
 from kun.model.scripted import ScriptedModelClient
 from kun.runtime.errors import QueuedTurnsWaiting, QueueFull, ThreadBusy
+from kun.runtime.orphans import orphan_events
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.service import TurnService
@@ -216,3 +217,19 @@ async def test_a_new_turn_on_a_thread_with_a_leftover_queue_waits_behind_it(
         await _in_turn(service, "thr_leftover")
         assert [said[-1] for said in model.seen] == ["left 1", "left 2", "latest"]
         tg.cancel_scope.cancel()
+
+
+async def test_a_queued_turn_that_came_with_an_import_is_settled_not_started() -> None:
+    b = LogBuilder("thr_moved")
+    b.create(workspace="/w", title="moved")
+    b.start_turn("running there")
+    queued = b.next_id("turn")
+    b.emit(ev.TurnQueued, turn_id=queued, message=UserMessage(id=b.next_id("m"), text="there"))
+    here = replay(b.events)
+    assert [e.turn_id for e in orphan_events(here, set()) if isinstance(e, ev.TurnFailed)] == [
+        here.turns[0].turn_id
+    ]
+    b.emit(ev.ThreadImported)
+    moved = replay(b.events)
+    failed = [e.turn_id for e in orphan_events(moved, set()) if isinstance(e, ev.TurnFailed)]
+    assert failed == [moved.turns[0].turn_id, queued]
