@@ -85,8 +85,15 @@ class ThreadPage(_Answer):
 
 
 class TurnStarted(_Answer):
+    """``status``: ``running``, or ``queued`` for a turn that waits for
+    the thread's running turn (``multitask`` ``enqueue``). ``steered``: the
+    text went to the running turn ``turn_id`` (``multitask`` ``steer``);
+    no turn was started."""
+
     thread_id: str
     turn_id: str
+    status: Literal["running", "queued"]
+    steered: bool = False
 
 
 class Steered(_Answer):

@@ -76,7 +76,7 @@ def event_line(event: Event) -> bytes:
 def waits_for_answer(state: ThreadState) -> bool:
     """Whether the thread's open turn only waits for an approval or an
     answer (:mod:`kun.domain.suspension`): stopping then leaves it waiting."""
-    turn = next((t for t in reversed(state.turns) if not t.settled), None)
+    turn = state.running_turn
     return turn is not None and find_suspension(state, turn) is not None
 
 

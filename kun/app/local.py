@@ -67,6 +67,7 @@ from kun.app.interface import ImportSource
 from kun.app.local_cleanup import collected, confirmed, trash_page
 from kun.app.local_errors import TurnRunning, TurnUnreachable
 from kun.app.local_goals import changed_goal
+from kun.app.local_multitask import before_start
 from kun.app.local_portable import install, write_bundle
 from kun.app.local_reads import thread_page, transcript_text, usage_report
 from kun.app.local_uploads import UPLOADS, remove_uploads, save_uploads
@@ -265,8 +266,10 @@ class LocalKun:
     async def start_turn(self, thread: str, request: StartTurn) -> TurnStarted:
         """Attachments sent as bytes are written under
         ``<home>/uploads/<thread>/`` first (the turn keeps them as side
-        files); a refused turn removes them again. A thread another worker
-        writes (a shared store) is started there."""
+        files); a refused turn removes them again. ``multitask`` says what
+        a turn sent while another runs does (:mod:`kun.app.local_multitask`,
+        :mod:`kun.runtime.queue`). A thread another worker writes (a shared
+        store) is started there."""
         thread_id = self.thread_id(thread)
         for _attempt in range(_FORWARD_ATTEMPTS):
             try:
@@ -292,11 +295,19 @@ class LocalKun:
     async def _start_turn_here(self, thread_id: str, request: StartTurn) -> TurnStarted:
         engine = await self._engine_of(thread_id)
         state = await engine.state(thread_id)
+        steered = await before_start(self, thread_id, state, request)
+        if steered is not None:
+            return steered
         await engine.check_sandbox(state.settings.approval_policy)
         saved = await save_uploads(self.home / UPLOADS / thread_id, request.attachments)
         options = engine.options(thread_id)
+        start = (
+            engine.service.enqueue_turn
+            if request.multitask in ("enqueue", "interrupt")
+            else engine.service.start_turn
+        )
         try:
-            turn_id = await engine.service.start_turn(
+            started = await start(
                 thread_id,
                 request.text,
                 disable_user_input=request.disable_user_input,
@@ -309,7 +320,9 @@ class LocalKun:
         except BaseException:
             await remove_uploads(saved)
             raise
-        return TurnStarted(thread_id=thread_id, turn_id=turn_id)
+        turn_id, queued = started if isinstance(started, tuple) else (started, False)
+        status: Literal["running", "queued"] = "queued" if queued else "running"
+        return TurnStarted(thread_id=thread_id, turn_id=turn_id, status=status)
 
     async def turn(self, thread: str, turn_id: str) -> TurnState:
         return (await self._turn(thread, turn_id))[1]

@@ -37,6 +37,7 @@ from kun.config import Config
 from kun.contracts.threads import ApprovalPolicy, ThreadSettings
 from kun.domain.state import ThreadState
 from kun.domain.titles import title_changes
+from kun.errors import KunError
 from kun.model.port import ModelClient
 from kun.model.router import MultiProviderClient
 from kun.runtime.context import TurnLimits
@@ -96,6 +97,19 @@ class Engine:
         self.sandbox: SandboxSettings | None = None
         """``[tools.bash]``'s sandbox, to check before a turn runs under a
         policy that wants it (``None``: not checked)."""
+        service.queue_models = self._recorded_model
+
+    def _recorded_model(self, provider: str | None, model: str | None) -> ModelClient | None:
+        """The client for a queued turn's recorded provider and model, as
+        the router has it (``None``: the service's own, when there is no
+        router or the provider is no longer configured)."""
+        if self.router is None:
+            return None
+        try:
+            return choose_model(self.router, provider=provider, model=model)
+        except KunError:
+            _log.warning("queued turn on %s/%s: that model is not configured here", provider, model)
+            return None
 
     async def check_sandbox(self, policy: ApprovalPolicy) -> None:
         """:class:`~kun.tools.sandbox.SandboxUnavailable` (one line) before a

@@ -29,6 +29,7 @@ __all__ = [
     "Fork",
     "Interrupt",
     "Limits",
+    "Multitask",
     "NoBody",
     "ReplayThread",
     "RestoreThread",
@@ -117,14 +118,28 @@ class Upload(_Body):
     data: bytes
 
 
+Multitask = Literal["reject", "enqueue", "steer", "interrupt"]
+"""What a turn sent while the thread's turn runs does (:class:`StartTurn`)."""
+
+
 class StartTurn(_Body):
     """``plan_mode``: the turn investigates and records a plan, changing
-    nothing (SPEC §7.5)."""
+    nothing (SPEC §7.5). ``multitask``: what happens when the thread's turn
+    is still running (or waiting for an answer): ``reject`` refuses (409
+    ``thread_busy``); ``enqueue`` records the turn as ``queued`` and answers
+    at once, to start when the turns before it have settled (409
+    ``turns_queued`` past 1000 waiting); ``steer`` adds the text to the
+    running turn instead (its attachments, plan mode and unattended flag
+    are not used); ``interrupt`` interrupts the running turn, waits for it
+    to settle, then starts this one (behind turns already queued, which
+    never lose their place). With no turn running all four start the
+    turn."""
 
     text: _Text = ""
     attachments: tuple[Upload, ...] = ()
     disable_user_input: bool = False
     plan_mode: bool = False
+    multitask: Multitask = "reject"
 
 
 class Steer(_Body):

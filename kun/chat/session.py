@@ -259,7 +259,7 @@ class ChatSession(PromptLoop):
         if self.thread_id is None or self.view is None or self._tg is None:
             return
         state = await self.refresh()
-        last = state.turns[-1] if state.turns else None
+        last = state.running_turn or (state.turns[-1] if state.turns else None)
         if last is None or last.settled:
             self._watch()
             return

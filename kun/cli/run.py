@@ -28,7 +28,7 @@ from kun.app.connect import LocalTarget, Target, open_kun
 from kun.app.interface import Kun, TurnState
 from kun.app.live import check_prompt, reachable, retry_attempts, waits_for_answer
 from kun.app.overrides import RuntimeFlags
-from kun.app.requests import CreateThread, Limits, StartTurn, UpdateThread
+from kun.app.requests import CreateThread, Limits, Multitask, StartTurn, UpdateThread
 from kun.cli.colors import use_color
 from kun.cli.lognotes import notes_from_log
 from kun.cli.options import pasteable
@@ -59,6 +59,8 @@ class RunOptions:
     goal_budget: int | None = None
     rebind: bool = False
     """``--workspace`` given with ``--thread``: the thread's workspace from now on."""
+    multitask: Multitask = "reject"
+    """What the turn does when the thread's turn is still running (``--multitask``)."""
 
 
 class RunResult(NamedTuple):
@@ -170,6 +172,7 @@ async def run_prompt(target: Target, options: RunOptions) -> RunResult:
                         text=options.prompt,
                         disable_user_input=terminal is None,
                         plan_mode=options.plan_mode,
+                        multitask=options.multitask,
                     ),
                 )
             if isinstance(view, JsonView):

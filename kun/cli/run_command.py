@@ -73,6 +73,14 @@ _POLICIES = ["never", "on-request", "untrusted", "always", "auto", "full-auto"]
     default=None,
     help="Token budget of --goal: no resume once it is spent.",
 )
+@click.option(
+    "--multitask",
+    type=click.Choice(["reject", "enqueue", "steer", "interrupt"]),
+    default="reject",
+    show_default=True,
+    help="With --thread, when its turn is still running: reject (refuse), enqueue (wait, "
+    "then run), steer (add PROMPT to the running turn), interrupt (stop it, then run).",
+)
 @runtime_options
 @home_option
 def run(
@@ -87,6 +95,7 @@ def run(
     plan_mode: bool,
     goal: str | None,
     goal_budget: int | None,
+    multitask: Any,
     home: Path | None,
 ) -> None:
     """Run one turn of PROMPT (in a new thread, or --thread) and show it live.
@@ -127,6 +136,7 @@ def run(
         plan_mode=plan_mode,
         goal=goal.strip() if goal is not None else None,
         goal_budget=goal_budget,
+        multitask=multitask,
         rebind=thread_id is not None and given is ParameterSource.COMMANDLINE,
     )
     result = run_explained(target, lambda: run_prompt(target, options))

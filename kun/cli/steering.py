@@ -100,7 +100,7 @@ async def _running(kun: Kun, thread: str, turn_id: str | None) -> tuple[str, str
     if turn_id is not None:
         return await kun.resolve_thread(thread), turn_id
     state = await kun.thread(thread)
-    open_turn = next((t for t in reversed(state.turns) if not t.settled), None)
+    open_turn = state.running_turn
     if open_turn is None:
         raise NoRunningTurn(state.thread_id)
     return state.thread_id, open_turn.turn_id

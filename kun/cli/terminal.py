@@ -269,6 +269,8 @@ class LiveView:
                 await self._ask(event)
             case ev.WarningEvent():
                 self.sink.line(f"warning [{event.code}]: {event.message}", "warn")
+            case ev.TurnQueued():
+                self.sink.line("queued: it starts when the running turn ends", "dim")
             case ev.TurnCompleted() | ev.TurnFailed() | ev.TurnAborted():
                 await self._settled(event)
             case _:

@@ -34,6 +34,7 @@ from kun.contracts.items import (
     Item,
     Severity,
     ToolCall,
+    UserMessage,
 )
 from kun.contracts.threads import (
     AllowRule,
@@ -189,6 +190,26 @@ class TurnStarted(EventBase, tag="turn_started", frozen=True, kw_only=True):
     disable_user_input: bool = False
     plan_mode: bool = False
     context: TurnContext | UnsetType = UNSET
+
+
+class TurnQueued(EventBase, tag="turn_queued", frozen=True, kw_only=True):
+    """A turn that waits for the thread's running turn (``multitask``
+    ``enqueue``). It carries what its ``turn_started`` will say and its
+    user ``message`` (attachments already kept as side files), so the
+    writer can start it later, in this process or after a restart,
+    unchanged: when it starts, ``turn_started`` with the same ``turn_id``
+    follows (with the ``context`` read then) and nothing repeats the
+    message. ``reasoning_effort``: the effort the turn was asked with
+    (``None``: the runtime's). A queued turn is cancelled by
+    ``turn_aborted`` with reason ``cancelled``: it settles without ever
+    running."""
+
+    message: UserMessage
+    provider: str | None = None
+    model: str | None = None
+    disable_user_input: bool = False
+    plan_mode: bool = False
+    reasoning_effort: str | None = None
 
 
 class TurnSteered(EventBase, tag="turn_steered", frozen=True, kw_only=True):
@@ -413,6 +434,7 @@ Event = (
     | ThreadRewindUndone
     | FilesRestoreStarted
     | TurnStarted
+    | TurnQueued
     | TurnSteered
     | PipelineStage
     | TurnCompleted

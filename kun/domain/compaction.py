@@ -52,7 +52,7 @@ from kun.contracts.items import (
     UserMessage,
 )
 from kun.contracts.model import ModelRequest, ToolSpec
-from kun.domain.state import TurnState
+from kun.domain.state import QUEUE_CANCELLED, TurnState
 
 __all__ = [
     "ATTACHMENT_TOKENS",
@@ -166,10 +166,16 @@ def _windowed_marks(items: Sequence[Item]) -> list[int]:
 
 def visible_history(turns: Iterable[TurnState]) -> Sequence[Item]:
     """The history of a request over a thread's ``turns``: the items of the
-    turns no rewind hides, through :func:`history_window`."""
+    turns no rewind hides, through :func:`history_window`. A queued turn
+    has not happened yet, and one cancelled while queued never happened:
+    the model is not told their messages."""
     items: list[Item] = []
     for turn in turns:
-        if turn.hidden_by is None:
+        if (
+            turn.hidden_by is None
+            and turn.status != "queued"
+            and turn.abort_reason != QUEUE_CANCELLED
+        ):
             items.extend(turn.items)
     return history_window(items)
 

@@ -65,7 +65,7 @@ def _cuts_a_turn(copied: list[ev.Event]) -> bool:
     ``source_at`` written: a fork that cuts nothing is logged as before."""
     open_turns: set[str] = set()
     for event in copied:
-        if isinstance(event, ev.TurnStarted):
+        if isinstance(event, ev.TurnStarted | ev.TurnQueued):
             open_turns.add(event.turn_id or "")
         elif isinstance(event, _TURN_ENDS):
             open_turns.discard(event.turn_id or "")

@@ -276,7 +276,7 @@ class Projector(ItemHandlers):
         if not same_goal(before, after):
             return after
         for fold in self._turns.values():
-            if fold.open:
+            if fold.open and fold.base.status != "queued":
                 after = charge_turn(
                     after, fold.base.started_at, at, fold.usage.totals(), timed=True
                 )
@@ -338,10 +338,49 @@ class Projector(ItemHandlers):
 
     # -- turn lifecycle --------------------------------------------------------
 
+    def _turn_queued(self, e: ev.TurnQueued) -> None:
+        """A turn waiting for the running one: it holds its user message
+        until its ``turn_started``. Cancelling it (interrupting it while it
+        waits) is a ``turn_aborted`` with reason ``cancelled``
+        (:data:`~kun.domain.state.QUEUE_CANCELLED`): the event every
+        interrupt records, so every reader already settles it, with a reason
+        that tells a turn that never ran from one stopped midway (a thread's
+        status skips it). It ends ``aborted`` with its message kept."""
+        if e.turn_id is None:
+            raise ProjectionError(e.seq, "turn_queued has no turn_id")
+        if e.turn_id in self._turns:
+            raise ProjectionError(e.seq, f"turn {e.turn_id!r} queued twice")
+        self._turns[e.turn_id] = fold = TurnFold(
+            TurnState(
+                turn_id=e.turn_id,
+                status="queued",
+                started_seq=e.seq,
+                started_at=e.at,
+                provider=e.provider,
+                model=e.model,
+                disable_user_input=e.disable_user_input,
+                plan_mode=e.plan_mode,
+                items=(e.message,),
+            )
+        )
+        self._order.append(fold)
+
     def _turn_started(self, e: ev.TurnStarted) -> None:
         if e.turn_id is None:
             raise ProjectionError(e.seq, "turn_started has no turn_id")
-        if e.turn_id in self._turns:
+        queued = self._turns.get(e.turn_id)
+        if queued is not None and queued.base.status == "queued":
+            queued.update(
+                status="running",
+                started_seq=e.seq,
+                started_at=e.at,
+                provider=e.provider,
+                model=e.model,
+                disable_user_input=e.disable_user_input,
+                plan_mode=e.plan_mode,
+            )
+            return
+        if queued is not None:
             raise ProjectionError(e.seq, f"turn {e.turn_id!r} started twice")
         self._turns[e.turn_id] = fold = TurnFold(
             TurnState(
@@ -415,7 +454,7 @@ class Projector(ItemHandlers):
             self._inputs.pop(request_id, None)
         discarded = fold.discard_generated() if discard else 0
         goal = self._settings.goal
-        if goal is not None and goal_active(goal):
+        if goal is not None and goal_active(goal) and fold.base.status != "queued":
             goal = charge_turn(
                 goal, fold.base.started_at, e.at, fold.usage.totals(), timed=not orphaned
             )
@@ -463,6 +502,7 @@ _HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
     ev.LogRepaired: Projector._log_repaired,
     ev.ThreadImported: Projector._thread_imported,
     ev.TurnStarted: Projector._turn_started,
+    ev.TurnQueued: Projector._turn_queued,
     ev.TurnSteered: Projector._turn_steered,
     ev.PipelineStage: Projector._pipeline_stage,
     ev.DelegatedRuntime: Projector._delegated_runtime,

@@ -18,6 +18,8 @@ from kun.contracts.usage import UsageTotals
 
 TurnStatus = Literal["queued", "running", "completed", "failed", "aborted"]
 TERMINAL_TURN_STATUSES: frozenset[str] = frozenset({"completed", "failed", "aborted"})
+QUEUE_CANCELLED = "cancelled"
+"""The ``turn_aborted`` reason of a queued turn cancelled before it ran."""
 
 
 class TurnError(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -29,7 +31,10 @@ class TurnError(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 class TurnState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One turn. ``hidden_by`` is the seq of the rewind that hides it;
     ``tools_in_flight`` are tool-call item ids that started executing and have
-    not finished (their side effects may exist)."""
+    not finished (their side effects may exist). A ``queued`` turn holds
+    only its user message; its ``started_seq`` and ``started_at`` are its
+    ``turn_queued``'s until its ``turn_started`` replaces them (so a
+    duration is the time it ran, not the time it waited)."""
 
     turn_id: str
     status: TurnStatus
@@ -142,15 +147,27 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         return tuple(t for t in self.turns if t.hidden_by is None)
 
     @property
+    def queued_turns(self) -> tuple[str, ...]:
+        """The ids of the turns waiting to run (``turn_queued``, not yet
+        started or cancelled), in the order they will start."""
+        return tuple(t.turn_id for t in self.turns if t.status == "queued")
+
+    @property
+    def running_turn(self) -> TurnState | None:
+        """The open turn that has started (queued turns wait after it)."""
+        return next((t for t in reversed(self.turns) if t.status == "running"), None)
+
+    @property
     def status(self) -> str:
         """``running`` while a turn is open, else the last visible turn's status
         (``idle`` for a thread with no turn, and for a fork whose last turn is
         the one its fork point cut: nothing has run in the fork yet, and it
-        is ready for a turn)."""
+        is ready for a turn). A queued turn cancelled before it ran does not
+        count: it never happened."""
         for turn in reversed(self.turns):
             if not turn.settled:
                 return "running"
-        visible = self.visible_turns
+        visible = [t for t in self.visible_turns if t.abort_reason != QUEUE_CANCELLED]
         if not visible or visible[-1].abort_reason == "forked":
             return "idle"
         return visible[-1].status

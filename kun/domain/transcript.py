@@ -30,7 +30,7 @@ from kun.contracts.usage import UsageTotals
 from kun.domain.checkpoints import restoring_lines, rewind_lines
 from kun.domain.goals import goal_usage_line
 from kun.domain.shown import shown
-from kun.domain.state import Imported, ThreadState, TurnState
+from kun.domain.state import QUEUE_CANCELLED, Imported, ThreadState, TurnState
 
 RESULT_LINES = 6
 DIFF_LINES = 80
@@ -169,7 +169,7 @@ def _header(state: ThreadState) -> list[str]:
 
 
 def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
-    duration = turn.duration_ms
+    duration = turn.duration_ms if turn.abort_reason != QUEUE_CANCELLED else None
     took = f" · {duration / 1000:.1f}s" if duration is not None else ""
     model = f" · {turn.model}" if turn.model else ""
     plan = " · plan mode" if turn.plan_mode else ""
@@ -188,7 +188,11 @@ def _turn(number: int, turn: TurnState, show_reasoning: bool) -> list[str]:
             lines.extend(_item(item, show_reasoning))
     if turn.error is not None:
         lines.append(f"  failed [{turn.error.code}]: {_one_line(turn.error.message)}")
-    if turn.status == "aborted":
+    if turn.status == "queued":
+        lines.append("  queued: it starts when the turns before it have ended")
+    elif turn.status == "aborted" and turn.abort_reason == QUEUE_CANCELLED:
+        lines.append("  aborted: cancelled while queued (it never ran)")
+    elif turn.status == "aborted":
         dropped = f", {turn.discarded_items} items discarded" if turn.discarded_items else ""
         lines.append(f"  aborted: {turn.abort_reason}{dropped}")
     if turn.usage.calls:

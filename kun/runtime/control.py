@@ -43,6 +43,10 @@ class TurnControl:
             self, thread_id: str, *events: ev.Event, durable: bool = True
         ) -> list[ev.Event]: ...
 
+        async def advance(self, thread_id: str) -> str | None: ...
+
+        async def cancel_queued(self, thread_id: str, turn_id: str) -> bool: ...
+
     def _running(self, thread_id: str, turn_id: str) -> TurnRun:
         run = self._runs.get(thread_id)
         if run is None or run.turn_id != turn_id:
@@ -63,7 +67,12 @@ class TurnControl:
         what ran), and record ``turn_aborted`` (``discard`` drops its
         generated items). If
         recording fails the turn is still stopped; reconciliation settles the
-        log later."""
+        log later. Once the abort is recorded the thread's next queued turn
+        starts. A turn that waits in the queue is cancelled instead: it
+        settles without running (:mod:`kun.runtime.queue`)."""
+        run = self._runs.get(thread_id)
+        if (run is None or run.turn_id != turn_id) and await self.cancel_queued(thread_id, turn_id):
+            return
         run = self._running(thread_id, turn_id)
         run.aborted = True
         run.scope.cancel()
@@ -73,6 +82,8 @@ class TurnControl:
                 await self._record_abort(thread_id, turn_id, discard)
             except Exception:
                 _log.exception("recording the abort of turn %s failed", turn_id)
+            else:
+                await self.advance(thread_id)
 
     async def _record_abort(self, thread_id: str, turn_id: str, discard: bool) -> None:
         state = self.recorder.state(thread_id)

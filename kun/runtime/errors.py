@@ -5,6 +5,10 @@
     UserMistake (kun.errors)
     ├── ThreadBusy          a thread with a running turn was asked to start
     │                       another, or to rewind
+    │   └── QueuedTurnsWaiting  turns wait in the thread's queue: a rewind,
+    │                       its undo or a compaction would pass them by
+    ├── QueueFull           a thread already has MAX_QUEUED turns queued
+    │                       (HTTP 409 ``turns_queued``)
     ├── TurnNotRunning      steering or interrupting a turn that is not running
     ├── SteeringFull        a turn's steering queue is at its limit
     ├── AnswerConflict      an approval or question that is not pending (already
@@ -55,6 +59,36 @@ class TurnWaiting(ThreadBusy):
         self.suggests = ("resume", thread_id[:12])
         self.thread_id = thread_id
         self.turn_id = turn_id
+
+
+class QueuedTurnsWaiting(ThreadBusy):
+    """Turns wait in the thread's queue (:mod:`kun.runtime.queue`) and no
+    turn runs yet to hold them back (a process died with them queued): a
+    rewind, its undo or a compaction is refused until they have run or
+    been interrupted, so history never changes under a message written
+    for it."""
+
+    def __init__(self, thread_id: str, queued: tuple[str, ...], what: str) -> None:
+        UserMistake.__init__(
+            self,
+            f"thread {thread_id!r} has {len(queued)} queued turn(s) waiting to run "
+            f"(next {queued[0]!r}): cannot {what}; wait for them or interrupt them",
+        )
+        self.thread_id = thread_id
+        self.turn_id = queued[0]
+
+
+class QueueFull(UserMistake):
+    """A turn sent with ``multitask`` ``enqueue`` to a thread whose queue
+    already holds ``limit`` turns."""
+
+    def __init__(self, thread_id: str, limit: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} already has {limit} queued turns: "
+            "wait for some to run, or interrupt them"
+        )
+        self.thread_id = thread_id
+        self.limit = limit
 
 
 class TurnNotRunning(UserMistake):

@@ -45,10 +45,19 @@ ORPHANED = "kun stopped while this turn was running; it was settled when kun sta
 
 
 def orphan_events(state: ThreadState, running: set[str]) -> list[ev.Event]:
-    """Drafts that settle every open turn of ``state`` not in ``running``."""
+    """Drafts that settle every open turn of ``state`` not in ``running``.
+    A queued turn never ran, so it is no orphan: it waits to be started
+    (:mod:`kun.runtime.queue`); except one that came with an import, which
+    was queued on another machine and is never started here, like a turn
+    that came waiting for an answer."""
     events: list[ev.Event] = []
+    imported = state.imported_through
     for turn in state.turns:
         if turn.settled or turn.turn_id in running:
+            continue
+        if turn.status == "queued" and not (
+            isinstance(imported, int) and turn.started_seq < imported
+        ):
             continue
         for result in _crash_results(turn):
             events.append(draft(ev.ItemCompleted, turn.turn_id, item=result))

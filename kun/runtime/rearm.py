@@ -33,7 +33,7 @@ __all__ = ["open_suspension", "rearm", "refuse_if_waiting"]
 
 def open_suspension(state: ThreadState) -> tuple[TurnState, Suspension] | None:
     """The thread's open turn and where it waits, when it is suspended."""
-    turn = next((t for t in reversed(state.turns) if not t.settled), None)
+    turn = state.running_turn
     if turn is None:
         return None
     suspension = find_suspension(state, turn)

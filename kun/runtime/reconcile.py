@@ -10,7 +10,9 @@ needs a person, not a guess, and it must not stop the threads after it from
 being settled. Returns the ids of the threads it touched. A turn that was
 only waiting for an approval or an answer is left waiting (durable
 suspension). A file restore a killed rewind left without its outcome is
-settled first (:mod:`kun.runtime.restore_recovery`).
+settled first (:mod:`kun.runtime.restore_recovery`). Turns left waiting in
+a thread's queue (:mod:`kun.runtime.queue`) are then started, in order,
+once its orphaned turn is settled.
 
 A touched thread whose goal is still active is then resumed as after any
 settled turn (SPEC §7.4: after a restart only these threads are resumed);
@@ -70,6 +72,8 @@ async def reconcile_orphaned_turns(
                 events = orphan_events(state, suspended | ({running} if running else set()))
                 if events:
                     await service.write(thread_id, *events)
+                if service.state(thread_id).queued_turns:
+                    await service.advance(thread_id)
             if events or restored:
                 touched.append(thread_id)
         except ThreadLocked:

@@ -42,6 +42,7 @@ from kun.domain.recovery import RecoveryState
 from kun.domain.repetition import RepetitionSettings
 from kun.domain.resume_policy import ResumeSettings
 from kun.domain.state import ThreadState, TurnState
+from kun.domain.suspension import suspended_turns
 from kun.domain.titles import title_changes, title_from_prompt
 from kun.ids import new_id, new_thread_local_id
 from kun.model.port import ModelClient
@@ -54,6 +55,16 @@ from kun.runtime.gates import Gate
 from kun.runtime.loop import Outcome, run_turn, settle_events
 from kun.runtime.orphans import orphan_events
 from kun.runtime.project import read_turn_context
+from kun.runtime.queue import (
+    ModelFor,
+    QueuedRun,
+    cancel_event,
+    check_room,
+    next_queued,
+    queued_event,
+    queued_options,
+    refuse_if_queued,
+)
 from kun.runtime.rearm import refuse_if_waiting
 from kun.runtime.recorder import EventRecorder
 from kun.runtime.restore_recovery import settle_restore
@@ -61,6 +72,7 @@ from kun.runtime.resume import GoalResumer, Sleep
 from kun.runtime.sidefiles import SideFiles, copy_side_files, keep_attachments
 from kun.runtime.titler import Titler
 from kun.runtime.turn_input import check_prompt
+from kun.store.errors import ThreadNotFound
 from kun.tools.host import ToolHost
 
 _log = logging.getLogger(__name__)
@@ -130,6 +142,11 @@ class TurnService(TurnControl):
         self._runs: dict[str, TurnRun] = {}
         self._holds: dict[str, int] = {}
         self._recovery: dict[str, RecoveryState] = {}
+        self._queued: dict[tuple[str, str], QueuedRun] = {}
+        self.queue_models: ModelFor | None = None
+        """A client for a queued turn this process did not queue (left by
+        one that died), from its recorded provider and model
+        (:mod:`kun.runtime.queue`); unset: the service's model."""
         self.resumes = GoalResumer(self, task_group, settings=resume, sleep=sleep)
 
     @property
@@ -245,6 +262,7 @@ class TurnService(TurnControl):
         await self._open(thread_id)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "rewind")
+            refuse_if_queued(self.recorder.state(thread_id), "rewind")
             await settle_restore(self.recorder, thread_id)
             state = self.recorder.state(thread_id)
             if _turn(state, before_turn_id) is None:
@@ -264,6 +282,7 @@ class TurnService(TurnControl):
         await self._open(thread_id)
         async with self._lock(thread_id):
             self._refuse_if_running(thread_id, "undo a rewind")
+            refuse_if_queued(self.recorder.state(thread_id), "undo a rewind")
             await settle_restore(self.recorder, thread_id)
             restored = await undo_rewind_files(self.recorder, thread_id, rewind_seq)
             await self.recorder.record(
@@ -325,7 +344,73 @@ class TurnService(TurnControl):
         on its own model); without ``context_window`` the turn's model's
         is looked up in ``context_windows``. ``goal_resume`` marks a turn
         kun starts itself to continue the goal (its attempt number); any
-        turn started drops the thread's pending resume."""
+        turn started drops the thread's pending resume. Refused
+        (``ThreadBusy``) while a turn runs, waits for an answer, or turns
+        wait in the thread's queue."""
+        turn_id, _ = await self._begin(
+            thread_id,
+            text,
+            queue=False,
+            disable_user_input=disable_user_input,
+            plan_mode=plan_mode,
+            attachments=attachments,
+            model=model,
+            limits=limits,
+            reasoning_effort=reasoning_effort,
+            context_window=context_window,
+            goal_resume=goal_resume,
+        )
+        return turn_id
+
+    @_held
+    async def enqueue_turn(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        disable_user_input: bool = False,
+        plan_mode: bool = False,
+        attachments: Sequence[Attachment] = (),
+        model: ModelClient | None = None,
+        limits: TurnLimits | None = None,
+        reasoning_effort: str | None = None,
+        context_window: int | None = None,
+    ) -> tuple[str, bool]:
+        """As :meth:`start_turn`, except that while the thread's turn runs
+        (or waits for an answer), or turns already wait, the turn is
+        queued (``turn_queued``) instead of refused, to start when the
+        turns before it have settled (:mod:`kun.runtime.queue`). Returns
+        its id and whether it was queued. Decided under the thread's lock,
+        so two turns sent at once to an idle thread start one and queue
+        the other. ``QueueFull`` past ``MAX_QUEUED`` waiting turns."""
+        return await self._begin(
+            thread_id,
+            text,
+            queue=True,
+            disable_user_input=disable_user_input,
+            plan_mode=plan_mode,
+            attachments=attachments,
+            model=model,
+            limits=limits,
+            reasoning_effort=reasoning_effort,
+            context_window=context_window,
+        )
+
+    async def _begin(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        queue: bool,
+        disable_user_input: bool,
+        plan_mode: bool,
+        attachments: Sequence[Attachment],
+        model: ModelClient | None,
+        limits: TurnLimits | None,
+        reasoning_effort: str | None,
+        context_window: int | None,
+        goal_resume: int = 0,
+    ) -> tuple[str, bool]:
         check_prompt(text, attachments)
         model = model or self.model
         if context_window is None and self.context_windows is not None:
@@ -339,49 +424,151 @@ class TurnService(TurnControl):
         context = await self._turn_context(Path(workspace or "."), effort)
         attachments = await keep_attachments(self.recorder.store.blobs(thread_id), attachments)
         async with self._lock(thread_id):
-            await self._settle_leftovers(thread_id, "start another turn")
-            self.resumes.clear(thread_id)
+            busy = await self._settle_leftovers(thread_id, "start another turn", queue=queue)
             turn_id = new_thread_local_id("turn")
-            settings = state.settings
-            if not state.turns:
-                title = title_changes(settings, title_from_prompt(text), "prompt")
-                if title:
-                    await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **title))
             message = UserMessage(
                 id=new_thread_local_id("msg"),
                 text=text,
                 attachments=tuple(attachments),
                 goal_resume=goal_resume,
             )
-            await self.recorder.record(
-                thread_id,
-                draft(
-                    ev.TurnStarted,
+            if busy:
+                check_room(self.recorder.state(thread_id))
+                queued = queued_event(
                     turn_id,
-                    provider=model.provider,
-                    model=model.model,
+                    message,
+                    model,
                     disable_user_input=disable_user_input,
                     plan_mode=plan_mode,
-                    context=context if context is not None else UNSET,
-                ),
-                draft(ev.ItemCompleted, turn_id, item=message),
-            )
-            run = self.new_run(
-                thread_id,
-                turn_id,
-                disable_user_input=disable_user_input,
-                model=model,
-                limits=limits,
-                context=context,
-                context_window=context_window,
-                reasoning_effort=effort,
-                recovery=self._next_recovery(thread_id),
-            )
-            self._runs[thread_id] = run
+                    reasoning_effort=effort,
+                )
+                await self.recorder.record(thread_id, queued)
+                self._queued[thread_id, turn_id] = QueuedRun(model, limits, context_window, effort)
+                run = None
+            else:
+                self.resumes.clear(thread_id)
+                settings = state.settings
+                if not state.turns:
+                    title = title_changes(settings, title_from_prompt(text), "prompt")
+                    if title:
+                        await self.recorder.record(thread_id, draft(ev.ThreadUpdated, **title))
+                await self.recorder.record(
+                    thread_id,
+                    draft(
+                        ev.TurnStarted,
+                        turn_id,
+                        provider=model.provider,
+                        model=model.model,
+                        disable_user_input=disable_user_input,
+                        plan_mode=plan_mode,
+                        context=context if context is not None else UNSET,
+                    ),
+                    draft(ev.ItemCompleted, turn_id, item=message),
+                )
+                run = self.new_run(
+                    thread_id,
+                    turn_id,
+                    disable_user_input=disable_user_input,
+                    model=model,
+                    limits=limits,
+                    context=context,
+                    context_window=context_window,
+                    reasoning_effort=effort,
+                    recovery=self._next_recovery(thread_id),
+                )
+                self._runs[thread_id] = run
+        if run is None:
+            await self.advance(thread_id)
+            return turn_id, True
         self._tg.start_soon(self._drive, run)
         if self.titler is not None and not state.turns:
             self._tg.start_soon(self.titler, self, thread_id, model, text)
-        return turn_id
+        return turn_id, False
+
+    async def advance(self, thread_id: str) -> str | None:
+        """Start the thread's next queued turn when no turn runs (or waits)
+        on it: under its own id, with its recorded message and options
+        (:mod:`kun.runtime.queue`). Returns its id, or ``None`` when none
+        was started. Called when a turn settles, after an interrupt is
+        recorded, and when a thread left with queued turns is opened."""
+        try:
+            async with self.holding(thread_id):
+                state = await self._open(thread_id)
+                turn = next_queued(state)
+                if turn is None or thread_id in self._runs:
+                    return None
+                queued = self._queued.get((thread_id, turn.turn_id)) or self._leftover(
+                    thread_id, turn
+                )
+                workspace = Path(state.settings.workspace or ".")
+                context = await self._turn_context(workspace, queued.reasoning_effort)
+                async with self._lock(thread_id):
+                    now = next_queued(self.recorder.state(thread_id))
+                    if thread_id in self._runs or now is None or now.turn_id != turn.turn_id:
+                        return None
+                    model = queued.model
+                    run = self.new_run(
+                        thread_id,
+                        turn.turn_id,
+                        disable_user_input=turn.disable_user_input,
+                        model=model,
+                        limits=queued.limits,
+                        context=context,
+                        context_window=queued.context_window,
+                        reasoning_effort=queued.reasoning_effort,
+                        recovery=self._next_recovery(thread_id),
+                    )
+                    await self.recorder.record(
+                        thread_id,
+                        draft(
+                            ev.TurnStarted,
+                            turn.turn_id,
+                            provider=model.provider,
+                            model=model.model,
+                            disable_user_input=turn.disable_user_input,
+                            plan_mode=turn.plan_mode,
+                            context=context if context is not None else UNSET,
+                        ),
+                    )
+                    self._queued.pop((thread_id, turn.turn_id), None)
+                    self.resumes.clear(thread_id)
+                    self._runs[thread_id] = run
+                self._tg.start_soon(self._drive, run)
+                return turn.turn_id
+        except Exception:
+            _log.exception("starting the next queued turn of thread %s failed", thread_id)
+            return None
+
+    def _leftover(self, thread_id: str, turn: TurnState) -> QueuedRun:
+        """What a queued turn this process did not queue runs with: a
+        client for its recorded provider and model, its recorded effort."""
+        event = queued_options(self.recorder.store, thread_id, turn)
+        effort = event.reasoning_effort if event is not None else None
+        model = self.queue_models(turn.provider, turn.model) if self.queue_models else None
+        return QueuedRun(
+            model or self.model,
+            reasoning_effort=effort if effort is not None else self.reasoning_effort,
+        )
+
+    async def cancel_queued(self, thread_id: str, turn_id: str) -> bool:
+        """Cancel ``turn_id`` if it waits in the thread's queue: it settles
+        (``turn_aborted``, reason ``cancelled``) without running. Whether
+        it did; a thread where it does not wait is only read."""
+        try:
+            turn = _turn(await self.recorder.view(thread_id), turn_id)
+        except ThreadNotFound:
+            return False
+        if turn is None or turn.status != "queued":
+            return False
+        async with self.holding(thread_id):
+            await self._open(thread_id)
+            async with self._lock(thread_id):
+                turn = _turn(self.recorder.state(thread_id), turn_id)
+                if turn is None or turn.status != "queued":
+                    return False
+                await self.recorder.record(thread_id, cancel_event(turn_id))
+                self._queued.pop((thread_id, turn_id), None)
+        return True
 
     @_held
     async def start_compaction(
@@ -415,17 +602,31 @@ class TurnService(TurnControl):
         self._tg.start_soon(self._drive, run, run_compaction)
         return turn_id
 
-    async def _settle_leftovers(self, thread_id: str, what: str) -> None:
+    async def _settle_leftovers(self, thread_id: str, what: str, *, queue: bool = False) -> bool:
         """Before a new turn (under the thread's lock): refuse while a turn
-        runs or waits for the user's answer (:mod:`kun.runtime.rearm`), and
-        settle a turn a dead process left open as ``orphaned``, so two
-        turns are never open."""
-        self._refuse_if_running(thread_id, what)
-        refuse_if_waiting(self.recorder.state(thread_id), what)
+        runs or waits for the user's answer (:mod:`kun.runtime.rearm`) or
+        turns wait in the queue, and settle a turn a dead process left open
+        as ``orphaned``, so two turns are never open. With ``queue``
+        nothing is refused: returns whether the new turn must wait (a
+        turn runs or waits for an answer, or turns are queued)."""
+        if queue and thread_id in self._runs:
+            return True
+        if not queue:
+            self._refuse_if_running(thread_id, what)
+            refuse_if_waiting(self.recorder.state(thread_id), what)
         await settle_restore(self.recorder, thread_id)
-        orphans = orphan_events(self.recorder.state(thread_id), set())
+        state = self.recorder.state(thread_id)
+        waiting = set(suspended_turns(state)) if queue else set()
+        orphans = orphan_events(state, waiting)
         if orphans:
             await self.recorder.record(thread_id, *orphans)
+        state = self.recorder.state(thread_id)
+        if queue:
+            return state.running_turn is not None or bool(state.queued_turns)
+        if state.queued_turns:
+            self._tg.start_soon(self.advance, thread_id)
+        refuse_if_queued(state, what)
+        return False
 
     def new_run(
         self,
@@ -498,13 +699,21 @@ class TurnService(TurnControl):
     async def _drive(
         self, run: TurnRun, body: Callable[[TurnRun], Awaitable[Outcome]] = run_turn
     ) -> None:
+        """Run the turn and settle it; then start the thread's next queued
+        turn, unless the service is stopping (its task group cancelled: the
+        queue waits for the next writer) or the turn was interrupted (the
+        interrupt records its abort first, then starts the next)."""
         status = "failed"
+        stopping = False
         try:
             outcome = await body(run)
             status = "aborted" if run.aborted else outcome.status
             if outcome.status != "aborted" and not run.aborted:
                 with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
                     await self.write(run.thread_id, *settle_events(run, outcome))
+        except anyio.get_cancelled_exc_class():
+            stopping = True
+            raise
         except Exception:
             _log.exception("settling turn %s of thread %s failed", run.turn_id, run.thread_id)
         finally:
@@ -516,6 +725,9 @@ class TurnService(TurnControl):
             if self._runs.get(run.thread_id) is run:
                 del self._runs[run.thread_id]
             self._keep_recovery(run)
+            if not stopping and not run.aborted:
+                with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
+                    await self.advance(run.thread_id)
             await self.release_if_idle(run.thread_id)
             run.done.set()
             with anyio.move_on_after(_SHIELD_SECONDS, shield=True):

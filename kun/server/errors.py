@@ -46,6 +46,7 @@ from kun.model.errors import AttachmentTooLarge
 from kun.runtime.errors import (
     AnswerConflict,
     BlankPrompt,
+    QueueFull,
     SeqOutOfRange,
     SteeringFull,
     ThreadBusy,
@@ -74,6 +75,7 @@ _STATUS: tuple[tuple[type[KunError], int, str], ...] = (
     (NoSuchTurn, 404, "turn_not_found"),
     (AnswerConflict, 409, "not_pending"),
     (ThreadBusy, 409, "thread_busy"),
+    (QueueFull, 409, "turns_queued"),
     (TurnNotRunning, 409, "turn_not_running"),
     (SteeringFull, 409, "steering_full"),
     (NothingToUndo, 409, "nothing_to_undo"),

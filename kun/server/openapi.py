@@ -54,8 +54,11 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: ThreadState}),
     Operation("PATCH", _THREAD, "Change the thread's settings", bodies.UpdateThread,
               {200: answers.ThreadOptions}),
-    Operation("POST", f"{_THREAD}/turns", "Start a turn (runs in the background)",
-              bodies.StartTurn, {202: answers.TurnStarted}),
+    Operation("POST", f"{_THREAD}/turns", "Start a turn (runs in the background). While "
+              "the thread's turn runs, multitask decides: reject (409 thread_busy), enqueue "
+              "(202, status queued; 409 turns_queued past 1000 waiting), steer (the running "
+              "turn takes the text; steered true), interrupt (the running turn is interrupted, "
+              "then this one starts)", bodies.StartTurn, {202: answers.TurnStarted}),
     Operation("GET", _TURN, "One turn", None, {200: TurnState}),
     Operation("POST", f"{_TURN}/steer", "Steer the running turn", bodies.Steer,
               {202: answers.Steered}),

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kun.contracts import events as ev
-from kun.contracts.items import BlobRef, ErrorItem, FileCheckpoint, ToolCall, ToolResult
+from kun.contracts.items import (
+    Attachment,
+    BlobRef,
+    ErrorItem,
+    FileCheckpoint,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from kun.testing.golden_everything import everything
 from kun.testing.scene import (
     GREP_ROUNDING,
@@ -431,6 +439,54 @@ def imported_thread() -> list[ev.Event]:
     return s.events
 
 
+def queued_turns() -> list[ev.Event]:
+    """Two messages sent while a turn runs (``multitask`` ``enqueue``):
+    each waits as ``turn_queued`` with its message (the second with an
+    attachment already kept as a side file) and options; when the running
+    turn completes the first starts under its own id (``turn_started``, no
+    second message); the other is cancelled while it waits and never
+    runs."""
+    s = Scene("thr_01JE4Q7U3NW8ZD", model="gpt-5", start_at=epoch_ms(2026, 12, 5, 20, 14, 2))
+    s.open(title="Nightly export job")
+    s.turn("Add a --dry-run flag to `ledger export`.")
+    s.send(0)
+    s.wait(2_000)
+    waiting = []
+    for text, options in (
+        ("Then document it in the README.", {"plan_mode": False}),
+        ("And add this screenshot to the docs.", {"disable_user_input": True}),
+    ):
+        turn_id = s.next_id("turn")
+        attachments: tuple[Attachment, ...] = ()
+        if options.get("disable_user_input"):
+            ref = BlobRef(sha256="d" * 64, size=48_213)
+            attachments = (
+                Attachment(name="export.png", mime_type="image/png", size_bytes=48_213, ref=ref),
+            )
+        message = UserMessage(id=s.next_id("msg"), text=text, attachments=attachments)
+        s.emit(
+            ev.TurnQueued,
+            turn_id=turn_id,
+            message=message,
+            provider=s.provider,
+            model=s.model,
+            reasoning_effort="low",
+            **options,
+        )
+        waiting.append(turn_id)
+        s.wait(1_500)
+    s.priced(0, 7_900, 60, hit=7_424)
+    s.received(0)
+    s.answer(1, "Added `--dry-run`: it prints what would be exported.", 8_020, 12, hit=7_936)
+    first, second = waiting
+    s.emit(ev.TurnAborted, turn_id=second, reason="cancelled")
+    s.turn_id = first
+    s.emit(ev.TurnStarted, turn_id=first, provider=s.provider, model=s.model)
+    s.send(0)
+    s.answer(0, "Documented `--dry-run` under Export in the README.", 8_200, 14, hit=7_936)
+    return s.events
+
+
 def _written(call: ToolCall, output: str, point: FileCheckpoint, result_id: str) -> ToolResult:
     return ToolResult(
         id=result_id, call_id=call.call_id, name=call.name, output=output, checkpoint=point
@@ -447,5 +503,6 @@ THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "everything": everything,
     "restore_recovered": restore_recovered,
     "imported_thread": imported_thread,
+    "queued_turns": queued_turns,
 }
 """The golden threads this version writes, by file stem."""

@@ -82,6 +82,7 @@ USES: list[Use] = [
     ("thread", (T,), {}),
     ("update_thread", (T, UpdateThread(model="m")), {}),
     ("start_turn", (T, StartTurn(text="hi")), {}),
+    ("start_turn", (T, StartTurn(text="hi", multitask="enqueue")), {}),
     ("turn", (T, "trn_1"), {}),
     ("steer", (T, "trn_1", "more"), {}),
     ("interrupt", (T, "trn_1"), {"discard": True}),

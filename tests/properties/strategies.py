@@ -5,7 +5,9 @@ the runtime would write them: turns with streamed text and reasoning, tool
 calls (some in parallel, some crashing), approvals and questions answered or
 left open, steering, usage, warnings, settles of every kind (including
 ``orphaned`` crashes mid-tool and aborts that discard), late events after a
-settle, thread updates, rewinds and their undo.
+settle, thread updates, rewinds and their undo. Turns are queued while one
+runs (``turn_queued``) and started in order once it settles, as the
+TurnService does, or cancelled while they wait (``turn_aborted``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from kun.contracts import events as ev
-from kun.contracts.items import Plan, ToolCall
+from kun.contracts.items import Plan, ToolCall, UserMessage
 from kun.testing.logbuilder import LogBuilder
 
 texts = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12)
@@ -33,6 +35,7 @@ class _Sim:
     inputs: list[str] = field(default_factory=list)
     settled: list[str] = field(default_factory=list)
     rewinds: list[int] = field(default_factory=list)
+    queued: list[str] = field(default_factory=list)
 
 
 def _text(draw: st.DrawFn, sim: _Sim) -> None:
@@ -114,11 +117,39 @@ def _storm(draw: st.DrawFn, sim: _Sim) -> None:
     )
 
 
-_ALWAYS = [_text, _reasoning, _call, _ask, _usage, _warning, _steer, _stage, _plan]
+def _queue(draw: st.DrawFn, sim: _Sim) -> None:
+    b = sim.b
+    turn_id = b.next_id("turn")
+    message = UserMessage(id=b.next_id("msg"), text=draw(texts))
+    b.emit(
+        ev.TurnQueued,
+        turn_id=turn_id,
+        message=message,
+        model=draw(st.sampled_from([None, "m1"])),
+        plan_mode=draw(st.booleans()),
+    )
+    sim.queued.append(turn_id)
+
+
+def _cancel_queued(draw: st.DrawFn, sim: _Sim) -> None:
+    turn_id = sim.queued.pop(draw(st.integers(0, len(sim.queued) - 1)))
+    sim.b.emit(ev.TurnAborted, turn_id=turn_id, reason="cancelled")
+    sim.settled.append(turn_id)
+
+
+def _start_queued(sim: _Sim) -> None:
+    turn_id = sim.queued.pop(0)
+    sim.b.turn_id = turn_id
+    sim.b.emit(ev.TurnStarted, turn_id=turn_id, model="m1")
+
+
+_ALWAYS = [_text, _reasoning, _call, _ask, _usage, _warning, _steer, _stage, _plan, _queue]
 
 
 def _in_turn_step(draw: st.DrawFn, sim: _Sim) -> None:
     available = list(_ALWAYS)
+    if sim.queued:
+        available.append(_cancel_queued)
     if sim.calls:
         available += [_start, _start, _approval]
     if sim.running:
@@ -158,6 +189,12 @@ def _settle(draw: st.DrawFn, sim: _Sim) -> None:
 
 def _between_turns_step(draw: st.DrawFn, sim: _Sim) -> None:
     b = sim.b
+    if sim.queued:
+        if draw(st.integers(0, 3)):
+            _start_queued(sim)
+        else:
+            _cancel_queued(draw, sim)
+        return
     available = ["turn", "turn", "turn", "update", "usage", "warn"]
     if sim.settled:
         available.append("rewind")
@@ -192,4 +229,6 @@ def thread_logs(draw: st.DrawFn, max_steps: int = 30, settle_all: bool = False) 
             _in_turn_step(draw, sim)
     if settle_all and sim.b.turn_id is not None:
         _settle(draw, sim)
+    while settle_all and sim.queued:
+        _cancel_queued(draw, sim)
     return sim.b.events

@@ -169,3 +169,22 @@ def test_encode_decode_round_trips_every_event_exactly(events: list[ev.Event]) -
         back = _decoder.decode(line)
         assert back == event
         assert _encoder.encode(back) == line
+
+
+@given(thread_logs(max_steps=40))
+def test_queued_turns_wait_in_order_holding_only_their_message(events: list[ev.Event]) -> None:
+    """At every point: at most one turn runs, the queue is the queued
+    turns in ``turn_queued`` order, and a queued turn holds its message
+    alone (nothing runs in it before its ``turn_started``)."""
+    state = ThreadState(thread_id="")
+    queued_order: list[str] = []
+    for event in events:
+        state = reduce(state, event)
+        if isinstance(event, ev.TurnQueued):
+            queued_order.append(event.turn_id or "")
+        assert sum(t.status == "running" for t in state.turns) <= 1
+        waiting = {t.turn_id for t in state.turns if t.status == "queued"}
+        assert state.queued_turns == tuple(q for q in queued_order if q in waiting)
+        for turn in state.turns:
+            if turn.status == "queued":
+                assert [type(i).__name__ for i in turn.items] == ["UserMessage"]

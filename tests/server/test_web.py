@@ -25,6 +25,7 @@ from tests.server.test_stream import Served, follow, served, text_turn
 __all__ = ["served"]
 
 STATIC_DIR = Path(str(files("kun.web") / "static"))
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(STATIC_DIR.iterdir())
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
@@ -273,3 +274,42 @@ def test_text_only_previewed_goes_when_its_turn_ends() -> None:
     )
     out = json.loads(done.stdout)
     assert out == {"items": [["kept", "failed", "said "]], "turn": ["kept"]}
+
+
+QUEUED = """
+const fold = require(process.argv[1]);
+const thread = new fold.Thread();
+const seen = [];
+for (const line of require("fs").readFileSync(0, "utf8").split("\\n").filter(Boolean)) {
+  thread.apply(JSON.parse(line));
+  seen.push([...thread.turns.values()].map((t) => t.status).join(","));
+}
+const turns = [...thread.turns.values()].map((t) => [t.id, t.status, t.items.length]);
+const messages = [...thread.items.values()].filter((i) => i.type === "user_message");
+console.log(JSON.stringify({turns, seen, messages: messages.map((m) => m.data.text)}));
+"""
+
+
+@needs_node
+def test_the_page_fold_shows_queued_turns_waiting_then_running() -> None:
+    """The golden ``queued_turns`` log, folded as the page folds it: each
+    queued turn shows ``queued`` with its message, the one started runs and
+    completes under its own id, the cancelled one ends ``aborted``."""
+    log = ROOT / "events" / "golden" / "queued_turns.events.jsonl"
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, "-e", QUEUED, str(STATIC_DIR / "fold.js")],
+        input=log.read_text(encoding="utf-8"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    out = json.loads(done.stdout)
+    assert "running,queued,queued" in out["seen"]
+    assert "completed,running,aborted" in out["seen"]
+    assert [status for _, status, _ in out["turns"]] == ["completed", "completed", "aborted"]
+    assert out["messages"][1:] == [
+        "Then document it in the README.",
+        "And add this screenshot to the docs.",
+    ]

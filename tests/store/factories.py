@@ -95,6 +95,16 @@ def every_kind(thread_id: str = TID) -> list[ev.Event]:
             {"provider": "p", "model": "m", "disable_user_input": True, "plan_mode": True},
         ),
         (ev.TurnSteered, {"text": tricky}),
+        (
+            ev.TurnQueued,
+            {
+                "message": UserMessage(id="item_q", text=tricky),
+                "provider": "p",
+                "model": "m",
+                "plan_mode": True,
+                "reasoning_effort": "low",
+            },
+        ),
         (ev.PipelineStage, {"stage": "pre_send", "step": 2}),
         (
             ev.ItemCreated,

@@ -214,6 +214,15 @@
       this.rewinds.forEach(function (r) { if (r.seq === e.rewind_seq) r.undone = true; });
       this.structural = true;
     },
+    // A queued turn waits with its message; its turn_started (same id)
+    // makes it run, a turn_aborted cancels it before it ever ran.
+    turn_queued: function (e) {
+      var turn = this.turn(e.turn_id);
+      turn.status = "queued";
+      turn.model = e.model;
+      turn.planMode = !!e.plan_mode;
+      if (e.message) this.put({ turn_id: e.turn_id, item: e.message }, true);
+    },
     turn_started: function (e) {
       var turn = this.turn(e.turn_id);
       turn.status = "running";

@@ -180,7 +180,7 @@
       }
     };
     ["thread_created", "thread_updated", "thread_forked", "thread_rewound",
-     "thread_rewind_undone", "turn_started", "turn_completed", "turn_failed",
+     "thread_rewind_undone", "turn_queued", "turn_started", "turn_completed", "turn_failed",
      "turn_aborted", "usage", "approval_requested", "approval_resolved",
      "user_input_requested", "user_input_resolved"].forEach(function (kind) {
       source.addEventListener(kind, function (message) {

@@ -10,7 +10,7 @@
   var threadId = decodeURIComponent(location.pathname.replace(/^\/threads\//, ""));
   var base = "/v1/threads/" + encodeURIComponent(threadId);
   var KINDS = ["thread_created", "thread_updated", "thread_forked", "thread_rewound",
-               "thread_rewind_undone", "turn_started", "turn_steered", "pipeline_stage",
+               "thread_rewind_undone", "turn_queued", "turn_started", "turn_steered", "pipeline_stage",
                "turn_completed", "turn_failed", "turn_aborted", "item_created", "item_updated",
                "item_completed", "assistant_text_delta", "assistant_reasoning_delta",
                "tool_call_delta", "tool_call_started", "tool_call_finished",
