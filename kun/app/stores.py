@@ -1,0 +1,105 @@
+"""Which store a command means, and opening it.
+
+A command works on the JSONL home (``--home``, ``$KUN_HOME``, ``~/.kun``)
+unless it is told of a database: ``--store URL`` on its command line, else
+``[store] url`` in the configuration it reads (:func:`configured_url`; a
+project's ``kun.toml`` may set it only once trusted, and never with a
+password in it). The home stays where kun keeps what belongs to this
+machine (its configuration, trust records, uploads, caches) whichever
+store holds the threads.
+
+psycopg is imported only when a database is opened (:func:`open_store`), so
+the commands that never use one do not pay for it; without the
+``kun[postgres]`` extra that is one line, :class:`PostgresMissing`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kun.errors import UserMistake
+
+if TYPE_CHECKING:
+    from kun.store.port import EventStore
+
+__all__ = [
+    "HomeOnly",
+    "PostgresMissing",
+    "chosen_store",
+    "configured_url",
+    "is_store_url",
+    "open_store",
+]
+
+SCHEMES = ("postgresql://", "postgres://")
+
+
+class HomeOnly(UserMistake):
+    """What was asked works on a kun home, and the threads are in a database."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"{what} works on a kun home, not on a database (--store, [store] url)")
+
+
+class PostgresMissing(UserMistake):
+    """A database named without the ``kun[postgres]`` extra installed."""
+
+    def __init__(self) -> None:
+        super().__init__("a PostgreSQL store needs psycopg: pip install 'kun[postgres]'")
+
+
+class NotAStoreUrl(UserMistake):
+    """``--store`` given something other than a PostgreSQL URL."""
+
+    def __init__(self, option: str) -> None:
+        super().__init__(f"{option}: expected a URL such as postgresql://user@host/db")
+
+
+def is_store_url(text: str) -> bool:
+    """Whether ``text`` names a database kun can keep threads in."""
+    return text.startswith(SCHEMES)
+
+
+def configured_url(home: Path, config: Path | None = None) -> str | None:
+    """``[store] url`` of the configuration the command reads (``config``:
+    the ``--config`` given). A file that does not mention ``store`` is not
+    parsed here, so the commands stay as fast and as forgiving as before;
+    one that does is loaded in full, with its trust rules."""
+    from kun.config.load import find_config, load_config
+
+    found = find_config(config, home=home)
+    if found is None:
+        return None
+    try:
+        data = found.read_bytes()
+    except OSError:
+        return None
+    if b"store" not in data:
+        return None
+    return load_config(config, home=home).store.url
+
+
+def chosen_store(given: str | None, home: Path, config: Path | None = None) -> str | None:
+    """The database a command works on (``None``: the home): ``given``
+    (``--store``) over ``[store] url``."""
+    if given is not None:
+        if not is_store_url(given):
+            raise NotAStoreUrl("--store")
+        return given
+    return configured_url(home, config)
+
+
+def open_store(home: Path, url: str | None) -> EventStore:
+    """The store for ``url`` (``None``: the JSONL store of ``home``),
+    not yet open: enter it with ``async with``."""
+    if url is None:
+        from kun.store.jsonl import JsonlEventStore
+
+        return JsonlEventStore(home)
+    try:
+        from kun.store.postgres import PostgresEventStore
+    except ImportError:
+        raise PostgresMissing() from None
+    return PostgresEventStore(url)
