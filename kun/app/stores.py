@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HomeOnly",
+    "NotAStoreUrl",
     "PostgresMissing",
     "chosen_store",
     "configured_url",
