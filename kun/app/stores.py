@@ -31,6 +31,7 @@ __all__ = [
     "configured_url",
     "is_store_url",
     "open_store",
+    "reach",
 ]
 
 SCHEMES = ("postgresql://", "postgres://")
@@ -104,3 +105,16 @@ def open_store(home: Path, url: str | None) -> EventStore:
     except ImportError:
         raise PostgresMissing() from None
     return PostgresEventStore(url)
+
+
+def reach(home: Path, url: str) -> None:
+    """Open the database at ``url`` once, now (its schema created or
+    checked): a server that cannot use it says so in one line before it
+    starts, rather than in a traceback from its lifespan."""
+    import anyio
+
+    async def opened() -> None:
+        async with open_store(home, url):
+            pass
+
+    anyio.run(opened)

@@ -9,12 +9,13 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["explained", "home_option", "pasteable", "written_out"]
+__all__ = ["explained", "given_store", "home_option", "pasteable", "store_option", "written_out"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 _HOME = "kun.home"
+_STORE = "kun.store"
 
 
 def home_option(func: F) -> F:
@@ -25,6 +26,33 @@ def home_option(func: F) -> F:
         callback=_remember_home,
         help="kun home directory (default: $KUN_HOME, else ~/.kun).",
     )(func)
+
+
+def store_option(func: F) -> F:
+    """``--store URL``: the database the command works on instead of the
+    home's files (:mod:`kun.app.stores`). Kept in the context's ``meta``,
+    where :func:`kun.cli.target.command_target` finds it, so the commands
+    need no parameter for it."""
+    return click.option(
+        "--store",
+        default=None,
+        metavar="URL",
+        expose_value=False,
+        callback=_remember_store,
+        help="Work on the threads of the PostgreSQL database at URL "
+        "(default: [store] url of kun.toml, else the home). Password: $PGPASSWORD or ~/.pgpass.",
+    )(func)
+
+
+def _remember_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[_STORE] = value
+
+
+def given_store() -> str | None:
+    """The ``--store`` of the running command, if any."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(_STORE)
 
 
 def _remember_home(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
