@@ -108,6 +108,12 @@ async def test_the_home_file_chooses_the_database_and_home_only_commands_say_so(
         )
         assert "Traceback" not in out + err
     assert (await _kun("replay", TID, "--home", str(home)))[0] == 0
+    code, out, err = await _kun("fork", TID, "--json", "--home", str(home))
+    assert code == 0, err
+    forked = json.loads(out)["thread_id"]
+    listed = json.loads((await _kun("threads", "--json", "--home", str(home)))[1])
+    assert forked in {t["thread_id"] for t in listed}
+    assert not (home / "threads").exists()
 
 
 async def test_the_password_never_shows(tmp_path: Path, postgres_server: object) -> None:
