@@ -66,9 +66,11 @@ def is_store_url(text: str) -> bool:
 
 def configured_url(home: Path, config: Path | None = None) -> str | None:
     """``[store] url`` of the configuration the command reads (``config``:
-    the ``--config`` given). A file that does not mention ``store`` is not
-    parsed here, so the commands stay as fast and as forgiving as before;
-    one that does is loaded in full, with its trust rules."""
+    the ``--config`` given). A file without a ``[store]`` table is not
+    checked here, so the commands stay as fast and as forgiving as before;
+    one with it is loaded in full, with its trust rules."""
+    import msgspec
+
     from kun.config.load import find_config, load_config
 
     found = find_config(config, home=home)
@@ -80,6 +82,11 @@ def configured_url(home: Path, config: Path | None = None) -> str | None:
         return None
     if b"store" not in data:
         return None
+    try:
+        if "store" not in msgspec.toml.decode(data):
+            return None
+    except msgspec.DecodeError:
+        pass  # load_config says what is wrong with the file, in one line
     return load_config(config, home=home).store.url
 
 

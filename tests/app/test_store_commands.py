@@ -98,6 +98,10 @@ async def test_the_home_file_chooses_the_database_and_home_only_commands_say_so(
         (("restore", TID), "the trash (kun restore)"),
         (("gc", TID), "kun gc"),
         (("import", str(tmp_path / "nothing.tar")), "kun import"),
+        (
+            ("rewind", TID, "2", "--files"),
+            "rewinding files of a thread whose workspace is not on this machine",
+        ),
     ):
         if command[0] == "import":
             (tmp_path / "nothing.tar").write_bytes(b"")

@@ -79,3 +79,15 @@ def test_an_untrusted_project_file_cannot_choose_the_store(
     with pytest.raises(ConfigError) as caught:
         chosen_store(None, tmp_path / "home")
     assert "store.url is not taken from a kun.toml found in the project" in str(caught.value)
+
+
+def test_a_project_file_without_a_store_table_is_not_judged_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUN_CONFIG", raising=False)
+    project = tmp_path / "ws"
+    project.mkdir()
+    text = '# the store is the home\n[mcp.helper]\ncommand = "sh"\n'
+    (project / "kun.toml").write_text(text)
+    monkeypatch.chdir(project)
+    assert chosen_store(None, tmp_path / "home") is None
