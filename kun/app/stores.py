@@ -32,6 +32,7 @@ __all__ = [
     "is_store_url",
     "open_store",
     "reach",
+    "shown_url",
 ]
 
 SCHEMES = ("postgresql://", "postgres://")
@@ -88,6 +89,22 @@ def configured_url(home: Path, config: Path | None = None) -> str | None:
     except msgspec.DecodeError:
         pass  # load_config says what is wrong with the file, in one line
     return load_config(config, home=home).store.url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as kun may print it: without its password (the store's
+    :class:`~kun.store.pg_schema.Target` names it so; without psycopg, the
+    URL's user part is cut to the user)."""
+    try:
+        from kun.store.pg_schema import Target
+    except ImportError:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        user, at, host = parts.netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}{at}{host}"
+        return parts._replace(netloc=netloc, query="").geturl()
+    return Target(url).where
 
 
 def chosen_store(given: str | None, home: Path, config: Path | None = None) -> str | None:

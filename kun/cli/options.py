@@ -67,9 +67,10 @@ def _remember_home(ctx: click.Context, param: click.Parameter, value: Path | Non
 def pasteable(*args: str) -> str:
     """``kun ARGS`` as the user should paste it here: with the ``--server``
     (and a ``--token-env`` other than the default) the running command
-    works on, and the ``--home`` it was given when that is not the home
-    ``kun`` would find by itself. A hint without them would name a thread
-    the pasted command cannot find."""
+    works on, the ``--store`` it was given (without a password: libpq
+    finds that in ``$PGPASSWORD`` or ``~/.pgpass``), and the ``--home`` it
+    was given when that is not the home ``kun`` would find by itself. A
+    hint without them would name a thread the pasted command cannot find."""
     import shlex
 
     from kun.app.home import resolve_home
@@ -82,6 +83,11 @@ def pasteable(*args: str) -> str:
         if remote.token_env != TOKEN_ENV:
             words += ["--token-env", remote.token_env]
     words += args
+    store = given_store()
+    if store is not None:
+        from kun.app.stores import shown_url
+
+        words += ["--store", shown_url(store)]
     home = _given_home()
     if home is not None and resolve_home(home) != resolve_home(None):
         words += ["--home", str(resolve_home(home))]

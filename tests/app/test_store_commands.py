@@ -9,9 +9,12 @@ import json
 import tarfile
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 
 from kun.app.migrate import migrate_home
+from kun.cli.options import pasteable, store_option
 from kun.store.blobs import blob_ref
 from tests.app.test_migrate import SIDE, TID, _events, _home_projection, _write
 from tests.cli_support import invoked
@@ -135,3 +138,14 @@ async def test_store_goes_with_a_home_not_a_server(tmp_path: Path) -> None:
         "--server", "http://127.0.0.1:9", "threads", "--store", "postgresql://kun@h/db"
     )
     assert code == 1 and "--store works here, not with --server" in err
+
+
+async def test_hints_carry_the_store_without_its_password() -> None:
+    @click.command()
+    @store_option
+    def probe() -> None:
+        click.echo(pasteable("replay", "thr_x"))
+
+    given = "postgresql://kun:hunter2@db.example:5433/kun?sslmode=require"
+    result = CliRunner().invoke(probe, ["--store", given])
+    assert result.stdout == "kun replay thr_x --store postgresql://kun@db.example:5433/kun\n"
