@@ -5,13 +5,13 @@ Per thread, with the source held (its writer lock: a live writer makes the
 thread ``held``, and nothing writes it while it is copied) and the target
 claimed (a live writer there: ``held`` too):
 
-* the side files its events name are copied first, as a writer puts a side
-  file before the event naming it;
 * the target's log is compared with the source's, event by event: absent or
   empty, everything is appended (``copied``); the same events, nothing is
   (``already there``); a prefix of the source's, the rest is appended
   (``continued``); anything else is ``refused`` and left as it is, unless
   ``replace``, when it is removed and the thread copied again (``replaced``);
+* the side files the events name are copied before the events, as a writer
+  puts a side file before the event naming it;
 * then the proof: the projection of the thread (the reduced
   :class:`~kun.domain.state.ThreadState`, usage included) is rebuilt on
   both sides and must be equal, and every side file must read back on the
@@ -177,7 +177,6 @@ async def _move(source: EventStore, target: EventStore, thread_id: str, replace:
     created = not existed or last == 0
     outcome: Outcome = "copied" if created else "already there"
     try:
-        refs = await anyio.to_thread.run_sync(_side_files, source, target, thread_id)
         if not created:
             try:
                 await anyio.to_thread.run_sync(_same_prefix, source, target, thread_id, last)
@@ -185,8 +184,8 @@ async def _move(source: EventStore, target: EventStore, thread_id: str, replace:
                 if not replace:
                     return Moved(thread_id, "refused", why=str(exc))
                 await _discard(target, thread_id)
-                await anyio.to_thread.run_sync(_put_side_files, source, target, thread_id, refs)
                 last, created, outcome = await target.claim(thread_id), True, "replaced"
+        refs = await anyio.to_thread.run_sync(_side_files, source, target, thread_id)
         appended = await _append_rest(source, target, thread_id, last)
         if appended and outcome == "already there":
             outcome = "continued"
@@ -205,17 +204,10 @@ def _side_files(source: EventStore, target: EventStore, thread_id: str) -> list[
     refs: dict[str, BlobRef] = {}
     for event in source.read(thread_id):
         refs.update((ref.sha256, ref) for ref in side_file_refs(event))
-    found = list(refs.values())
-    _put_side_files(source, target, thread_id, found)
-    return found
-
-
-def _put_side_files(
-    source: EventStore, target: EventStore, thread_id: str, refs: list[BlobRef]
-) -> None:
     have, put = source.blobs(thread_id), target.blobs(thread_id)
-    for ref in refs:
+    for ref in refs.values():
         put.put(have.get(ref))
+    return list(refs.values())
 
 
 def _same_prefix(source: EventStore, target: EventStore, thread_id: str, last: int) -> None:
