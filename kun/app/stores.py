@@ -15,6 +15,7 @@ the commands that never use one do not pay for it; without the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,28 +68,40 @@ def is_store_url(text: str) -> bool:
 
 def configured_url(home: Path, config: Path | None = None) -> str | None:
     """``[store] url`` of the configuration the command reads (``config``:
-    the ``--config`` given). A file without a ``[store]`` table is not
-    checked here, so the commands stay as fast and as forgiving as before;
-    one with it is loaded in full, with its trust rules."""
+    the ``--config`` given). Only a file with a ``[store]`` table is loaded
+    (in full, with its trust rules): the commands that never needed the
+    configuration (``kun replay``) neither pay for :mod:`kun.config` nor
+    are refused for a project file's other keys."""
     import msgspec
 
+    if not any(b"store" in data for data in _candidates(home, config)):
+        return None
     from kun.config.load import find_config, load_config
 
     found = find_config(config, home=home)
     if found is None:
         return None
     try:
-        data = found.read_bytes()
-    except OSError:
-        return None
-    if b"store" not in data:
-        return None
-    try:
-        if "store" not in msgspec.toml.decode(data):
+        if "store" not in msgspec.toml.decode(found.read_bytes()):
             return None
-    except msgspec.DecodeError:
+    except (OSError, msgspec.DecodeError):
         pass  # load_config says what is wrong with the file, in one line
     return load_config(config, home=home).store.url
+
+
+def _candidates(home: Path, config: Path | None) -> Iterator[bytes]:
+    """The bytes of each file :func:`kun.config.find_config` could pick
+    (``--config``, ``$KUN_CONFIG``, ``./kun.toml``, the home's), read
+    without importing :mod:`kun.config`."""
+    import os
+
+    for name in (config, os.environ.get("KUN_CONFIG") or None, "kun.toml", home / "kun.toml"):
+        if name is None:
+            continue
+        try:
+            yield Path(name).expanduser().read_bytes()
+        except OSError:
+            continue
 
 
 def shown_url(url: str) -> str:
