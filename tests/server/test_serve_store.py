@@ -63,3 +63,26 @@ async def test_a_database_out_of_reach_is_one_line(tmp_path: Path) -> None:
     assert refused.returncode == 1
     assert said.count("\n") == 1 and said.startswith("kun: error: postgresql://kun@127.0.0.1:1/")
     assert "hunter2" not in said + refused.stdout.decode()
+
+
+async def test_kun_run_on_the_store_the_home_file_names(tmp_path: Path, postgres_url: str) -> None:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    home.mkdir()
+    workspace.mkdir()
+    async with FakeProvider([ANSWER], format="chat_completions") as provider:
+        (home / "kun.toml").write_text(
+            f'default_provider = "fake"\n[providers.fake]\nbase_url = "{provider.base_url}"\n'
+            'endpoint_format = "chat_completions"\ndefault_model = "fake-model"\n'
+            f'[store]\nurl = "{postgres_url}"\n'
+        )
+        ran = await anyio.run_process(
+            [sys.executable, "-m", "kun", "run", "a.py?", "--home", str(home)],
+            cwd=workspace, env=_environ(), check=False,
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr.decode()
+    assert "a.py prints a." in ran.stdout.decode()
+    async with PostgresEventStore(postgres_url) as store:
+        [thread] = store.list_threads()
+        state = replay(store.read(thread))
+    assert state.turns[0].status == "completed" and state.settings.workspace == str(workspace)
+    assert not (home / "threads").exists()
