@@ -34,6 +34,7 @@ from kun.cli.compact import compact
 from kun.cli.config_command import config_command
 from kun.cli.flags import runtime_flags
 from kun.cli.main import Cli, demo
+from kun.cli.migrate import migrate
 from kun.cli.portable import export_command, import_command
 from kun.cli.remote import TOKEN_ENV, choose_remote
 from kun.cli.replay import replay
@@ -164,7 +165,7 @@ def _runtime_given() -> bool:
 for _command in (
     chat, resume, run, demo, replay, threads, usage, rewind, fork, reconcile, compact,
     export_command, import_command, steer, interrupt, gc, rm, restore, trash,
-    config_command, trust_command, serve,
+    config_command, trust_command, serve, migrate,
 ):  # fmt: skip
     cli.add_command(_command)
 

@@ -26,11 +26,14 @@ __all__ = ["LocalTarget", "RemoteTarget", "Target", "open_kun"]
 class LocalTarget:
     """The threads of ``home``, run here: ``config`` is the kun.toml named
     on the command line (``None``: the usual search), ``flags`` the runtime
-    flags given (they override the config's ``[runtime]``)."""
+    flags given (they override the config's ``[runtime]``), ``store`` the
+    database that holds the threads (``None``: the home's files;
+    :mod:`kun.app.stores`)."""
 
     home: Path
     config: Path | None = None
     flags: RuntimeFlags = field(default_factory=RuntimeFlags)
+    store: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,5 +59,7 @@ async def open_kun(target: Target) -> AsyncIterator[Kun]:
         return
     from kun.app.local import open_local
 
-    async with open_local(target.home, config=target.config, flags=target.flags) as kun:
+    async with open_local(
+        target.home, config=target.config, flags=target.flags, store=target.store
+    ) as kun:
         yield kun

@@ -21,6 +21,7 @@ import functools
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -29,11 +30,15 @@ from kun.errors import KunError
 from kun.store.errors import InvalidThreadId
 from kun.store.paths import LOG_NAME, threads_root, validate_thread_id
 
+if TYPE_CHECKING:
+    from kun.domain.state import ThreadState
+
 __all__ = [
     "ThreadSummary",
     "format_cost",
     "format_when",
     "list_threads",
+    "summary_of",
     "thread_ids",
     "to_json",
 ]
@@ -102,7 +107,6 @@ def list_threads(
 
 def summarize(home: Path, thread_id: str) -> ThreadSummary:
     """One thread's summary, or its error."""
-    from kun.domain.titles import title_holder
     from kun.store.replay import replay_log
     from kun.store.snapshot import SNAPSHOT_NAME, read_outline
 
@@ -112,6 +116,13 @@ def summarize(home: Path, thread_id: str) -> ThreadSummary:
         state = state or replay_log(path, mode="tolerant")
     except (KunError, OSError, ValueError) as exc:
         return ThreadSummary(thread_id=thread_id, updated_at=_mtime_ms(path), error=str(exc))
+    return summary_of(thread_id, state)
+
+
+def summary_of(thread_id: str, state: ThreadState) -> ThreadSummary:
+    """The summary of the thread whose projection (or outline) is ``state``."""
+    from kun.domain.titles import title_holder
+
     settings = state.settings
     usage = state.usage
     return ThreadSummary(

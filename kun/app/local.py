@@ -28,6 +28,8 @@ kun's own, with the messages the CLI prints.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from functools import partial
@@ -71,9 +73,10 @@ from kun.app.local_multitask import before_start
 from kun.app.local_portable import install, write_bundle
 from kun.app.local_reads import thread_page, transcript_text, usage_report
 from kun.app.local_uploads import UPLOADS, remove_uploads, save_uploads
-from kun.app.lookup import resolve_thread_id
+from kun.app.lookup import resolve_among, resolve_thread_id
 from kun.app.overrides import RuntimeFlags
 from kun.app.requests import CreateThread, ReplayThread, StartTurn, UpdateThread
+from kun.app.stores import HomeOnly, open_store
 from kun.contracts.events import Event, FilesRestore
 from kun.contracts.threads import AllowRule, Goal, GoalStatus
 from kun.domain.state import ThreadState, TurnState
@@ -150,6 +153,18 @@ class LocalKun:
         return self._engine
 
     @property
+    def on_home(self) -> bool:
+        """Whether the threads are the home's files; else a database's
+        (:mod:`kun.app.stores`), where what only a home has (the trash,
+        imports, log files, another process's control socket) is refused
+        with :class:`~kun.app.stores.HomeOnly`."""
+        return isinstance(self.recorder.store, JsonlEventStore)
+
+    def _home_only(self, what: str) -> None:
+        if not self.on_home:
+            raise HomeOnly(what)
+
+    @property
     def config_source(self) -> str | None:
         """The ``kun.toml`` the engine runs with, once it is open (a session
         notes it when it is the thread's workspace's rather than the one here)."""
@@ -206,8 +221,11 @@ class LocalKun:
         ``InvalidThreadId`` before it touches the disk, then
         ``ThreadNotFound`` or ``AmbiguousThreadId``."""
         validate_thread_id(text)
-        if self.recorder.store.exists(text):
+        store = self.recorder.store
+        if store.exists(text):
             return text
+        if not self.on_home:
+            return resolve_among(store.list_threads(), text)
         return resolve_thread_id(self.home, text)
 
     async def _state(self, text: str) -> ThreadState:
@@ -247,6 +265,16 @@ class LocalKun:
     ) -> ThreadPage:
         """A page of the threads, newest activity first; ``query``: only
         those whose title, workspace or id contains it, ignoring case."""
+        if not self.on_home:
+            return await anyio.to_thread.run_sync(
+                partial(
+                    self._store_page,
+                    limit=limit,
+                    cursor=cursor,
+                    include_hidden=include_hidden,
+                    query=query,
+                )
+            )
         return await anyio.to_thread.run_sync(
             partial(
                 thread_page,
@@ -257,6 +285,17 @@ class LocalKun:
                 query=query,
             )
         )
+
+    def _store_page(
+        self, *, limit: int | None, cursor: str | None, include_hidden: bool, query: str | None
+    ) -> ThreadPage:
+        from kun.app.local_reads import page_of
+        from kun.app.store_reads import store_summaries
+
+        store = self.recorder.store
+        found = store_summaries(store, include_hidden=include_hidden)
+        where = str(getattr(store, "where", store))
+        return page_of(found, limit=limit, cursor=cursor, query=query, where=where)
 
     async def thread(self, thread: str) -> ThreadState:
         return await self._state(thread)
@@ -354,6 +393,7 @@ class LocalKun:
             reply = await self._reach(thread_id, call("steer", turn_id=turn.turn_id, text=text))
             return answer_of(reply, Steered)
         if self._elsewhere(thread_id, turn):
+            self._home_only("steering a turn another process runs")
             from kun.app.local_steering import STEER_THERE, reach
             from kun.runtime.control_channel import Steer as SteerRequest
 
@@ -370,6 +410,7 @@ class LocalKun:
             asked = call("interrupt", turn_id=turn.turn_id, discard=discard)
             return answer_of(await self._reach(thread_id, asked), TurnState)
         if self._elsewhere(thread_id, turn):
+            self._home_only("interrupting a turn another process runs")
             from kun.app.local_steering import INTERRUPT_THERE, reach
             from kun.runtime.control_channel import Interrupt as InterruptRequest
 
@@ -507,6 +548,8 @@ class LocalKun:
         from kun.app.threadops import rewind_before
 
         thread_id = self.thread_id(thread)
+        if files and not self.on_home:
+            await self._workspace_here(thread_id, "rewinding files")
         done = await rewind_before(self.service, thread_id, before_turn, files=files)
         restored = done.files if isinstance(done.files, FilesRestore) else None
         return RewindDone(
@@ -518,6 +561,13 @@ class LocalKun:
             files=restored,
             files_note=UNTRACKED_NOTE if restored is not None else None,
         )
+
+    async def _workspace_here(self, thread_id: str, what: str) -> None:
+        """Refuse ``what`` for a database's thread whose workspace is not a
+        folder on this machine (it ran elsewhere)."""
+        workspace = (await self.recorder.view(thread_id)).settings.workspace
+        if not workspace or not await anyio.Path(workspace).is_dir():
+            raise HomeOnly(f"{what} of a thread whose workspace is not on this machine")
 
     async def undo_rewind(self, thread: str) -> RewindUndone:
         from kun.app.threadops import undo_latest_rewind
@@ -566,16 +616,42 @@ class LocalKun:
 
     async def log_file(self, thread: str) -> tuple[str, Path]:
         """The thread's id and its log file, with everything recorded
-        before this call written to it."""
+        before this call written to it (a home's thread only)."""
+        self._home_only("a thread's log file")
         thread_id = self.thread_id(thread)
         await self.recorder.flush(thread_id)
         return thread_id, log_path(self.home, thread_id)
 
+    @asynccontextmanager
+    async def _log_files(
+        self, *threads: str, side_files: bool = False
+    ) -> AsyncIterator[tuple[Path, list[tuple[str, Path]]]]:
+        """The home the threads' logs are in, and each thread's id and log
+        file, everything recorded so far written: the home's own, or copies
+        of a database's in a scratch home (:mod:`kun.app.store_reads`),
+        removed when the block ends."""
+        if self.on_home:
+            yield self.home, [await self.log_file(name) for name in threads]
+            return
+        from kun.app.store_reads import spool
+
+        ids = [self.thread_id(name) for name in threads]
+        for thread_id in ids:
+            await self.recorder.flush(thread_id)
+        scratch = Path(tempfile.mkdtemp(prefix="kun-spool-"))
+        try:
+            write = partial(spool, self.recorder.store, ids, scratch, side_files=side_files)
+            await anyio.to_thread.run_sync(write)
+            yield scratch, [(thread_id, log_path(scratch, thread_id)) for thread_id in ids]
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(shutil.rmtree, scratch, True)
+
     async def usage(self, *threads: str) -> UsageReport:
         if not 1 <= len(threads) <= 2:
             raise UserMistake("give one thread, or two to compare")
-        logs = [await self.log_file(name) for name in threads]
-        return await anyio.to_thread.run_sync(usage_report, logs)
+        async with self._log_files(*threads) as (_, logs):
+            return await anyio.to_thread.run_sync(usage_report, logs)
 
     async def transcript(
         self,
@@ -585,11 +661,11 @@ class LocalKun:
         reasoning: bool = False,
         until_seq: int | None = None,
     ) -> str:
-        _, path = await self.log_file(thread)
-        draw = partial(
-            transcript_text, path, hidden=hidden, reasoning=reasoning, until_seq=until_seq
-        )
-        return await anyio.to_thread.run_sync(draw)
+        async with self._log_files(thread) as (_, [(_, path)]):
+            draw = partial(
+                transcript_text, path, hidden=hidden, reasoning=reasoning, until_seq=until_seq
+            )
+            return await anyio.to_thread.run_sync(draw)
 
     async def resolve_thread(self, thread: str) -> str:
         return self.thread_id(thread)
@@ -599,12 +675,21 @@ class LocalKun:
     ) -> AsyncGenerator[bytes | ReplayNote, None]:
         from kun.app.replaying import replayed
 
-        _, path = await self.log_file(thread)
-        async with aclosing(replayed(path, request)) as pieces:
+        async with (
+            self._log_files(thread) as (_, [(_, path)]),
+            aclosing(replayed(path, request)) as pieces,
+        ):
             async for piece in pieces:
                 yield piece
 
     async def log(self, thread: str) -> bytes:
+        if not self.on_home:
+            from kun.app.store_reads import log_lines
+
+            thread_id = self.thread_id(thread)
+            await self.recorder.flush(thread_id)
+            lines = partial(log_lines, self.recorder.store, thread_id)
+            return await anyio.to_thread.run_sync(lambda: b"".join(lines()))
         _, path = await self.log_file(thread)
         return await anyio.Path(path).read_bytes()
 
@@ -615,9 +700,9 @@ class LocalKun:
     ) -> Exported:
         """``out`` ending in ``.tar`` is a plain tar whatever ``compress``
         says (:func:`~kun.app.local_portable.write_bundle`)."""
-        thread_id, _ = await self.log_file(thread)
-        write = partial(write_bundle, self.home, thread_id, out, compress=compress, force=force)
-        return await anyio.to_thread.run_sync(write)
+        async with self._log_files(thread, side_files=True) as (home, [(thread_id, _)]):
+            write = partial(write_bundle, home, thread_id, out, compress=compress, force=force)
+            return await anyio.to_thread.run_sync(write)
 
     async def import_thread(
         self,
@@ -629,6 +714,7 @@ class LocalKun:
         workspace: Path | None = None,
     ) -> ImportDone:
         """``workspace``: where the imported thread's new turns run."""
+        self._home_only("kun import")
         done = partial(
             install,
             self.home,
@@ -695,6 +781,7 @@ class LocalKun:
     async def trash_thread(self, thread: str) -> Trashed:
         from kun.app.trash import remove_thread
 
+        self._home_only("the trash (kun rm)")
         thread_id = self.thread_id(thread)
         self._idle(thread_id)
         await self.recorder.flush(thread_id)
@@ -702,6 +789,7 @@ class LocalKun:
         return Trashed(thread_id=thread_id, entry=where.name)
 
     async def trash(self) -> TrashPage:
+        self._home_only("the trash (kun trash)")
         return await anyio.to_thread.run_sync(trash_page, self.home)
 
     async def restore_thread(self, entry: str, *, as_id: str | None = None) -> Restored:
@@ -709,10 +797,12 @@ class LocalKun:
         :meth:`trash` (its name in the trash, as ``kun trash`` lists it)."""
         from kun.app.trash import restore_thread
 
+        self._home_only("the trash (kun restore)")
         thread_id = await anyio.to_thread.run_sync(restore_thread, self.home, entry, as_id)
         return Restored(thread_id=thread_id, entry=entry)
 
     async def collect(self, thread: str, *, confirm: bool = False) -> Collected:
+        self._home_only("kun gc")
         thread_id = self.thread_id(thread)
         self._idle(thread_id)
         await self.recorder.flush(thread_id)
@@ -760,13 +850,16 @@ class LocalFeed:
 
 
 @asynccontextmanager
-async def open_home(home: Path, open_engine: EngineOpener) -> AsyncIterator[LocalKun]:
+async def open_home(
+    home: Path, open_engine: EngineOpener, *, store: str | None = None
+) -> AsyncIterator[LocalKun]:
     """The adapter over ``home``: the light layer now, the engine by
     ``open_engine`` when a call first needs it; all closed, flushed, when
-    the block ends."""
+    the block ends. ``store``: the database that holds the threads
+    (``None``: the home's files)."""
     async with (
-        JsonlEventStore(home) as store,
-        EventRecorder(store) as recorder,
+        open_store(home, store) as store_opened,
+        EventRecorder(store_opened) as recorder,
         anyio.create_task_group() as tg,
     ):
         kun = LocalKun(
@@ -780,12 +873,17 @@ async def open_home(home: Path, open_engine: EngineOpener) -> AsyncIterator[Loca
 
 
 def open_local(
-    home: Path, *, config: Path | None = None, flags: RuntimeFlags | None = None
+    home: Path,
+    *,
+    config: Path | None = None,
+    flags: RuntimeFlags | None = None,
+    store: str | None = None,
 ) -> AbstractAsyncContextManager[LocalKun]:
     """The adapter ``kun`` uses on this machine: ``config`` is the
     ``kun.toml`` named on the command line (``None``: the one the
     workspace's search finds, its trust rules applied), ``flags`` the
-    runtime flags given (over its ``[runtime]``)."""
+    runtime flags given (over its ``[runtime]``), ``store`` the database
+    that holds the threads (``None``: the home's files)."""
     given = flags if flags is not None else RuntimeFlags()
 
     def engine(
@@ -797,4 +895,4 @@ def open_local(
         loaded = load_config(config, home=home, workspace=workspace)
         return engine_from_config(home, loaded, given, recorder=recorder)
 
-    return open_home(home, engine)
+    return open_home(home, engine, store=store)

@@ -291,11 +291,14 @@ async def engine_from_config(
     *,
     router: MultiProviderClient | None = None,
     recorder: EventRecorder | None = None,
+    store: str | None = None,
 ) -> AsyncIterator[Engine]:
     """The engine ``kun run`` and ``kun serve`` run: the configured
     providers, the runtime settings (flags over ``[runtime]``), the tools
     with the providers' secrets kept from them. ``router``: one already
-    built from ``config``. Where the approval policy of new threads runs
+    built from ``config``. ``store``: without a ``recorder``, the database
+    its threads are in (``None``: the home's files, :mod:`kun.app.stores`).
+    Where the approval policy of new threads runs
     commands sandboxed, a ``bwrap`` that cannot start is one line before
     anything opens (:func:`~kun.app.sandboxing.require_sandbox`)."""
     from kun.model.factory import build_router
@@ -304,6 +307,11 @@ async def engine_from_config(
     sandbox = sandbox_settings(config, home)
     await anyio.to_thread.run_sync(require_sandbox, sandbox, runtime.approval_policy)
     async with AsyncExitStack() as stack:
+        if recorder is None and store is not None:
+            from kun.app.stores import open_store
+
+            opened = await stack.enter_async_context(open_store(home, store))
+            recorder = await stack.enter_async_context(EventRecorder(opened))
         router = await stack.enter_async_context(router or build_router(config))
         model = choose_model(router)
         engine = await stack.enter_async_context(

@@ -18,7 +18,14 @@ from kun.store.port import ReadReport
 from kun.store.replay import replay_log
 from kun.store.usage_totals import skipped_lines, usage_of_log
 
-__all__ = ["DEFAULT_PAGE", "thread_page", "transcript_text", "usage_notes", "usage_report"]
+__all__ = [
+    "DEFAULT_PAGE",
+    "page_of",
+    "thread_page",
+    "transcript_text",
+    "usage_notes",
+    "usage_report",
+]
 
 DEFAULT_PAGE = 50
 
@@ -35,8 +42,21 @@ def thread_page(
     before), newest activity first, ``limit`` of them (``None``: all);
     ``query``: only those whose title, workspace or id contains it,
     ignoring case."""
-    after = _cursor(cursor)
     found = list_threads(home, include_hidden=include_hidden, include_unreadable=True)
+    return page_of(found, limit=limit, cursor=cursor, query=query, where=str(home))
+
+
+def page_of(
+    found: list[ThreadSummary],
+    *,
+    limit: int | None,
+    cursor: str | None,
+    query: str | None,
+    where: str,
+) -> ThreadPage:
+    """The page of ``found`` (newest activity first) after ``cursor``, as
+    :func:`thread_page` says; ``where``: the home or database listed."""
+    after = _cursor(cursor)
     needle = (query or "").strip().casefold()
     if needle:
         found = [s for s in found if _matches(s, needle)]
@@ -45,7 +65,7 @@ def thread_page(
     page = found if limit is None else found[:limit]
     more = len(found) > len(page)
     cursor_next = _cursor_of(page[-1]) if more and page else None
-    return ThreadPage(threads=page, next_cursor=cursor_next, home=str(home))
+    return ThreadPage(threads=page, next_cursor=cursor_next, home=where)
 
 
 def _matches(summary: ThreadSummary, needle: str) -> bool:

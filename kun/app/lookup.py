@@ -27,6 +27,7 @@ __all__ = [
     "ThreadSummary",
     "latest_thread",
     "recent_threads",
+    "resolve_among",
     "resolve_thread_id",
     "thread_ids",
     "unique_prefix_length",
@@ -60,7 +61,11 @@ def resolve_thread_id(home: Path, text: str) -> str:
     id it starts (with or without ``thr_``). Raises ``InvalidThreadId``,
     ``ThreadNotFound`` or :class:`AmbiguousThreadId`."""
     validate_thread_id(text)
-    ids = thread_ids(home)
+    return resolve_among(thread_ids(home), text)
+
+
+def resolve_among(ids: list[str], text: str) -> str:
+    """:func:`resolve_thread_id` among ``ids`` (a database's threads)."""
     if text in ids:
         return text
     matches = [i for i in ids if i.startswith(text)]

@@ -9,12 +9,13 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["explained", "home_option", "pasteable", "written_out"]
+__all__ = ["explained", "given_store", "home_option", "pasteable", "store_option", "written_out"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 _HOME = "kun.home"
+_STORE = "kun.store"
 
 
 def home_option(func: F) -> F:
@@ -25,6 +26,33 @@ def home_option(func: F) -> F:
         callback=_remember_home,
         help="kun home directory (default: $KUN_HOME, else ~/.kun).",
     )(func)
+
+
+def store_option(func: F) -> F:
+    """``--store URL``: the database the command works on instead of the
+    home's files (:mod:`kun.app.stores`). Kept in the context's ``meta``,
+    where :func:`kun.cli.target.command_target` finds it, so the commands
+    need no parameter for it."""
+    return click.option(
+        "--store",
+        default=None,
+        metavar="URL",
+        expose_value=False,
+        callback=_remember_store,
+        help="Work on the threads of the PostgreSQL database at URL "
+        "(default: [store] url of kun.toml, else the home). Password: $PGPASSWORD or ~/.pgpass.",
+    )(func)
+
+
+def _remember_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[_STORE] = value
+
+
+def given_store() -> str | None:
+    """The ``--store`` of the running command, if any."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(_STORE)
 
 
 def _remember_home(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
@@ -39,9 +67,10 @@ def _remember_home(ctx: click.Context, param: click.Parameter, value: Path | Non
 def pasteable(*args: str) -> str:
     """``kun ARGS`` as the user should paste it here: with the ``--server``
     (and a ``--token-env`` other than the default) the running command
-    works on, and the ``--home`` it was given when that is not the home
-    ``kun`` would find by itself. A hint without them would name a thread
-    the pasted command cannot find."""
+    works on, the ``--store`` it was given (without a password: libpq
+    finds that in ``$PGPASSWORD`` or ``~/.pgpass``), and the ``--home`` it
+    was given when that is not the home ``kun`` would find by itself. A
+    hint without them would name a thread the pasted command cannot find."""
     import shlex
 
     from kun.app.home import resolve_home
@@ -54,6 +83,11 @@ def pasteable(*args: str) -> str:
         if remote.token_env != TOKEN_ENV:
             words += ["--token-env", remote.token_env]
     words += args
+    store = given_store()
+    if store is not None:
+        from kun.app.stores import shown_url
+
+        words += ["--store", shown_url(store)]
     home = _given_home()
     if home is not None and resolve_home(home) != resolve_home(None):
         words += ["--home", str(resolve_home(home))]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from kun.cli.options import home_option, pasteable, written_out
+from kun.cli.options import home_option, pasteable, store_option, written_out
 from kun.cli.reading import on_kun
 from kun.domain.transcript import plural
 from kun.ids import new_id
@@ -34,6 +34,7 @@ __all__ = ["export_command", "import_command"]
 )
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
 @home_option
+@store_option
 def export_command(thread: str, output: Path | None, force: bool, home: Path | None) -> None:
     """Write THREAD (an id or a unique prefix) as one bundle: its log byte for
     byte, its side files and a manifest with the SHA-256 of each."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kun.cli.options import home_option
+from kun.cli.options import home_option, store_option
 from kun.cli.reading import with_kun_if
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ __all__ = ["replay"]
 @click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
 @click.option("--hidden", is_flag=True, help="Show turns hidden by a rewind.")
 @home_option
+@store_option
 def replay(
     thread: str,
     as_json: bool,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kun.cli.flags import runtime_flags, runtime_options
-from kun.cli.options import home_option
+from kun.cli.options import home_option, store_option
 
 if TYPE_CHECKING:
     from kun.server.connections import ConnectionLimits
@@ -79,6 +79,7 @@ def _refuse(message: str) -> None:
     help="A body's grace before it must keep up 16 KiB/s, else 408.",
 )
 @runtime_options
+@store_option
 @home_option
 def serve(
     host: str,
@@ -92,7 +93,8 @@ def serve(
 ) -> None:
     """Serve the HTTP API: threads and turns over HTTP, followed by
     Server-Sent Events. Ctrl-C (or SIGTERM) interrupts running turns (the
-    log records them as aborted) and stops."""
+    log records them as aborted) and stops. With --store URL (or [store]
+    url), the threads are those of a PostgreSQL database."""
     from kun.server.auth import NeedsToken, check_bind
     from kun.tools.environment import hold_secret, take_variable
 
@@ -139,6 +141,8 @@ def _run(
 ) -> None:
     from kun.app.home import resolve_home
     from kun.app.sandboxing import require_sandbox, sandbox_settings, serving
+    from kun.app.stores import chosen_store, reach
+    from kun.cli.options import given_store
     from kun.config import load_config
     from kun.model.factory import build_router
     from kun.observe.setup import preflight
@@ -148,6 +152,9 @@ def _run(
     from kun.tools.sandbox import SandboxUnavailable
 
     root = resolve_home(home)
+    store = chosen_store(given_store(), root, config)
+    if store is not None:
+        reach(root, store)
     loaded = serving(load_config(config, home=root))  # commands run sandboxed unless "off"
     try:
         require_sandbox(sandbox_settings(loaded, root), None)
@@ -157,7 +164,7 @@ def _run(
     router = build_router(loaded)  # a missing key is one line here, not a traceback in uvicorn
     preflight(loaded)  # and so is tracing asked for but not installed
     app = create_app(
-        lambda: backend_from_config(root, loaded, flags, router=router),
+        lambda: backend_from_config(root, loaded, flags, router=router, store=store),
         token=token,
         wait_listening=True,
     )

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+import click
+
 from kun.app.connect import LocalTarget, RemoteTarget, Target, open_kun
 from kun.app.interface import Kun
 from kun.app.overrides import RuntimeFlags
@@ -22,17 +24,26 @@ T = TypeVar("T")
 def command_target(
     home: Path | None, *, config: Path | None = None, flags: RuntimeFlags | None = None
 ) -> Target:
-    """The running command's target. With a server, a ``--home`` or
-    ``--config`` given is a usage error (they mean something only here)."""
+    """The running command's target. With a server, a ``--home``,
+    ``--config`` or ``--store`` given is a usage error (they mean something
+    only here). Here, the threads are in the database ``--store`` names,
+    else ``[store] url`` names, else in the home (:mod:`kun.app.stores`)."""
+    from kun.cli.options import given_store
     from kun.cli.remote import local_only, remote_target
 
+    given = given_store()
     remote = remote_target()
     if remote is not None:
         local_only(home=home, config=config)
+        if given is not None:
+            raise click.UsageError("--store works here, not with --server")
         return RemoteTarget(remote.url, remote.token, remote.token_env)
     from kun.app.home import resolve_home
+    from kun.app.stores import chosen_store
 
-    return LocalTarget(resolve_home(home), config, flags or RuntimeFlags())
+    root = resolve_home(home)
+    store = chosen_store(given, root, config)
+    return LocalTarget(root, config, flags or RuntimeFlags(), store)
 
 
 def with_kun(target: Target, body: Callable[[Kun], Awaitable[T]]) -> T:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kun.cli.options import home_option, pasteable
+from kun.cli.options import home_option, pasteable, store_option
 from kun.cli.reading import on_kun, with_kun_if
 from kun.domain.shown import shown as safe_text
 from kun.domain.shown import shown_cell
@@ -53,6 +53,7 @@ def _json_option(what: str) -> Callable[[F], F]:
 @click.option("--all", "show_all", is_flag=True, help="Include hidden side threads.")
 @_json_option("the list")
 @home_option
+@store_option
 def threads(
     here: bool, limit: int | None, show_all: bool, as_json: bool, home: Path | None
 ) -> None:
@@ -164,6 +165,7 @@ def _terminal_width() -> int | None:
 @click.argument("threads", nargs=-1, required=True)
 @_json_option("the totals")
 @home_option
+@store_option
 def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
     """Usage and cost of THREAD, or of two threads side by side with deltas.
 

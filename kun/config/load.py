@@ -24,6 +24,7 @@ from kun.config.schema import (
     ProviderTable,
     RuntimeTable,
     SandboxMode,
+    StoreTable,
     known_provider,
 )
 from kun.config.trust import is_trusted
@@ -146,6 +147,8 @@ def _refuse_untrusted(config: Config, raw: dict[str, Any]) -> None:
         keys.append(["runtime.approval_policy"])
     if config.observability.log not in _OBSERVE_WORDS:
         keys.append(["observability.log"])
+    if config.store.url is not None:
+        keys.append(["store.url"])
     refused = [key for group in keys for key in group]
     if refused:
         raise UntrustedKey(config.source, refused[0])
@@ -232,6 +235,7 @@ def parse_config(data: bytes | str, source: str) -> Config:
     for name, server in table.mcp.items():
         _check_mcp(name, server, source)
     _check_resume_backoff(table.runtime, source)
+    _check_store(table.store, source)
     return Config(
         source=source,
         providers=providers,
@@ -240,6 +244,7 @@ def parse_config(data: bytes | str, source: str) -> Config:
         runtime=table.runtime,
         mcp=dict(table.mcp),
         observability=table.observability,
+        store=table.store,
     )
 
 
@@ -354,6 +359,40 @@ def _refuse_credentials(table: ProviderTable, here: tuple[str, ...], source: str
         raise ConfigError(
             source, key_path((*here, "base_url")), f"expected no credentials; {_USE_ENV}"
         )
+
+
+_STORE_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _check_store(store: StoreTable, source: str) -> None:
+    """``[store] url`` names a PostgreSQL database and holds no password:
+    a configuration holds no secret (libpq reads ``$PGPASSWORD`` and
+    ``~/.pgpass``). The URL itself is never quoted back: it may hold one."""
+    url = store.url
+    if url is None:
+        return
+    if not url.startswith(_STORE_SCHEMES):
+        raise ConfigError(source, "store.url", "expected a URL such as postgresql://user@host/db")
+    if _store_password(url):
+        raise ConfigError(
+            source,
+            "store.url",
+            "a password is not taken from kun.toml: remove it from the URL and set "
+            "$PGPASSWORD or write it in ~/.pgpass",
+        )
+
+
+def _store_password(url: str) -> bool:
+    """Whether ``url`` carries a password, in its user part or as a
+    ``password`` parameter."""
+    from urllib.parse import parse_qs, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        in_netloc = ":" in parts.netloc.rpartition("@")[0]
+    except ValueError:
+        return True  # unreadable: assume the worst rather than echo it
+    return in_netloc or any(k.lower() == "password" for k in parse_qs(parts.query))
 
 
 def _check_resume_backoff(runtime: RuntimeTable, source: str) -> None:

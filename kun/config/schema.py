@@ -39,6 +39,7 @@ __all__ = [
     "RetrySettings",
     "RuntimeTable",
     "SandboxMode",
+    "StoreTable",
     "ToolSettings",
     "known_provider",
 ]
@@ -224,6 +225,15 @@ class ObservabilityTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     otel: bool = False
 
 
+class StoreTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[store]``: ``url`` names the PostgreSQL database that holds the
+    threads (``postgresql://user@host/db``) instead of the home's JSONL
+    files (:mod:`kun.app.stores`). Never with a password: libpq reads it
+    from ``$PGPASSWORD`` or ``~/.pgpass``."""
+
+    url: str | None = None
+
+
 class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole ``kun.toml`` as written."""
 
@@ -233,6 +243,7 @@ class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     runtime: RuntimeTable = RuntimeTable()
     mcp: dict[str, McpServerTable] = {}
     observability: ObservabilityTable = ObservabilityTable()
+    store: StoreTable = StoreTable()
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -278,7 +289,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     :data:`~kun.config.ENVIRONMENT` when it was inferred; ``default_provider`` is ``None``
     only when no provider is configured at all; ``tools`` is the file's
     ``[tools]`` table and ``runtime`` its ``[runtime]`` (defaults when
-    inferred); ``mcp`` its MCP servers by name."""
+    inferred); ``mcp`` its MCP servers by name; ``store`` its ``[store]``."""
 
     source: str
     providers: dict[str, ProviderConfig] = {}
@@ -287,6 +298,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     runtime: RuntimeTable = RuntimeTable()
     mcp: dict[str, McpServerTable] = {}
     observability: ObservabilityTable = ObservabilityTable()
+    store: StoreTable = StoreTable()
 
 
 class KnownProvider(NamedTuple):

@@ -56,8 +56,13 @@ async def raw_log(request: Request) -> Response:
     """The log's bytes as they are on disk (JSON lines), up to its size
     when asked: a log that grows meanwhile is not read past that point.
     Streamed from the file (:meth:`LocalKun.log_file
-    <kun.app.local.LocalKun.log_file>`), never held whole."""
-    _, path = await kun_of(request).log_file(request.path_params["thread_id"])
+    <kun.app.local.LocalKun.log_file>`), never held whole; a database's
+    thread is read whole (:meth:`LocalKun.log <kun.app.local.LocalKun.log>`)."""
+    kun = kun_of(request)
+    if not kun.on_home:
+        log = await kun.log(request.path_params["thread_id"])
+        return Response(log, media_type="application/x-ndjson")
+    _, path = await kun.log_file(request.path_params["thread_id"])
     size = (await anyio.Path(path).stat()).st_size
     return StreamingResponse(_chunks(path, size), media_type="application/x-ndjson")
 

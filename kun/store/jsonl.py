@@ -46,6 +46,7 @@ fsync (~0.2 ms on an SSD), which is cheaper than a thread hop and keeps
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -207,6 +208,21 @@ class JsonlEventStore:
     def holds(self, thread_id: str) -> bool:
         """Whether this store is the thread's writer now (its lock held)."""
         return thread_id in self._writers
+
+    async def discard(self, thread_id: str) -> None:
+        """Remove the thread's folder (its log, side files and caches) as
+        if it had never been written: ``kun migrate`` takes back a copy
+        that failed half way. The writer lock is taken first
+        (``ThreadLocked`` while another writer holds it) and held until the
+        folder is gone."""
+        writer = self._writers.get(thread_id) or self._open(thread_id)
+        async with writer.lock:
+            try:
+                shutil.rmtree(thread_dir(self.home, thread_id))
+            except OSError as exc:
+                raise LogWriteFailed(writer.path, f"cannot remove: {exc}") from exc
+            finally:
+                self._discard(writer)
 
     def blobs(self, thread_id: str) -> FileBlobStore:
         return FileBlobStore(blobs_dir(self.home, thread_id), thread_id)

@@ -66,7 +66,7 @@ from kun.store.pg_changes import ChangeFeed, notify_sql
 from kun.store.pg_cluster import PostgresCluster
 from kun.store.pg_connections import AsyncConnection, Connections
 from kun.store.pg_control import PostgresControl
-from kun.store.pg_rows import PostgresBlobStore, read_rows
+from kun.store.pg_rows import PAGE_ROWS, PostgresBlobStore, read_rows
 from kun.store.pg_schema import Target, advisory_key
 from kun.store.port import ReadMode, ReadReport
 
@@ -110,6 +110,10 @@ _LIST = "SELECT thread_id FROM threads"
 _PAGE = """
 SELECT seq, line FROM events WHERE thread_id = %s AND seq > %s AND seq <= %s ORDER BY seq LIMIT %s
 """
+_DISCARD = (
+    "DELETE FROM events WHERE thread_id = %s",
+    "DELETE FROM threads WHERE thread_id = %s",
+)
 _FLUSH = "SELECT pg_current_xact_id()"
 """A transaction that takes an xid writes a commit record and, committed
 synchronously, flushes the WAL up to it: every commit before it is durable."""
@@ -215,6 +219,39 @@ class PostgresEventStore:
         report = ReadReport() if report is None else report
         where = f"{self.where} thread {thread_id}"
         return read_rows(rows, thread_id, where, after=after, limit=limit, mode=mode, report=report)
+
+    def lines(self, thread_id: str, *, after: int = 0) -> Iterator[bytes]:
+        """The thread's rows after seq ``after`` as the lines of its
+        ``events.jsonl`` (newline included), undecoded: what a copy of the
+        log into a home, or ``GET .../log``, hands on byte for byte, kinds
+        this kun does not know included. ``ThreadNotFound`` for no thread."""
+        validate_thread_id(thread_id)
+        if not self.exists(thread_id):
+            raise ThreadNotFound(thread_id)
+        last = after
+        while True:
+            with self._db.sync_connection() as conn:
+                cursor = conn.execute(_PAGE, [thread_id, last, _MAX_SEQ, PAGE_ROWS], binary=True)
+                page = cursor.fetchall()
+            for seq, line in page:
+                last = seq
+                yield bytes(line) + b"\n"
+            if len(page) < PAGE_ROWS:
+                return
+
+    async def discard(self, thread_id: str) -> None:
+        """Remove the thread, its events and its row, as if it had never
+        been written (``kun migrate`` takes back a copy that failed half
+        way). Side files stay: the ``blobs`` table is shared by every
+        thread. Claims the thread first (``ThreadLocked`` while another
+        writer holds it) and lets it go after."""
+        await self.claim(thread_id)
+        try:
+            async with self._db.connection() as conn, conn.transaction():
+                for statement in _DISCARD:
+                    await conn.execute(statement, [thread_id])
+        finally:
+            await self.release(thread_id)
 
     async def release(self, thread_id: str) -> None:
         """See :meth:`kun.store.port.EventStore.release`."""

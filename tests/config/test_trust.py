@@ -28,6 +28,7 @@ REFUSED = [
     ('[tools.bash]\nsandbox = "off"\n', "tools.bash.sandbox"),
     ('[runtime]\napproval_policy = "full-auto"\n', "runtime.approval_policy"),
     ('[observability]\nlog = "/home/someone/.bashrc"\n', "observability.log"),
+    ('[store]\nurl = "postgresql://kun@db.example/threads"\n', "store.url"),
 ]
 
 

@@ -359,3 +359,15 @@ def test_list_threads_ignores_what_is_not_a_thread(home: Path) -> None:
 def test_home_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     monkeypatch.setenv("KUN_HOME", str(home))
     assert JsonlEventStore().home == home
+
+
+async def test_discard_removes_the_thread_folder_under_its_lock(home: Path) -> None:
+    async with JsonlEventStore(home) as store:
+        await store.append(TID, warnings(1, 3), expected_seq=0)
+        store.blobs(TID).put(b"side")
+        async with JsonlEventStore(home) as other:
+            with pytest.raises(ThreadLocked):
+                await other.discard(TID)
+        await store.discard(TID)
+        assert not (home / "threads" / TID).exists() and not store.exists(TID)
+        assert await store.append(TID, warnings(1, 1), expected_seq=0) == 1

@@ -276,3 +276,22 @@ def test_kun_store_and_the_cli_do_not_load_psycopg(argv: list[str]) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip().splitlines()[-1] == "loaded: []"
+
+
+async def test_lines_are_the_rows_as_written_and_discard_takes_the_thread_back(
+    postgres_url: str, sql: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    events = warnings(1, 300)
+    async with PostgresEventStore(postgres_url) as store:
+        await store.append(TID, events, expected_seq=0)
+        store.blobs(TID).put(b"side")
+        assert list(store.lines(TID)) == [encode_line(e) for e in events]
+        assert list(store.lines(TID, after=299)) == [encode_line(events[-1])]
+        async with PostgresEventStore(postgres_url) as other:
+            with pytest.raises(ThreadLocked):
+                await other.discard(TID)
+        await store.discard(TID)
+        assert not store.exists(TID) and TID not in store.list_threads()
+        assert not store.holds(TID)
+    assert sql.execute("SELECT count(*) FROM events").fetchone() == (0,)
+    assert sql.execute("SELECT count(*) FROM blobs").fetchone() == (1,)
