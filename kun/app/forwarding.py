@@ -58,6 +58,19 @@ class Forwarder(Protocol):
         :data:`BROADCAST`), or ``None``: nobody answered."""
         ...
 
+    def serves(self, workspace: str | None) -> bool:
+        """Whether this worker reaches ``workspace`` (its roots hold it)."""
+        ...
+
+    async def wait(self, thread_id: str, workspace: str | None) -> None:
+        """Leave the thread's queued turns to a worker that reaches
+        ``workspace``."""
+        ...
+
+    async def unserved(self, workspace: str | None) -> str | None:
+        """Why no live worker can run a turn in ``workspace``, or ``None``."""
+        ...
+
 
 def call(method: str, **args: Any) -> Call:
     return Call(

@@ -340,9 +340,11 @@ class LocalKun:
         await engine.check_sandbox(state.settings.approval_policy)
         saved = await save_uploads(self.home / UPLOADS / thread_id, request.attachments)
         options = engine.options(thread_id)
+        workspace = state.settings.workspace
+        held = self.forward is not None and not self.forward.serves(workspace)
         start = (
-            engine.service.enqueue_turn
-            if request.multitask in ("enqueue", "interrupt")
+            partial(engine.service.enqueue_turn, hold=held)
+            if request.multitask in ("enqueue", "interrupt") or held
             else engine.service.start_turn
         )
         try:
@@ -359,12 +361,22 @@ class LocalKun:
         except BaseException:
             await remove_uploads(saved)
             raise
+        if held and self.forward is not None:
+            await self.forward.wait(thread_id, workspace)
         turn_id, queued = started if isinstance(started, tuple) else (started, False)
         status: Literal["running", "queued"] = "queued" if queued else "running"
         return TurnStarted(thread_id=thread_id, turn_id=turn_id, status=status)
 
     async def turn(self, thread: str, turn_id: str) -> TurnState:
-        return (await self._turn(thread, turn_id))[1]
+        """A queued turn that no live worker sharing the store can run says
+        why (``waiting_for``)."""
+        thread_id, turn = await self._turn(thread, turn_id)
+        if turn.status == "queued" and self.forward is not None:
+            workspace = (await self.recorder.view(thread_id)).settings.workspace
+            why = await self.forward.unserved(workspace)
+            if why is not None:
+                return msgspec.structs.replace(turn, waiting_for=why)
+        return turn
 
     async def wait_turn(self, thread: str, turn_id: str) -> TurnState:
         thread_id, turn = await self._turn(thread, turn_id)

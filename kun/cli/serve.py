@@ -14,6 +14,7 @@ starts: one line, exit status 2.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,6 +79,15 @@ def _refuse(message: str) -> None:
     metavar="SECONDS",
     help="A body's grace before it must keep up 16 KiB/s, else 408.",
 )
+@click.option(
+    "--workspace-root",
+    "workspace_roots",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="With --store: run only the turns of threads whose workspace lies under DIR "
+    "(repeatable; default: every workspace). Other workers take the rest.",
+)
 @runtime_options
 @store_option
 @home_option
@@ -89,6 +99,7 @@ def serve(
     max_connections: int,
     header_timeout: float,
     body_timeout: float,
+    workspace_roots: tuple[Path, ...],
     home: Path | None,
 ) -> None:
     """Serve the HTTP API: threads and turns over HTTP, followed by
@@ -115,7 +126,7 @@ def serve(
     limits = ConnectionLimits(
         header_seconds=header_timeout, body_seconds=body_timeout, max_connections=max_connections
     )
-    _run(host, port, token, config, home, limits)
+    _run(host, port, token, config, home, limits, workspace_roots)
 
 
 def _check_free(host: str, port: int) -> None:
@@ -138,6 +149,7 @@ def _run(
     config: Path | None,
     home: Path | None,
     limits: ConnectionLimits,
+    workspace_roots: tuple[Path, ...] = (),
 ) -> None:
     from kun.app.home import resolve_home
     from kun.app.sandboxing import require_sandbox, sandbox_settings, serving
@@ -155,6 +167,12 @@ def _run(
     store = chosen_store(given_store(), root, config)
     if store is not None:
         reach(root, store)
+    elif workspace_roots:
+        _refuse(
+            "--workspace-root needs --store (or [store] url): a server on a home "
+            "runs every thread of it"
+        )
+    roots = tuple(os.path.realpath(folder) for folder in workspace_roots) or ("/",)
     loaded = serving(load_config(config, home=root))  # commands run sandboxed unless "off"
     try:
         require_sandbox(sandbox_settings(loaded, root), None)
@@ -167,5 +185,6 @@ def _run(
         lambda: backend_from_config(root, loaded, flags, router=router, store=store),
         token=token,
         wait_listening=True,
+        workspace_roots=roots,
     )
     run_server(app, host, port, limits)

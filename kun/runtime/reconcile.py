@@ -43,6 +43,7 @@ async def reconcile_orphaned_turns(
     skipped: dict[str, str] | None = None,
     waiting: list[str] | None = None,
     threads: Iterable[str] | None = None,
+    start_queued: bool = True,
 ) -> list[str]:
     """Settle every orphaned turn; return the threads touched. A thread that
     could not be reconciled is put in ``skipped`` with the reason (logged
@@ -50,7 +51,9 @@ async def reconcile_orphaned_turns(
     the user's answer (:mod:`kun.domain.suspension`) is not an orphan: it
     is left open and its thread put in ``waiting``, for the caller to
     re-arm (:mod:`kun.runtime.rearm`). ``threads``: only these (a dead
-    worker's, on a shared store), else every thread of the store."""
+    worker's, on a shared store), else every thread of the store.
+    ``start_queued``: start the next queued turn of a settled thread here
+    (a worker that may not reach its workspace decides itself)."""
     store = service.recorder.store
     busy = service.in_flight()
     touched: list[str] = []
@@ -72,7 +75,7 @@ async def reconcile_orphaned_turns(
                 events = orphan_events(state, suspended | ({running} if running else set()))
                 if events:
                     await service.write(thread_id, *events)
-                if service.state(thread_id).queued_turns:
+                if start_queued and service.state(thread_id).queued_turns:
                     await service.advance(thread_id)
             if events or restored:
                 touched.append(thread_id)

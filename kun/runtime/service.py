@@ -375,6 +375,7 @@ class TurnService(TurnControl):
         limits: TurnLimits | None = None,
         reasoning_effort: str | None = None,
         context_window: int | None = None,
+        hold: bool = False,
     ) -> tuple[str, bool]:
         """As :meth:`start_turn`, except that while the thread's turn runs
         (or waits for an answer), or turns already wait, the turn is
@@ -382,11 +383,15 @@ class TurnService(TurnControl):
         turns before it have settled (:mod:`kun.runtime.queue`). Returns
         its id and whether it was queued. Decided under the thread's lock,
         so two turns sent at once to an idle thread start one and queue
-        the other. ``QueueFull`` past ``MAX_QUEUED`` waiting turns."""
+        the other. ``QueueFull`` past ``MAX_QUEUED`` waiting turns.
+        ``hold``: queue it even on an idle thread and start nothing (its
+        workspace is not on this machine: a worker that reaches it will,
+        :mod:`kun.server.cluster`)."""
         return await self._begin(
             thread_id,
             text,
             queue=True,
+            hold=hold,
             disable_user_input=disable_user_input,
             plan_mode=plan_mode,
             attachments=attachments,
@@ -410,6 +415,7 @@ class TurnService(TurnControl):
         reasoning_effort: str | None,
         context_window: int | None,
         goal_resume: int = 0,
+        hold: bool = False,
     ) -> tuple[str, bool]:
         check_prompt(text, attachments)
         model = model or self.model
@@ -419,12 +425,13 @@ class TurnService(TurnControl):
         effort = reasoning_effort if reasoning_effort is not None else self.reasoning_effort
         state = await self._open(thread_id)
         workspace = state.settings.workspace
-        if workspace and not await anyio.Path(workspace).is_dir():
+        if workspace and not hold and not await anyio.Path(workspace).is_dir():
             raise WorkspaceMissing(thread_id, workspace)
-        context = await self._turn_context(Path(workspace or "."), effort)
+        context = None if hold else await self._turn_context(Path(workspace or "."), effort)
         attachments = await keep_attachments(self.recorder.store.blobs(thread_id), attachments)
         async with self._lock(thread_id):
             busy = await self._settle_leftovers(thread_id, "start another turn", queue=queue)
+            busy = busy or hold
             turn_id = new_thread_local_id("turn")
             message = UserMessage(
                 id=new_thread_local_id("msg"),
@@ -478,7 +485,8 @@ class TurnService(TurnControl):
                 )
                 self._runs[thread_id] = run
         if run is None:
-            await self.advance(thread_id)
+            if not hold:
+                await self.advance(thread_id)
             return turn_id, True
         self._tg.start_soon(self._drive, run)
         if self.titler is not None and not state.turns:

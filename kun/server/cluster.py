@@ -34,6 +34,7 @@ from kun.errors import KunError
 from kun.runtime.reconcile import reconcile_orphaned_turns
 from kun.server.errors import status_of
 from kun.store.errors import ThreadLocked
+from kun.store.pg_cluster import PostgresCluster, covers
 from kun.store.pg_control import PostgresControl
 from kun.store.port import SharedStore
 
@@ -55,10 +56,31 @@ _CALL = msgspec.json.Decoder(Call)
 
 
 class ControlForwarder:
-    """:class:`kun.app.forwarding.Forwarder` over the control channel."""
+    """:class:`kun.app.forwarding.Forwarder` over the control channel and
+    the cluster tables, for a worker reaching the workspaces under
+    ``roots``."""
 
-    def __init__(self, control: PostgresControl) -> None:
+    def __init__(
+        self, control: PostgresControl, cluster: PostgresCluster, roots: Sequence[str]
+    ) -> None:
         self._control = control
+        self._cluster = cluster
+        self.roots = tuple(roots)
+
+    def serves(self, workspace: str | None) -> bool:
+        return covers(self.roots, workspace)
+
+    async def wait(self, thread_id: str, workspace: str | None) -> None:
+        await self._cluster.wait(thread_id, workspace)
+
+    async def unserved(self, workspace: str | None) -> str | None:
+        workers = await self._cluster.workers()
+        if any(w.serves(workspace) for w in workers):
+            return None
+        return (
+            f"no running worker reaches the workspace {workspace}: start kun serve "
+            f"--store ... --workspace-root DIR on a machine that has it"
+        )
 
     async def ask(self, thread_id: str, call: Call) -> Reply | None:
         broadcast = thread_id == BROADCAST
@@ -96,7 +118,7 @@ async def member(
     def answers(thread_id: str) -> bool:
         return thread_id == BROADCAST or store.holds(thread_id)
 
-    kun.forward = ControlForwarder(control)
+    kun.forward = ControlForwarder(control, cluster, roots)
     await cluster.join(roots)
     try:
         async with anyio.create_task_group() as tg:
@@ -133,9 +155,18 @@ async def settle(kun: LocalKun, thread_id: str) -> None:
         async with service.holding(thread_id):
             await service.open_thread(thread_id)
             waiting: list[str] = []
-            touched = await reconcile_orphaned_turns(service, threads=[thread_id], waiting=waiting)
+            touched = await reconcile_orphaned_turns(
+                service, threads=[thread_id], waiting=waiting, start_queued=False
+            )
             if touched:
                 _log.info("settled the turns a dead worker left in thread %s", thread_id)
+            state = service.state(thread_id)
+            if state.queued_turns:
+                workspace = state.settings.workspace
+                if kun.forward is None or kun.forward.serves(workspace):
+                    await service.advance(thread_id)
+                else:
+                    await kun.forward.wait(thread_id, workspace)
             engine = kun.engine
             if engine is not None:
                 for waiter in waiting:
@@ -173,10 +204,14 @@ async def _take_the_waiting(kun: LocalKun, store: SharedStore, roots: Sequence[s
 
 
 async def take(kun: LocalKun, thread_id: str) -> None:
-    """Run the queued turns of a thread claimed from the waiting list."""
+    """Run the queued turns of a thread claimed from the waiting list (its
+    writer lock already held): settle what a dead writer left, start the
+    next queued turn; let go when none runs."""
     service = kun.service
     try:
         async with service.holding(thread_id):
             await service.open_thread(thread_id)
+            await reconcile_orphaned_turns(service, threads=[thread_id])
+            await service.advance(thread_id)
     except KunError as exc:
         _log.warning("taking waiting thread %s failed: %s", thread_id, exc)

@@ -78,3 +78,22 @@ async def test_an_approval_asked_on_one_worker_is_answered_through_another(
         assert again.status_code == 409 and again.json()["error"]["code"] == "not_pending"
         assert (await a.wait(thread, turn))["status"] == "completed"
         assert (a.workspace / "c.py").read_text() == "x"
+
+
+async def test_a_turn_whose_workspace_a_worker_cannot_reach_waits_for_one_that_can(
+    postgres_url: str, tmp_path: pytest.TempPathFactory
+) -> None:
+    async with worker(postgres_url, tmp_path, "a", roots=("/nowhere",)) as a:  # type: ignore[arg-type]
+        thread = await a.new_thread()
+        response = await a.client.post(f"/v1/threads/{thread}/turns", json={"text": "far"})
+        assert response.status_code == 202, response.text
+        assert response.json()["status"] == "queued"
+        turn_id = response.json()["turn_id"]
+        waiting = await a.turn(thread, turn_id)
+        assert waiting["status"] == "queued"
+        assert str(a.workspace) in waiting["waiting_for"]
+        async with worker(postgres_url, tmp_path, "b", [text_reply("reached")]) as b:  # type: ignore[arg-type]
+            done = await b.wait(thread, turn_id)
+            assert done["status"] == "completed" and done["items"][-1]["text"] == "reached"
+            assert done.get("waiting_for") is None
+        assert a.model.calls == []
