@@ -129,7 +129,10 @@ class PostgresControl:
         started = False
         while True:
             try:
-                async with await self._db.connect("kun-control") as conn:
+                async with (
+                    await self._db.connect("kun-control") as conn,
+                    anyio.create_task_group() as answering,
+                ):
                     await conn.execute(f"LISTEN {REQUESTS}")
                     if not started:
                         task_status.started()
@@ -138,7 +141,8 @@ class PostgresControl:
                     async for note in conn.notifies():
                         thread_id, _, request_id = note.payload.rpartition(":")
                         if request_id.isdecimal() and holds(thread_id):
-                            await self._answer_one(int(request_id), handler)
+                            # each in a task: an interrupt waits for its turn to settle
+                            answering.start_soon(self._answer_safely, int(request_id), handler)
             except psycopg.OperationalError as exc:
                 _log.warning("the control channel's connection was lost (%s)", exc)
                 if not started:
@@ -154,6 +158,14 @@ class PostgresControl:
         for request_id, thread_id, _kind, _body in rows:
             if holds(str(thread_id)):
                 await self._answer_one(int(request_id), handler)
+
+    async def _answer_safely(self, request_id: int, handler: ControlHandler) -> None:
+        """:meth:`_answer_one` in a task of its own: a failure is logged
+        (the asker's patience runs out), never taken down the listener."""
+        try:
+            await self._answer_one(request_id, handler)
+        except Exception:
+            _log.exception("answering the control request %s failed", request_id)
 
     async def _answer_one(self, request_id: int, handler: ControlHandler) -> None:
         async with self._db.connection() as conn:

@@ -112,6 +112,7 @@ SELECT seq, line FROM events WHERE thread_id = %s AND seq > %s AND seq <= %s ORD
 """
 _DISCARD = (
     "DELETE FROM events WHERE thread_id = %s",
+    "DELETE FROM waiting WHERE thread_id = %s",
     "DELETE FROM threads WHERE thread_id = %s",
 )
 _FLUSH = "SELECT pg_current_xact_id()"
