@@ -21,6 +21,7 @@ from kun.app.listing import ThreadSummary
 from kun.contracts.events import FilesRestore
 from kun.contracts.threads import Goal, ThreadSettings
 from kun.contracts.usage import UsageTotals
+from kun.domain.state import TurnState
 
 __all__ = [
     "ApprovalAnswered",
@@ -48,6 +49,7 @@ __all__ = [
     "TurnStarted",
     "UsageReport",
     "UserInputAnswered",
+    "WaitingTurn",
 ]
 
 
@@ -278,3 +280,11 @@ class GoalResume(_Answer):
     attempt: int | None = None
     max_attempts: int | None = None
     turn_id: str | None = None
+
+
+class WaitingTurn(TurnState, frozen=True, kw_only=True, gc=False):
+    """A queued turn that no live worker sharing the store can run, and
+    why (``waiting_for``): not from the log, so not in
+    :class:`~kun.domain.state.TurnState` (whose JSON is the projection's)."""
+
+    waiting_for: str

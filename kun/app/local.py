@@ -63,6 +63,7 @@ from kun.app.answers import (
     TurnStarted,
     UsageReport,
     UserInputAnswered,
+    WaitingTurn,
 )
 from kun.app.forwarding import BROADCAST, Call, Forwarder, Reply, answer_of, call
 from kun.app.interface import ImportSource
@@ -375,7 +376,8 @@ class LocalKun:
             workspace = (await self.recorder.view(thread_id)).settings.workspace
             why = await self.forward.unserved(workspace)
             if why is not None:
-                return msgspec.structs.replace(turn, waiting_for=why)
+                fields = msgspec.structs.asdict(turn)
+                return WaitingTurn(**fields, waiting_for=why)
         return turn
 
     async def wait_turn(self, thread: str, turn_id: str) -> TurnState:

@@ -34,10 +34,7 @@ class TurnState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     not finished (their side effects may exist). A ``queued`` turn holds
     only its user message; its ``started_seq`` and ``started_at`` are its
     ``turn_queued``'s until its ``turn_started`` replaces them (so a
-    duration is the time it ran, not the time it waited).
-    ``waiting_for`` is not from the log: a server sharing its store with
-    other workers says there why a queued turn waits (no worker reaches its
-    workspace)."""
+    duration is the time it ran, not the time it waited)."""
 
     turn_id: str
     status: TurnStatus
@@ -60,7 +57,6 @@ class TurnState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     delegated: str | None = None
     tools_in_flight: tuple[str, ...] = ()
     hidden_by: int | None = None
-    waiting_for: str | None = None
 
     @property
     def settled(self) -> bool:

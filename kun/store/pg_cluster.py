@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
 
 if TYPE_CHECKING:
@@ -167,5 +168,10 @@ class PostgresCluster:
         caller to read notifications from and close."""
         with self._db.translated():
             conn = await self._db.connect("kun-waiting")
-            await conn.execute(f"LISTEN {WAKE}")
+            try:
+                await conn.execute(f"LISTEN {WAKE}")
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await conn.close()
+                raise
         return conn
