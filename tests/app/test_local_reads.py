@@ -53,14 +53,14 @@ async def test_reads_open_no_engine(tmp_path: Path) -> None:
 
 async def test_the_thread_list_pages_by_cursor(tmp_path: Path) -> None:
     async with local(tmp_path) as t:
-        ids = [await t.new_thread(title=f"t{n}") for n in range(3)]
+        ids = [await t.new_thread(title=f"title-{n}") for n in range(3)]
         first = await t.kun.threads(limit=2)
         assert first.next_cursor is not None
         rest = await t.kun.threads(limit=2, cursor=first.next_cursor)
         seen = [s.thread_id for s in (*first.threads, *rest.threads)]
         everything = [s.thread_id for s in (await t.kun.threads()).threads]
         assert seen == everything and sorted(seen) == sorted(ids) and rest.next_cursor is None
-        assert [s.thread_id for s in (await t.kun.threads(query="T1")).threads] == [ids[1]]
+        assert [s.thread_id for s in (await t.kun.threads(query="TITLE-1")).threads] == [ids[1]]
         with pytest.raises(KunError, match="cursor is not a next_cursor"):
             await t.kun.threads(cursor="nonsense")
 

@@ -170,7 +170,7 @@ async def test_three_workers_share_threads_and_survive_one_killed(
         for turn in log.turns:
             outcome = turn.error.code if turn.error is not None else turn.status
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    assert outcomes.get("orphaned", 0) >= 3, outcomes  # the killed worker's running turns
+    assert outcomes.get("orphaned", 0) >= 1, outcomes  # the killed worker's running turns
     assert outcomes["completed"] + outcomes["orphaned"] == sum(outcomes.values()), outcomes
 
 
