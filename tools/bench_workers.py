@@ -20,6 +20,7 @@ The machine runs everything (database, provider, workers, clients) on the
 same cores, so more workers share the same CPUs: the ratios say what the
 database and the forwarding cost, not what more machines would add.
 Needs ``pip install -e '.[postgres]'`` and Debian's ``postgresql``.
+``KUN_BENCH_KEEP=1`` keeps the workers' folders (their ``serve.out``).
 """
 
 from __future__ import annotations
@@ -144,7 +145,10 @@ async def _round(
     async with AsyncExitStack() as stack:
         for client in clients:
             await stack.enter_async_context(client)
-        http = [await stack.enter_async_context(httpx.AsyncClient(base_url=url)) for url in senders]
+        http = [
+            await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60))
+            for url in senders
+        ]
         ids = []
         for n in range(threads):
             created = await http[n % len(http)].post("/v1/threads", json={"workspace": workspace})
@@ -229,7 +233,10 @@ async def main(threads: int, turns: int, runs: int) -> None:
         print(f"| ratio | {rp50 / max(lp50, 0.1):.2f} | {rp99 / max(lp99, 0.1):.2f} |")
     finally:
         server.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("KUN_BENCH_KEEP"):
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ WITH asked AS (
 SELECT asked.id, pg_notify('{REQUESTS}', asked.thread_id || ':' || asked.id::text) FROM asked
 """
 _REPLY = "SELECT reply FROM control WHERE id = %s"
+_AGAIN = f"SELECT pg_notify('{REQUESTS}', %s)"
 _FORGET = "DELETE FROM control WHERE id = %s"
 _PENDING = "SELECT id, thread_id, kind, body FROM control WHERE reply IS NULL ORDER BY id"
 _ONE = "SELECT thread_id, kind, body FROM control WHERE id = %s AND reply IS NULL"
@@ -71,6 +72,7 @@ class PostgresControl:
     def __init__(self, db: Connections, writer_alive: Callable[[str], Awaitable[bool]]) -> None:
         self._db = db
         self._writer_alive = writer_alive
+        self._answering: set[int] = set()
 
     async def ask(
         self, thread_id: str, kind: str, body: bytes, *, patience: float, broadcast: bool = False
@@ -82,9 +84,11 @@ class PostgresControl:
         if not broadcast and not await self._writer_alive(thread_id):
             return None
         with self._db.translated():
-            return await self._ask(thread_id, kind, body, patience)
+            return await self._ask(thread_id, kind, body, patience, broadcast)
 
-    async def _ask(self, thread_id: str, kind: str, body: bytes, patience: float) -> bytes | None:
+    async def _ask(
+        self, thread_id: str, kind: str, body: bytes, patience: float, broadcast: bool
+    ) -> bytes | None:
         conn = await self._db.connect("kun-control-ask")
         try:
             await conn.execute(f"LISTEN {REPLIES}")
@@ -95,7 +99,7 @@ class PostgresControl:
             request_id = int(row[0])
             try:
                 with anyio.move_on_after(patience):
-                    return await self._reply(conn, request_id)
+                    return await self._reply(conn, request_id, thread_id, broadcast)
                 return None
             finally:
                 with anyio.CancelScope(shield=True):
@@ -104,7 +108,14 @@ class PostgresControl:
             with anyio.CancelScope(shield=True):
                 await conn.close()
 
-    async def _reply(self, conn: AsyncConnection, request_id: int) -> bytes:
+    async def _reply(
+        self, conn: AsyncConnection, request_id: int, thread_id: str, broadcast: bool
+    ) -> bytes | None:
+        """The reply once written; ``None`` as soon as the thread has no
+        writer any more. Each :data:`POLL_SECONDS` without one the request
+        is announced again: a writer that let go of the thread and took it
+        back (its next turn) ignored the first notification, and answers
+        this one (a request being answered is not answered twice)."""
         wanted = str(request_id)
         while True:
             row = await (await conn.execute(_REPLY, [request_id])).fetchone()
@@ -113,6 +124,11 @@ class PostgresControl:
             async for note in conn.notifies(timeout=POLL_SECONDS):
                 if note.payload == wanted:
                     break
+            else:
+                if not broadcast and not await self._writer_alive(thread_id):
+                    row = await (await conn.execute(_REPLY, [request_id])).fetchone()
+                    return None if row is None or row[0] is None else bytes(row[0])
+                await conn.execute(_AGAIN, [f"{thread_id}:{request_id}"])
 
     async def serve(
         self,
@@ -168,6 +184,15 @@ class PostgresControl:
             _log.exception("answering the control request %s failed", request_id)
 
     async def _answer_one(self, request_id: int, handler: ControlHandler) -> None:
+        if request_id in self._answering:
+            return  # announced again while its answer is being made
+        self._answering.add(request_id)
+        try:
+            await self._answer_now(request_id, handler)
+        finally:
+            self._answering.discard(request_id)
+
+    async def _answer_now(self, request_id: int, handler: ControlHandler) -> None:
         async with self._db.connection() as conn:
             row = await (await conn.execute(_ONE, [request_id])).fetchone()
         if row is None:
