@@ -330,3 +330,34 @@ async def test_a_crash_leaves_neither_the_call_nor_the_side_thread_waiting(
         child_turn = service.state("t_child").turns[0]
         assert child_turn.status == "failed"
         assert child_turn.error is not None and child_turn.error.code == "orphaned"
+
+
+async def test_rewinding_the_parent_with_files_undoes_what_its_sub_agent_wrote(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("before\n")
+
+    def respond(request: ModelRequest) -> list[ModelStreamChunk]:
+        if _is_child(request):
+            if any(isinstance(i, ToolResult) for i in request.history):
+                return text_reply("wrote both")
+            return calls(
+                ("write_file", {"path": "notes.txt", "content": "after\n"}),
+                ("write_file", {"path": "new.txt", "content": "new\n"}),
+            )
+        if any(isinstance(i, ToolResult) for i in request.history):
+            return text_reply("ok")
+        return tool_reply("delegate_task", {"task": "edit", "agent": "editor"})
+
+    editor = AgentProfile(name="editor", tools=("write_file",))
+    async with open_service(tmp_path / "home", ScriptedModelClient(respond)) as service:
+        service.delegation = Delegation(service, agents={"editor": editor})
+        thread = await _thread(service, tmp_path, "on-request")
+        turn = await _run(service, thread, "edit via a helper")
+        assert (tmp_path / "notes.txt").read_text() == "after\n"
+        await service.rewind_thread(thread, turn.turn_id, files=True)
+        assert (tmp_path / "notes.txt").read_text() == "before\n"
+        assert not (tmp_path / "new.txt").exists()
+        rewind = service.state(thread).rewinds[-1]
+        assert rewind.files is not None
+        assert sorted(p.path for p in rewind.files.restored) == ["new.txt", "notes.txt"]
