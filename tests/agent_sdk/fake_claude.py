@@ -332,7 +332,7 @@ class McpClient:
         response = self.channel.request(
             {"subtype": "mcp_message", "server_name": server, "message": message}
         )
-        reply = response.get("response", {}).get("mcp_response", {})
+        reply: Json = response.get("response", {}).get("mcp_response", {})
         if response.get("subtype") == "error":
             reply = {"error": {"code": -32603, "message": response.get("error", "")}}
         self.channel.record.mcp.append({"server": server, "sent": message, "reply": reply})
