@@ -20,7 +20,7 @@ Protocol (what the SDK does, what this script answers)
   ``interrupt``, ``set_permission_mode``, ``set_model``, ``mcp_status``),
   ``control_response`` (answers to this script's requests), ``user`` prompts.
 * stdout: one JSON object per line: ``control_response`` and
-  ``control_request`` (``can_use_tool``, ``mcp_message``), ``system`` (``init``
+  ``control_request`` (``can_use_tool``, ``mcp_message``, ``hook_callback``), ``system`` (``init``
   at the start of each turn; ``session_state_changed`` with ``sdk_host_only``
   when ``CLAUDE_CODE_SDK_READS_SESSION_STATE`` is set), ``stream_event`` (with
   ``--include-partial-messages``), ``assistant``, ``user`` (tool results) and
@@ -49,6 +49,9 @@ STEPs (``type`` picks one):
   ``mcp__<server>__<tool>`` of an SDK server, a real ``tools/call`` through
   ``mcp_message`` (after ``initialize``, ``notifications/initialized`` and
   ``tools/list``); then a ``user`` tool_result.
+  ``PreToolUse`` hooks registered through ``initialize`` are called first (a
+  ``deny``/``block`` denies, an ``allow`` skips the prompt, ``updatedInput``
+  replaces the input); ``PostToolUse`` hooks get the ``tool_response``.
 * ``{"type": "sleep", "seconds": 0.1}`` (an interrupt ends the turn early)
 * ``{"type": "wait_for_interrupt", "timeout": 5}`` the turn ends when an
   ``interrupt`` control request arrives: a ``[Request interrupted by user]``
@@ -84,6 +87,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -215,6 +219,7 @@ class Channel:
         self.record = record
         self.permission_mode = permission_mode
         self.model: str | None = None
+        self.hooks: dict[str, list[Json]] = {}
         self.prompts: deque[Json] = deque()
         self.responses: dict[str, Json] = {}
         self.interrupted = False
@@ -223,10 +228,15 @@ class Channel:
         threading.Thread(target=self._read_stdin, daemon=True).start()
 
     def _read_stdin(self) -> None:
+        """Queue each JSON object on stdin; anything else is reported and skipped."""
         for line in sys.stdin:
-            line = line.strip()
-            if line:
-                self._inbox.put(json.loads(line))
+            try:
+                message = json.loads(line) if line.strip() else None
+            except json.JSONDecodeError:
+                message = None
+                print(f"fake claude: not JSON on stdin: {line[:200]!r}", file=sys.stderr)
+            if isinstance(message, dict):
+                self._inbox.put(message)
         self._inbox.put(None)
 
     def send(self, message: Json) -> None:
@@ -261,6 +271,7 @@ class Channel:
         subtype = request.get("subtype")
         body: Json = {}
         if subtype == "initialize":
+            self.hooks = request.get("hooks") or {}
             body = {
                 "commands": [],
                 "output_style": "default",
@@ -655,6 +666,7 @@ class FakeClaude:
         allowed, tool_input, denial = self._permission(name, tool_input, tool_id)
         if allowed:
             content, is_error = self._run_tool(name, tool_input, step)
+            self._hooks("PostToolUse", name, tool_id, tool_input, {"tool_response": content})
         else:
             content, is_error = denial, True
             turn.denials.append(
@@ -688,12 +700,65 @@ class FakeClaude:
             return True
         return target is not None and bool({f"mcp__{target[0]}", f"mcp__{target[0]}__*"} & rules)
 
+    def _hooks(
+        self, event: str, name: str, tool_id: str, tool_input: Json, extra: Json
+    ) -> list[Json]:
+        """Call the SDK's hook callbacks registered for ``event`` whose matcher takes ``name``."""
+        outputs: list[Json] = []
+        for matcher in self.channel.hooks.get(event, []):
+            pattern = matcher.get("matcher")
+            if pattern not in (None, "", "*") and not re.fullmatch(str(pattern), name):
+                continue
+            for callback_id in matcher.get("hookCallbackIds", []):
+                hook_input = {
+                    "session_id": self.session_id,
+                    "transcript_path": "",
+                    "cwd": os.getcwd(),
+                    "permission_mode": self.channel.permission_mode,
+                    "hook_event_name": event,
+                    "tool_name": name,
+                    "tool_input": tool_input,
+                    "tool_use_id": tool_id,
+                    **extra,
+                }
+                response = self.channel.request(
+                    {
+                        "subtype": "hook_callback",
+                        "callback_id": callback_id,
+                        "input": hook_input,
+                        "tool_use_id": tool_id,
+                    }
+                )
+                outputs.append(response.get("response") or {})
+        return outputs
+
+    def _pre_tool_hooks(self, name: str, tool_id: str, tool_input: Json) -> tuple[str, Json, str]:
+        """PreToolUse hooks' verdict: "allow", "deny" or "" (no opinion), input, reason."""
+        verdict, reason = "", ""
+        for output in self._hooks("PreToolUse", name, tool_id, tool_input, {}):
+            specific = output.get("hookSpecificOutput") or {}
+            tool_input = dict(specific.get("updatedInput") or tool_input)
+            decision = specific.get("permissionDecision")
+            if decision == "deny" or output.get("decision") == "block":
+                reason = specific.get("permissionDecisionReason") or output.get("reason") or ""
+                return "deny", tool_input, reason or f"Blocked by hook: {name}"
+            if decision == "allow":
+                verdict = "allow"
+        return verdict, tool_input, reason
+
     def _permission(self, name: str, tool_input: Json, tool_id: str) -> tuple[bool, Json, str]:
-        """Whether the call may run, its (possibly updated) input, and the denial text."""
+        """Whether the call may run, its (possibly updated) input, and the denial text.
+
+        Order as in the CLI: deny rules, PreToolUse hooks, allow rules and
+        mode, then the ``can_use_tool`` prompt.
+        """
         if name in split_list(self.flags.get("disallowedTools")):
             return False, tool_input, f"Permission to use {name} has been denied."
+        verdict, tool_input, reason = self._pre_tool_hooks(name, tool_id, tool_input)
+        if verdict == "deny":
+            return False, tool_input, reason
         mode = self.channel.permission_mode
-        if mode == "bypassPermissions" or self._is_allowed(name):
+        if verdict == "allow" or mode == "bypassPermissions" or self._is_allowed(name):
             return True, tool_input, ""
         if self.flags.get("permission-prompt-tool") != "stdio" or mode == "dontAsk":
             return (

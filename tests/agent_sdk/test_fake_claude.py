@@ -5,9 +5,12 @@ bridge work end to end, or tests built on it would prove nothing."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import pytest
@@ -21,6 +24,10 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
     McpSdkServerConfig,
     Message,
     PermissionResultAllow,
@@ -381,3 +388,84 @@ async def test_a_prompt_past_the_scenario_gets_an_error_result(tmp_path: Path) -
     assert isinstance(result, ResultMessage)
     assert result.is_error
     assert result.errors is not None and "scenario has 1 turns" in result.errors[0]
+
+
+async def test_hooks_are_called_around_the_tool_and_a_pre_tool_deny_stops_it(
+    tmp_path: Path,
+) -> None:
+    calls: list[dict[str, Any]] = []
+    seen: list[tuple[str, str | None, Any]] = []
+
+    async def record(
+        hook_input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        fields = cast(dict[str, Any], hook_input)
+        seen.append((fields["hook_event_name"], tool_use_id, fields.get("tool_response")))
+        return {}
+
+    async def block_second(
+        hook_input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        if tool_use_id != "toolu_second":
+            return {}
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "twice is too often",
+            }
+        }
+
+    second = {**ADD_TURN[0], "id": "toolu_second"}
+    env = write_scenario(tmp_path, [[ADD_TURN[0], second]])
+    hooks: dict[Any, list[HookMatcher]] = {
+        "PreToolUse": [HookMatcher(matcher="mcp__calc__.*", hooks=[record, block_second])],
+        "PostToolUse": [HookMatcher(hooks=[record])],
+    }
+    opts = options(
+        env,
+        mcp_servers={"calc": calc_server(calls)},
+        allowed_tools=["mcp__calc__add"],
+        hooks=hooks,
+    )
+    with anyio.fail_after(TIMEOUT):
+        messages = [m async for m in query(prompt=one_prompt("add twice"), options=opts)]
+
+    assert calls == [{"a": 2, "b": 3}]
+    assert seen == [
+        ("PreToolUse", "toolu_add", None),
+        ("PostToolUse", "toolu_add", [{"type": "text", "text": "5"}]),
+        ("PreToolUse", "toolu_second", None),
+    ]
+    denied = blocks(messages, ToolResultBlock)[-1]
+    assert (denied.content, denied.is_error) == ("twice is too often", True)
+
+
+def test_the_fake_answers_the_version_check() -> None:
+    done = subprocess.run(
+        [sys.executable, str(fake_cli_path()), "-v"], capture_output=True, text=True, timeout=10
+    )
+    assert done.stdout.strip().endswith("(Claude Code)")
+
+
+def test_a_terminated_fake_still_writes_its_log(tmp_path: Path) -> None:
+    env = write_scenario(tmp_path, [])
+    argv = [str(fake_cli_path()), "--output-format", "stream-json"]
+    fake = subprocess.Popen(
+        [*argv, "--verbose", "--input-format", "stream-json"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+    assert fake.stdin is not None and fake.stdout is not None
+    fake.stdin.write(b'{"type": "control_request", "request_id": "r1", ')
+    fake.stdin.write(b'"request": {"subtype": "initialize", "hooks": null}}\n')
+    fake.stdin.flush()
+    assert b'"request_id": "r1"' in fake.stdout.readline()
+    fake.send_signal(signal.SIGTERM)
+    assert fake.wait(timeout=10) == 128 + signal.SIGTERM
+    fake.stdin.close()
+    fake.stdout.close()
+    [record] = read_log(env)
+    assert record["exit_code"] == 128 + signal.SIGTERM
+    assert record["control_requests"] == [{"subtype": "initialize", "hooks": None}]
