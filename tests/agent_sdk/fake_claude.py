@@ -75,11 +75,12 @@ Example::
        {"type": "wait_for_interrupt"}]
     ]}
 
-Log (``KUN_FAKE_CLAUDE_LOG`` names a file): at exit one JSON line is appended
-with ``argv``, ``flags`` (parsed), ``env`` (names starting ``ANTHROPIC_`` or
-``CLAUDE_``), ``session_id``, ``prompts``, ``control_requests`` (from the SDK),
-``control_responses`` (to this script's requests), ``mcp`` (JSON-RPC
-exchanges) and ``exit_code``.
+Log (``KUN_FAKE_CLAUDE_LOG`` names a file): at exit, SIGTERM included, one
+JSON line is appended with ``argv``, ``flags`` (parsed), ``env`` (names, not
+values, starting ``ANTHROPIC_`` or ``CLAUDE_``), ``session_id`` (the
+``--session-id`` or ``--resume`` id, a new one with ``--fork-session``),
+``prompts``, ``control_requests`` (from the SDK), ``control_responses`` (to
+this script's requests), ``mcp`` (JSON-RPC exchanges) and ``exit_code``.
 """
 
 from __future__ import annotations
@@ -394,7 +395,6 @@ class McpClient:
 class Turn:
     """One prompt's answer being played: the open model response and what it said."""
 
-    number: int
     message_id: str | None = None
     block_index: int = 0
     api_calls: int = 0
@@ -407,9 +407,8 @@ class FakeClaude:
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.flags = parse_flags(argv)
-        self.session_id = str(
-            self.flags.get("resume") or self.flags.get("session-id") or new_uuid()
-        )
+        resumed = None if "fork-session" in self.flags else self.flags.get("resume")
+        self.session_id = str(self.flags.get("session-id") or resumed or new_uuid())
         self.record = Record(
             argv=argv,
             flags=self.flags,
@@ -484,7 +483,7 @@ class FakeClaude:
         """Answer one prompt: init, the turn's steps, then the result."""
         self.channel.interrupted = False
         self.turns_played += 1
-        turn = Turn(number=self.turns_played)
+        turn = Turn()
         started = time.monotonic()
         self._state("running")
         script = self._script_for(prompt_text(prompt))
@@ -823,6 +822,7 @@ class FakeClaude:
                 {"subtype": "error_during_execution", "is_error": True, "stop_reason": None}
             )
             result.pop("result")
+            result.pop("terminal_reason")
             result.update(error)
         self.last_result_is_error = bool(result["is_error"])
         self._emit(result)

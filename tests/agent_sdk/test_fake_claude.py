@@ -15,7 +15,13 @@ from typing import Any, TypeVar, cast
 import anyio
 import pytest
 
-from tests.agent_sdk.fake_support import Turn, fake_cli_path, read_log, write_scenario
+from tests.agent_sdk.fake_support import (
+    LOG_ENV,
+    Turn,
+    fake_cli_path,
+    read_log,
+    write_scenario,
+)
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("claude_agent_sdk")
@@ -313,6 +319,48 @@ async def test_resume_passes_the_session_id_and_the_fake_keeps_it(tmp_path: Path
     [record] = read_log(env)
     assert "--resume=sess-1234" in record["argv"]
     assert record["flags"]["resume"] == "sess-1234"
+
+
+async def test_fork_session_gets_a_new_session_id(tmp_path: Path) -> None:
+    messages, _ = await run_query(
+        tmp_path, [[{"type": "text", "text": "forked"}]], resume="sess-1234", fork_session=True
+    )
+
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert result.session_id not in ("sess-1234", "")
+
+
+async def test_set_permission_mode_lets_a_tool_run_without_asking(tmp_path: Path) -> None:
+    calls: list[dict[str, Any]] = []
+    asked: list[str] = []
+
+    async def deny(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultDeny:
+        asked.append(name)
+        return PermissionResultDeny(message="no")
+
+    env = write_scenario(tmp_path, [ADD_TURN, ADD_TURN])
+    opts = options(env, mcp_servers={"calc": calc_server(calls)}, can_use_tool=deny)
+    with anyio.fail_after(TIMEOUT):
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("add")
+            [_ async for _ in client.receive_response()]
+            await client.set_permission_mode("bypassPermissions")
+            await client.query("add again")
+            [_ async for _ in client.receive_response()]
+
+    assert asked == ["mcp__calc__add"]
+    assert calls == [{"a": 2, "b": 3}]
+
+
+async def test_without_a_scenario_each_prompt_is_echoed(tmp_path: Path) -> None:
+    env = {LOG_ENV: str(tmp_path / "log.jsonl")}
+    with anyio.fail_after(TIMEOUT):
+        messages = [m async for m in query(prompt="ping", options=options(env))]
+
+    assert [b.text for b in blocks(messages, TextBlock)] == ["echo: ping"]
 
 
 async def test_the_log_records_argv_and_the_auth_env_names_the_sdk_passed(
