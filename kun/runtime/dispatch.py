@@ -90,7 +90,7 @@ def plan_batches(run: TurnRun, calls: list[ToolCall]) -> list[list[ToolCall]]:
 
 def _lane(run: TurnRun, call: ToolCall) -> str | None:
     """``read`` or ``delegate`` for a call that may join a parallel batch."""
-    if call.name in READ_ONLY_BUILTINS and _verdict(run, call.name, "read", b"") == "allow":
+    if call.name in READ_ONLY_BUILTINS and _policies_allow(run, "read"):
         return "read"
     if call.name == DELEGATE_TOOL and run.delegation is not None:
         return "delegate"
@@ -155,6 +155,13 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
         if not approved:
             return _denied(call, reason)
     return await _execute(run, call)
+
+
+def _policies_allow(run: TurnRun, effect: ToolEffect) -> bool:
+    """Whether the run's policy and those above it (a sub-agent's) let a
+    call of ``effect`` run without asking."""
+    ceilings = run.link.ceilings if run.link is not None else ()
+    return all(decide(p, effect) == "allow" for p in (run.policy, *ceilings))
 
 
 def _verdict(run: TurnRun, name: str, effect: ToolEffect | None, arguments: bytes) -> Decision:
