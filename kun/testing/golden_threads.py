@@ -487,7 +487,7 @@ def queued_turns() -> list[ev.Event]:
     return s.events
 
 
-def delegated_turns() -> list[ev.Event]:
+def subagent_batch() -> list[ev.Event]:
     """A parent turn that hands two tasks to sub-agents in one step (a
     delegation batch): both calls link to their side threads
     (``subagent_started``), one sub-agent's approval is shown in the parent's
@@ -556,6 +556,6 @@ THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "restore_recovered": restore_recovered,
     "imported_thread": imported_thread,
     "queued_turns": queued_turns,
-    "delegated_turns": delegated_turns,
+    "subagent_batch": subagent_batch,
 }
 """The golden threads this version writes, by file stem."""
