@@ -79,6 +79,7 @@ async def test_kun_run_delegates_and_every_reader_follows_the_link(tmp_path: Pat
         sent = [r.json for r in provider.requests if r.method == "POST"]
     assert code == 0, err
     assert "-> delegate_task(" in out and "The helper says" in out
+    assert "sub-agent (read-only helper) on side thread thr_" in out
     assert len(sent) == 3
     parent_tools = {t["function"]["name"] for t in sent[0]["tools"]}
     child_tools = {t["function"]["name"] for t in sent[1]["tools"]}

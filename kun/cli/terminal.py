@@ -269,6 +269,9 @@ class LiveView:
                 await self._ask(event)
             case ev.WarningEvent():
                 self.sink.line(f"warning [{event.code}]: {event.message}", "warn")
+            case ev.SubagentStarted():
+                who = f"agent {event.agent}" if event.agent else "read-only helper"
+                self.sink.line(f"   sub-agent ({who}) on side thread {event.side_thread}", "dim")
             case ev.TurnQueued():
                 self.sink.line("queued: it starts when the running turn ends", "dim")
             case ev.TurnCompleted() | ev.TurnFailed() | ev.TurnAborted():
