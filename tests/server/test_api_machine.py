@@ -166,6 +166,8 @@ class ApiMachine(RuleBasedStateMachine):
     @rule(data=st.data(), number=st.integers(1, 4))
     def rewind(self, data: st.DataObject, number: int) -> None:
         thread = self._thread(data)
+        turns = self.call("GET", f"/v1/threads/{thread}").json()["turns"]
+        hidden = number <= len(turns) and turns[number - 1]["hidden_by"] is not None
         response = self.call(
             "POST", f"/v1/threads/{thread}/rewind", json={"before_turn": str(number)}
         )
@@ -173,6 +175,9 @@ class ApiMachine(RuleBasedStateMachine):
             assert response.status_code == 404, response.text
         elif thread in self.running:
             assert response.status_code == 409, response.text
+        elif hidden:
+            assert response.status_code == 409, response.text
+            assert response.json()["error"]["code"] == "turn_already_hidden"
         else:
             assert response.status_code == 200, response.text
 
