@@ -49,6 +49,7 @@ from kun.contracts.capabilities import ModelCapabilities
 from kun.model.capabilities import capabilities
 from kun.model.client import HttpModelClient
 from kun.model.debug import CallObserver
+from kun.model.delegated import AgentSdkSource
 from kun.model.endpoints import EndpointFormat, resolve_endpoint
 from kun.model.errors import EndpointConfigError
 from kun.model.request.images import AttachmentLoader, read_attachment
@@ -89,8 +90,10 @@ def build_router(
             "or declare [providers.<name>] in kun.toml",
         )
     env = os.environ if environ is None else environ
-    sources = [
-        ProviderClients(
+    sources: list[ProviderClients | AgentSdkSource] = [
+        AgentSdkSource(provider, source=config.source)
+        if provider.kind == "agent-sdk"
+        else ProviderClients(
             provider,
             source=config.source,
             environ=env,

@@ -59,6 +59,7 @@ __all__ = [
     "dispatch_own",
     "plan_batches",
     "resume_suspended",
+    "tool_context",
 ]
 
 READ_ONLY_BUILTINS = frozenset({"read_file", "list_dir", "glob", "grep"})
@@ -199,11 +200,19 @@ async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOu
             ev.ToolCallStarted, run.turn_id, item_id=call.id, call_id=call.call_id, name=call.name
         )
     )
-    context = ToolContext(
+    context = tool_context(run, call.call_id, own=own)
+    return await run.tools.execute(call.name, bytes(call.arguments), context)
+
+
+def tool_context(run: TurnRun, call_id: str, *, own: bool = False) -> ToolContext:
+    """What a tool of ``run`` gets to work with: the thread's todos, goal,
+    plan and questions wired to the turn's log. Also the context of kun's
+    tools bridged to a delegated engine (:mod:`kun.runtime.agent_sdk.bridge`)."""
+    return ToolContext(
         workspace=run.workspace,
         thread_id=run.thread_id,
         turn_id=run.turn_id,
-        call_id=call.call_id,
+        call_id=call_id,
         ask_user=None if run.disable_user_input else _asker(run),
         get_todos=lambda: run.state().settings.todos,
         set_todos=_todo_setter(run),
@@ -213,7 +222,6 @@ async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOu
         save_side_file=None if run.side_files is None else run.side_files.blobs.put,
         approval_policy=run.policy,
     )
-    return await run.tools.execute(call.name, bytes(call.arguments), context)
 
 
 async def _ask_approval(run: TurnRun, call: ToolCall) -> tuple[bool, str | None]:
