@@ -84,7 +84,8 @@ async def run_delegated_turn(run: TurnRun, settings: AgentSdkSettings) -> Outcom
                 await record_unread_steering(run)
         except SdkMissing as exc:
             outcome = Outcome("failed", code="agent_sdk_missing", message=str(exc))
-        except Exception as exc:
+        except Exception as group:
+            exc = _sole(group)
             code = api.failure_code(exc) if api is not None else None
             outcome = Outcome(
                 "failed",
@@ -100,6 +101,14 @@ async def run_delegated_turn(run: TurnRun, settings: AgentSdkSettings) -> Outcom
             log.debug("unread steering of an aborted delegated turn was not recorded")
         return ABORTED
     return outcome
+
+
+def _sole(exc: BaseException) -> BaseException:
+    """The one error a task group wrapped (the session's message loop and
+    its steering task run in one), so it is classified by its own type."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _run(run: TurnRun, settings: AgentSdkSettings, api: SdkApi) -> Outcome:
