@@ -82,17 +82,17 @@ async def run_delegated_turn(run: TurnRun, settings: AgentSdkSettings) -> Outcom
             outcome = await _run(run, settings, api)
             if outcome.status != "completed" and not run.aborted:
                 await record_unread_steering(run)
-        except SdkMissing as exc:
-            outcome = Outcome("failed", code="agent_sdk_missing", message=str(exc))
+        except SdkMissing as missing:
+            outcome = Outcome("failed", code="agent_sdk_missing", message=str(missing))
         except Exception as group:
-            exc = _sole(group)
-            code = api.failure_code(exc) if api is not None else None
+            error = _sole(group)
+            code = api.failure_code(error) if api is not None else None
             outcome = Outcome(
                 "failed",
                 code=code or "internal_error",
                 message=f"[kun delegated turn failed] turn={run.turn_id} engine={ENGINE} "
                 f"model={settings.model} provider={settings.provider} "
-                f"error={type(exc).__name__}: {exc}",
+                f"error={type(error).__name__}: {error}",
             )
     if run.scope.cancelled_caught or run.aborted:
         try:
