@@ -491,7 +491,7 @@ def queued_turns() -> list[ev.Event]:
     return s.events
 
 
-def delegated_turns() -> list[ev.Event]:
+def agent_sdk_turns() -> list[ev.Event]:
     """Three turns on an ``agent-sdk`` provider: the first ``rebased`` (no
     checkpoint yet) streams text, reads a file with the SDK's ``Read`` and
     sets the todos through kun's bridged ``todo_write``, then commits its
@@ -603,6 +603,6 @@ THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "restore_recovered": restore_recovered,
     "imported_thread": imported_thread,
     "queued_turns": queued_turns,
-    "delegated_turns": delegated_turns,
+    "agent_sdk_turns": agent_sdk_turns,
 }
 """The golden threads this version writes, by file stem."""

@@ -22,7 +22,7 @@ from kun.runtime.agent_sdk.rebase import (
     prior_history,
     request_text,
 )
-from kun.testing.golden_threads import delegated_turns
+from kun.testing.golden_threads import agent_sdk_turns
 from kun.testing.logbuilder import LogBuilder
 
 WS = "/work/ws"
@@ -154,7 +154,7 @@ def test_a_thread_never_delegated_rebases() -> None:
 
 
 def test_the_golden_log_records_what_the_decision_says() -> None:
-    events = delegated_turns()
+    events = agent_sdk_turns()
     for i, event in enumerate(events):
         if isinstance(event, ev.DelegatedRuntime):
             assert event.turn_id is not None
