@@ -158,13 +158,16 @@ class UserInputAnswered(_Answer):
 
 class ThreadUsage(_Answer):
     """``cost_usd`` ``null``: no call of the thread had a price; ``notes``:
-    what reading the log skipped, as ``kun usage`` says it (absent: nothing)."""
+    what reading the log skipped, as ``kun usage`` says it (absent: nothing).
+    ``usage`` includes the thread's sub-agents' (their side threads');
+    ``subagents`` is that part (absent: it ran none)."""
 
     thread_id: str
     usage: UsageTotals
     cost_usd: float | None
     skipped_lines: int
     notes: tuple[str, ...] = ()
+    subagents: UsageTotals | None = None
 
 
 class UsageReport(_Answer):

@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from kun.app.agents import delegation_for
 from kun.app.answers import ThreadOptions, TurnLimitsShown
 from kun.app.local_errors import InvalidWorkspace
 from kun.app.overrides import RuntimeFlags
@@ -275,6 +276,7 @@ async def engine_over(
         approval=runtime.approval_policy if runtime is not None else None,
         recorder=recorder,
     ) as service:
+        service.delegation = delegation_for(service, config, router)
         yield Engine(
             service,
             home,

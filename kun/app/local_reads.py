@@ -13,10 +13,11 @@ from kun.app.listing import ThreadSummary, list_threads
 from kun.app.local_errors import InvalidCursor
 from kun.contracts.usage import UsageTotals
 from kun.domain.transcript import plural, render_transcript
-from kun.domain.usage_report import render_usage
+from kun.domain.usage import add_totals
+from kun.domain.usage_report import render_usage, subagent_line
 from kun.store.port import ReadReport
 from kun.store.replay import replay_log
-from kun.store.usage_totals import skipped_lines, usage_of_log
+from kun.store.usage_totals import skipped_lines, subagent_usage, usage_of_log
 
 __all__ = [
     "DEFAULT_PAGE",
@@ -94,7 +95,14 @@ def usage_report(logs: list[tuple[str, Path]]) -> UsageReport:
     labels: list[str] = []
     shown: list[ThreadUsage] = []
     for name, (thread_id, path) in zip("AB", logs, strict=False):
-        total, report = usage_of_log(path)
+        side: list[str] = []
+        total, report = usage_of_log(path, side)
+        subs = subagent_usage(path, side) if side else None
+        notes = list(usage_notes(report))
+        if subs is not None:
+            total = add_totals(total, subs.usage)
+            if subs.missing:
+                notes.append(f"{plural(subs.missing, 'side thread')} of its sub-agents not here")
         totals.append(total)
         labels.append(f"{name}: {thread_id}" if len(logs) == 2 else thread_id)
         priced = not (total.calls and total.unpriced_calls == total.calls)
@@ -104,10 +112,13 @@ def usage_report(logs: list[tuple[str, Path]]) -> UsageReport:
                 usage=total,
                 cost_usd=total.cost_usd if priced else None,
                 skipped_lines=skipped_lines(report),
-                notes=tuple(usage_notes(report)),
+                notes=tuple(notes),
+                subagents=subs.usage if subs is not None else None,
             )
         )
-    return UsageReport(threads=shown, text="\n".join(render_usage(labels, totals)))
+    lines = render_usage(labels, totals)
+    lines += [subagent_line(u.thread_id, u.subagents) for u in shown if u.subagents is not None]
+    return UsageReport(threads=shown, text="\n".join(lines))
 
 
 def usage_notes(report: ReadReport) -> Iterator[str]:

@@ -108,7 +108,47 @@ def _streamed(path: Path, request: ReplayThread, mode: str, report: Any) -> Iter
             yield from _gathered(json_chunks(pieces), JSON_FLUSH_AT)
         else:
             chunks = transcript_chunks(pieces, hidden=request.hidden, reasoning=request.reasoning)
+            if request.children:
+                chunks = with_children(chunks, path, request)
             yield from _gathered(_lines(chunks), TRANSCRIPT_FLUSH_AT)
+
+
+_MAX_CHILD_DEPTH = 8
+
+
+def with_children(
+    chunks: Iterator[list[str]], path: Path, request: ReplayThread, depth: int = 0
+) -> Iterator[list[str]]:
+    """``chunks`` with each side thread's turns after the line that names
+    it (:func:`kun.domain.transcript.side_thread_line`), indented, read from
+    the side thread's log beside ``path`` (a home's ``threads/<id>/``)."""
+    from kun.domain.transcript import SIDE_THREAD
+
+    for chunk in chunks:
+        lines: list[str] = []
+        for line in chunk:
+            lines.append(line)
+            body = line.lstrip(" ")
+            if depth < _MAX_CHILD_DEPTH and body.startswith(SIDE_THREAD):
+                indent = " " * (len(line) - len(body) + 2)
+                child = body[len(SIDE_THREAD) :].split(" ", 1)[0]
+                lines.extend(indent + row for row in _child_lines(child, path, request, depth))
+        yield lines
+
+
+def _child_lines(child: str, path: Path, request: ReplayThread, depth: int) -> list[str]:
+    from kun.errors import KunError
+    from kun.store.replay import replay_log
+
+    log = path.parent.parent / child / path.name
+    if not log.is_file():
+        return ["(its log is not here)"]
+    try:
+        state = replay_log(log, mode="tolerant")
+    except (KunError, OSError) as exc:
+        return [f"(its log cannot be read: {exc})"]
+    chunks = transcript_chunks(state.turns, hidden=request.hidden, reasoning=request.reasoning)
+    return [row for chunk in with_children(chunks, log, request, depth + 1) for row in chunk]
 
 
 def _lines(chunks: Iterator[list[str]]) -> Iterator[bytes]:

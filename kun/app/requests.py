@@ -225,7 +225,8 @@ class ReplayThread(_Body):
     transcript), ``until_seq`` (only the events up to it), ``from_seq``
     (a page: the turns started or changed from it on; not with ``json``),
     ``strict`` (refuse events of unknown kinds and gaps), ``hidden`` (show
-    the turns a rewind hid), ``reasoning`` (unfold it)."""
+    the turns a rewind hid), ``reasoning`` (unfold it), ``children``
+    (each sub-agent's turns under the ``delegate_task`` call that ran it)."""
 
     json: bool = False
     until_seq: Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)] | None = None
@@ -233,3 +234,4 @@ class ReplayThread(_Body):
     strict: bool = False
     hidden: bool = False
     reasoning: bool = False
+    children: bool = False

@@ -41,6 +41,9 @@ __all__ = ["replay"]
 @click.option("--strict", is_flag=True, help="Refuse events of unknown kinds.")
 @click.option("--reasoning", is_flag=True, help="Show reasoning instead of folding it.")
 @click.option("--hidden", is_flag=True, help="Show turns hidden by a rewind.")
+@click.option(
+    "--children", is_flag=True, help="Show each sub-agent's turns under the call that ran it."
+)
 @home_option
 @store_option
 def replay(
@@ -51,6 +54,7 @@ def replay(
     strict: bool,
     reasoning: bool,
     hidden: bool,
+    children: bool,
     home: Path | None,
 ) -> None:
     """Rebuild THREAD from its log and print its transcript.
@@ -60,7 +64,8 @@ def replay(
     the thread's summary and total. --from-seq N prints a page: a line
     naming the seqs, the turns that started or changed from seq N on
     (numbered as in the whole transcript), the warnings since and the
-    thread's total.
+    thread's total. A sub-agent's work is a line under its delegate_task
+    call naming its side thread; --children puts its turns there.
     """
     from kun.app.logfile import LogFile, log_file
     from kun.app.requests import ReplayThread
@@ -74,6 +79,7 @@ def replay(
         strict=strict,
         hidden=hidden,
         reasoning=reasoning,
+        children=children,
     )
     path = log_file(thread)
 

@@ -269,6 +269,9 @@ class LiveView:
                 await self._ask(event)
             case ev.WarningEvent():
                 self.sink.line(f"warning [{event.code}]: {event.message}", "warn")
+            case ev.SubagentStarted():
+                who = f"agent {event.agent}" if event.agent else "read-only helper"
+                self.sink.line(f"   sub-agent ({who}) on side thread {event.side_thread}", "dim")
             case ev.TurnQueued():
                 self.sink.line("queued: it starts when the running turn ends", "dim")
             case ev.TurnCompleted() | ev.TurnFailed() | ev.TurnAborted():
@@ -304,7 +307,7 @@ class LiveView:
             self.sink.line(f"   {row}", _diff_tone(row))
 
     async def _approve(self, event: ev.ApprovalRequested) -> None:
-        self.sink.line(f"approval needed: {shown_cell(event.summary)}", "warn")
+        self.sink.line(f"approval needed{_whose(event)}: {shown_cell(event.summary)}", "warn")
         diff = event.diff if isinstance(event.diff, str) else ""
         if diff:
             self._diff(diff)
@@ -338,8 +341,9 @@ class LiveView:
 
     async def _always_rule(self, event: ev.ApprovalRequested) -> AllowRule | None:
         """The rule "always" would add: from the call's arguments as the
-        thread recorded them."""
-        if event.turn_id is None or event.call_id is None:
+        thread recorded them (none for a sub-agent's call: its rules are
+        its side thread's)."""
+        if event.turn_id is None or event.call_id is None or isinstance(event.side_thread, str):
             return None
         turn = await self.kun.turn(self.thread_id, event.turn_id)
         call = next(
@@ -370,7 +374,7 @@ class LiveView:
     async def _ask(self, event: ev.UserInputRequested) -> None:
         """Options are numbered; a number answers with its option
         (:mod:`kun.domain.choices`)."""
-        self.sink.line(f"question: {event.question}", "warn")
+        self.sink.line(f"question{_whose(event)}: {event.question}", "warn")
         for line in numbered(event.options):
             self.sink.line(f"   {line}")
         if self.prompter is None:
@@ -461,3 +465,10 @@ def _means_always(text: str) -> bool:
     taken as a yes (the user meant more than once) or a denial with the
     reason "a"."""
     return text.strip().lower() in ("a", "always")
+
+
+def _whose(event: ev.ApprovalRequested | ev.UserInputRequested) -> str:
+    """`` (sub-agent thr_…)`` for a sub-agent's approval or question shown
+    in its parent's turn (:mod:`kun.runtime.mirror`)."""
+    side = event.side_thread
+    return f" (sub-agent {side})" if isinstance(side, str) else ""

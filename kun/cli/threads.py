@@ -204,12 +204,14 @@ def usage(threads: tuple[str, ...], as_json: bool, home: Path | None) -> None:
 
 def _usage_table(found: list[ThreadUsage]) -> str:
     """One thread's usage, or two side by side (``A:``, ``B:``) with deltas."""
-    from kun.domain.usage_report import render_usage
+    from kun.domain.usage_report import render_usage, subagent_line
 
     two = len(found) == 2
     names = zip("AB", found, strict=False)
     labels = [f"{name}: {u.thread_id}" if two else u.thread_id for name, u in names]
-    return "\n".join(render_usage(labels, [u.usage for u in found]))
+    lines = render_usage(labels, [u.usage for u in found])
+    lines += [subagent_line(u.thread_id, u.subagents) for u in found if u.subagents is not None]
+    return "\n".join(lines)
 
 
 @click.command()

@@ -236,6 +236,12 @@ def parse_config(data: bytes | str, source: str) -> Config:
         _check_mcp(name, server, source)
     _check_resume_backoff(table.runtime, source)
     _check_store(table.store, source)
+    for name, agent in table.agents.items():
+        if agent.provider is not None and agent.provider not in providers:
+            choices = ", ".join(providers) or "none is configured"
+            raise ConfigError(
+                source, f"agents.{name}.provider", f"expected the name of a provider ({choices})"
+            )
     return Config(
         source=source,
         providers=providers,
@@ -245,6 +251,7 @@ def parse_config(data: bytes | str, source: str) -> Config:
         mcp=dict(table.mcp),
         observability=table.observability,
         store=table.store,
+        agents=dict(table.agents),
     )
 
 

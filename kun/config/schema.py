@@ -180,7 +180,10 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     (:class:`kun.domain.resume_policy.ResumeSettings`, SPEC §7.4; the max must
     not be below the base, checked by :func:`kun.config.load.parse_config`);
     ``model_titles`` asks the model for a new thread's title in the
-    background (:mod:`kun.runtime.titler`; off by default: one more request)."""
+    background (:mod:`kun.runtime.titler`; off by default: one more request);
+    ``max_parallel_agents`` bounds how many sub-agents run at once (4) and
+    ``max_agent_depth`` how deep they may delegate (1: a sub-agent does not
+    delegate; 0: no ``delegate_task`` at all; :mod:`kun.runtime.delegation`)."""
 
     approval_policy: ApprovalPolicy | None = None
     reasoning_effort: Effort | None = None
@@ -197,6 +200,22 @@ class RuntimeTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     goal_resume_max_seconds: PositiveFloat | None = None
     goal_resume_max_attempts: PositiveInt | None = None
     model_titles: bool | None = None
+    max_parallel_agents: PositiveInt | None = None
+    max_agent_depth: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class AgentTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[agents.<name>]``: a sub-agent profile ``delegate_task`` may name
+    (:class:`kun.runtime.delegation.AgentProfile`). Unset keys take the
+    parent thread's provider, model and policy, and the read-only tools; a
+    sub-agent never gets a tool or a permission its parent lacks."""
+
+    description: str = ""
+    provider: str | None = None
+    model: str | None = None
+    system_prompt: str = ""
+    tools: list[NonBlank] | None = None
+    approval_policy: ApprovalPolicy | None = None
 
 
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -252,6 +271,7 @@ class ConfigFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     mcp: dict[str, McpServerTable] = {}
     observability: ObservabilityTable = ObservabilityTable()
     store: StoreTable = StoreTable()
+    agents: dict[str, AgentTable] = {}
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -309,6 +329,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     mcp: dict[str, McpServerTable] = {}
     observability: ObservabilityTable = ObservabilityTable()
     store: StoreTable = StoreTable()
+    agents: dict[str, AgentTable] = {}
 
 
 class KnownProvider(NamedTuple):

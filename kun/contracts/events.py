@@ -348,6 +348,11 @@ class ApprovalRequested(EventBase, tag="approval_requested", frozen=True, kw_onl
     tool_name: str = ""
     summary: str = ""
     diff: str | UnsetType = UNSET
+    side_thread: str | UnsetType = UNSET
+    """Set on a parent turn's copy of its sub-agent's approval (the side
+    thread's own ``approval_requested`` holds the same id): every surface
+    that shows the parent's approvals shows it, and answering the id
+    answers the side thread's. ``call_id`` is then the side thread's call."""
 
 
 class ApprovalResolved(EventBase, tag="approval_resolved", frozen=True, kw_only=True):
@@ -362,6 +367,8 @@ class UserInputRequested(EventBase, tag="user_input_requested", frozen=True, kw_
     request_id: str
     question: str
     options: tuple[str, ...] = ()
+    side_thread: str | UnsetType = UNSET
+    """As :attr:`ApprovalRequested.side_thread`: a sub-agent's question."""
 
 
 class UserInputResolved(EventBase, tag="user_input_resolved", frozen=True, kw_only=True):
@@ -389,6 +396,19 @@ class WarningEvent(EventBase, tag="warning", frozen=True, kw_only=True):
 
     code: str
     message: str
+
+
+class SubagentStarted(EventBase, tag="subagent_started", frozen=True, kw_only=True):
+    """A ``delegate_task`` call (``item_id``/``call_id``, running) handed its
+    task to the side thread ``side_thread``, running the agent profile
+    ``agent`` (``None``: the default). Recorded before the side thread is
+    created, so a crash never leaves a side thread nobody links to; the
+    call's result, as for any call, says how it ended."""
+
+    item_id: str
+    call_id: str
+    side_thread: str
+    agent: str | None = None
 
 
 class DelegatedRuntime(EventBase, tag="delegated_runtime", frozen=True, kw_only=True):
@@ -468,6 +488,7 @@ Event = (
     | ApprovalResolved
     | UserInputRequested
     | UserInputResolved
+    | SubagentStarted
     | Usage
     | WarningEvent
     | DelegatedRuntime

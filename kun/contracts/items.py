@@ -116,6 +116,10 @@ class ToolCall(ItemBase, tag="tool_call", frozen=True, kw_only=True):
     name: str = ""
     arguments: msgspec.Raw
     arguments_text: str = ""
+    side_thread: str | None = None
+    """A ``delegate_task`` call's side thread, once it is created
+    (``subagent_started``); its turn does the work, its answer is the result."""
+    agent: str | None = None
 
 
 class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):
@@ -147,12 +151,17 @@ class Approval(ItemBase, tag="approval", frozen=True, kw_only=True):
     summary: str = ""
     reason: str | None = None
     diff: str = ""
+    side_thread: str | None = None
+    """Set on the copy a parent turn shows of its sub-agent's approval
+    (:mod:`kun.runtime.delegation`): answering it answers the side thread's."""
 
 
 class UserInput(ItemBase, tag="user_input", frozen=True, kw_only=True):
     question: str
     options: tuple[str, ...] = ()
     answer: str | None = None
+    side_thread: str | None = None
+    """As :attr:`Approval.side_thread`: a sub-agent's question, shown here."""
 
 
 class Plan(ItemBase, tag="plan", frozen=True, kw_only=True):

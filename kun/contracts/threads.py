@@ -104,11 +104,32 @@ class AllowRule(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         return f"{self.tool} `{shlex.join(self.prefix)} …`"
 
 
+class SideLink(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Where a side thread comes from and what it may do: the parent's
+    thread, turn and ``delegate_task`` call that spawned it, the agent
+    profile it runs (``None``: the default read-only helper), its depth
+    (1 for a parent's own child), the tools it may use (never more than the
+    parent had) and the approval policies it runs under besides its own
+    (the parent's, and the parent's own ceilings): a call runs only where
+    every one of them lets it. Recorded at creation, so a replay, a re-armed
+    turn and a restarted server apply the same limits."""
+
+    thread_id: str
+    turn_id: str
+    call_id: str
+    agent: str | None = None
+    depth: int = 1
+    tools: tuple[str, ...] = ()
+    ceilings: tuple[ApprovalPolicy, ...] = ()
+
+
 class ThreadSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The settings a thread is created with; ``thread_updated`` changes them.
 
     ``hidden`` marks side threads (delegated sub-agents) that are not listed by
-    default; ``parent_thread_id`` names the thread that spawned one.
+    default; ``parent_thread_id`` names the thread that spawned one, and
+    ``link`` (unset in every other thread, so their lines read as before)
+    the call and the limits it runs under (:class:`SideLink`).
     ``always_allow`` lists the calls the user approved "always for this
     thread": they run without asking where the policy would ask (never where
     it denies). Unset until the first one, so a thread without any is
@@ -130,6 +151,13 @@ class ThreadSettings(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     hidden: bool = False
     parent_thread_id: str | None = None
     always_allow: tuple[AllowRule, ...] | UnsetType = UNSET
+    link: SideLink | UnsetType = UNSET
+
+    @property
+    def side_link(self) -> SideLink | None:
+        """``link``, ``None`` for a thread that is not a side thread."""
+        link = self.link
+        return None if isinstance(link, UnsetType) else link
 
     @property
     def allow_rules(self) -> tuple[AllowRule, ...]:

@@ -24,7 +24,7 @@ reported (:data:`IMPORTED`): a restore acts only on changes kun made here.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 import msgspec
 from msgspec import UnsetType
@@ -35,6 +35,7 @@ from kun.contracts.events import (
     FilesRestore,
     FilesRestoreStarted,
     ItemCompleted,
+    SubagentStarted,
     ThreadRewindUndone,
     ThreadRewound,
 )
@@ -188,22 +189,36 @@ def restoring_lines(intent: FilesRestoreStarted | UnsetType) -> list[str]:
     ]
 
 
-def file_changes(events: Iterable[Event]) -> list[FileCheckpoint]:
+def file_changes(
+    events: Iterable[Event], side: Callable[[str], Iterable[FileCheckpoint]] | None = None
+) -> list[FileCheckpoint]:
     """Every change to the workspace's files ``events`` record, in log
     order: the file tools' results (each once, in any turn, hidden or not:
     a rewind without ``--files`` or an interrupt that discarded the turn's
     items left the files as they were) and the changes restores and their
     undos made. Read from the log from a turn's start on, undoing them all,
-    newest first, gives the files as they were before that turn."""
+    newest first, gives the files as they were before that turn.
+
+    ``side`` gives the changes of a side thread (by id): a ``delegate_task``
+    call's sub-agent changed files as part of the call, so its changes come
+    where the call's result is, or at the end for a call cut short."""
     seen: set[str] = set()
     points: list[FileCheckpoint] = []
+    links: dict[str, str] = {}
     for event in events:
         if isinstance(event, ItemCompleted):
             item = event.item
-            if isinstance(item, ToolResult) and item.checkpoint is not None:
-                if item.id not in seen:
-                    seen.add(item.id)
+            if isinstance(item, ToolResult) and item.id not in seen:
+                seen.add(item.id)
+                if item.checkpoint is not None:
                     points.append(item.checkpoint)
+                if side is not None and item.call_id in links:
+                    points.extend(side(links.pop(item.call_id)))
         elif isinstance(event, ThreadRewound | ThreadRewindUndone) and event.files is not None:
             points.extend(event.files.restored)
+        elif isinstance(event, SubagentStarted):
+            links[event.call_id] = event.side_thread
+    if side is not None:
+        for thread in links.values():
+            points.extend(side(thread))
     return points

@@ -201,6 +201,17 @@ class ItemHandlers:
             fold.in_flight.append(e.item_id)
             fold.frozen = None
 
+    def _subagent_started(self, e: ev.SubagentStarted) -> None:
+        """The call's link to its side thread; a call already final (a late
+        event) keeps what it was."""
+        fold = self._open_turn(e)
+        if fold is None:
+            return
+        item = fold.get(e.item_id)
+        if not isinstance(item, ToolCall):
+            raise ProjectionError(e.seq, f"subagent_started for unknown call {e.item_id!r}")
+        fold.put(_replace(item, side_thread=e.side_thread, agent=e.agent))
+
     def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
         fold = self._open_turn(e)
         if fold is None:
@@ -231,6 +242,7 @@ class ItemHandlers:
                 tool_name=e.tool_name,
                 summary=e.summary,
                 diff="" if isinstance(e.diff, UnsetType) else e.diff,
+                side_thread=None if isinstance(e.side_thread, UnsetType) else e.side_thread,
             )
         )
         self._approvals[e.approval_id] = fold.base.turn_id
@@ -252,7 +264,13 @@ class ItemHandlers:
         if e.request_id in fold.index:
             raise ProjectionError(e.seq, f"user input {e.request_id!r} requested twice")
         fold.put(
-            UserInput(id=e.request_id, status="pending", question=e.question, options=e.options)
+            UserInput(
+                id=e.request_id,
+                status="pending",
+                question=e.question,
+                options=e.options,
+                side_thread=None if isinstance(e.side_thread, UnsetType) else e.side_thread,
+            )
         )
         self._inputs[e.request_id] = fold.base.turn_id
 

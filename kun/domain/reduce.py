@@ -535,6 +535,7 @@ _HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
     ev.AssistantReasoningDelta: Projector._reasoning_delta,
     ev.ToolCallDelta: Projector._tool_call_delta,
     ev.ToolCallStarted: Projector._tool_call_started,
+    ev.SubagentStarted: Projector._subagent_started,
     ev.ToolCallFinished: Projector._tool_call_finished,
     ev.ApprovalRequested: Projector._approval_requested,
     ev.ApprovalResolved: Projector._approval_resolved,

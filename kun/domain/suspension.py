@@ -20,6 +20,9 @@ Every other open turn is settled as orphaned, as before
 started before the thread's latest ``thread_imported``): it waited on
 another machine, for a person there, in a workspace that may not exist
 here, and re-arming it would ask here to run a call nobody here requested.
+A side thread's turn (a sub-agent's) is never suspended either: the
+parent's call that waited for its answer died with the process, and was
+settled with it, so nobody would read what the re-armed turn did.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def suspended_turns(state: ThreadState) -> dict[str, Suspension]:
 
 
 def find_suspension(state: ThreadState, turn: TurnState) -> Suspension | None:
-    if turn.settled:
+    if turn.settled or state.settings.side_link is not None:
         return None
     imported = state.imported_through
     if isinstance(imported, int) and turn.started_seq < imported:

@@ -266,6 +266,8 @@ def _tool_call(call: ToolCall, attached: Sequence[Item]) -> list[str]:
         if type(item) is ToolResult and item.is_error:
             mark = f"error{f' [{item.code}]' if item.code else ''}"
     lines = [f"  tool {call.name}({_cut(_one_line(arguments), ARGUMENT_WIDTH)}) -> {mark}"]
+    if call.side_thread is not None:
+        lines.append(side_thread_line(call.side_thread, call.agent, "    "))
     diff = ""
     for item in attached:
         if type(item) is Approval:
@@ -277,6 +279,16 @@ def _tool_call(call: ToolCall, attached: Sequence[Item]) -> list[str]:
     if diff:
         lines.extend(_diff(diff, "    "))
     return lines
+
+
+SIDE_THREAD = "side thread "
+
+
+def side_thread_line(thread_id: str, agent: str | None, indent: str) -> str:
+    """The line under a ``delegate_task`` call naming its side thread
+    (``kun replay --children`` puts the side thread's turns after it)."""
+    who = f"agent {agent}" if agent else "read-only helper"
+    return f"{indent}{SIDE_THREAD}{thread_id} ({who}): kun replay {thread_id}"
 
 
 def _diff(diff: str, indent: str) -> list[str]:

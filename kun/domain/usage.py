@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kun.contracts.events import Event, Usage
+from kun.contracts.events import Event, SubagentStarted, Usage
 from kun.contracts.usage import UsageSnapshot, UsageTotals
 
 COST_DIGITS = 10
@@ -30,6 +30,22 @@ def add_usage(total: UsageTotals, call: UsageSnapshot) -> UsageTotals:
     )
 
 
+def add_totals(a: UsageTotals, b: UsageTotals) -> UsageTotals:
+    """Two totals as one (a thread's and its sub-agents'); the cost rounded
+    as :func:`add_usage` rounds it."""
+    return UsageTotals(
+        calls=a.calls + b.calls,
+        prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+        completion_tokens=a.completion_tokens + b.completion_tokens,
+        reasoning_tokens=a.reasoning_tokens + b.reasoning_tokens,
+        cache_hit_tokens=a.cache_hit_tokens + b.cache_hit_tokens,
+        cache_miss_tokens=a.cache_miss_tokens + b.cache_miss_tokens,
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+        cost_usd=round(a.cost_usd + b.cost_usd, COST_DIGITS),
+        unpriced_calls=a.unpriced_calls + b.unpriced_calls,
+    )
+
+
 def sum_usage(calls: list[UsageSnapshot]) -> UsageTotals:
     total = UsageTotals()
     for call in calls:
@@ -37,11 +53,15 @@ def sum_usage(calls: list[UsageSnapshot]) -> UsageTotals:
     return total
 
 
-def sum_usage_events(events: Iterable[Event]) -> tuple[UsageTotals, int]:
+def sum_usage_events(
+    events: Iterable[Event], side_threads: list[str] | None = None
+) -> tuple[UsageTotals, int]:
     """The totals of the ``usage`` events among ``events``, and how many
     events were skipped because their seq is not after the one before (a
     duplicated line must not be paid for twice; the fold refuses such a log,
-    a usage comparison counts it once and says so)."""
+    a usage comparison counts it once and says so). ``side_threads``, when
+    given, gets the ids of the sub-agents' side threads the events name
+    (``subagent_started``), whose usage is theirs."""
     total = UsageTotals()
     last = 0
     repeated = 0
@@ -52,4 +72,6 @@ def sum_usage_events(events: Iterable[Event]) -> tuple[UsageTotals, int]:
         last = event.seq
         if type(event) is Usage:
             total = add_usage(total, event.usage)
+        elif side_threads is not None and type(event) is SubagentStarted:
+            side_threads.append(event.side_thread)
     return total, repeated

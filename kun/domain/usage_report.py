@@ -73,3 +73,13 @@ def render_usage(labels: list[str], totals: list[UsageTotals]) -> list[str]:
         ).rstrip()
         for row in rows
     ]
+
+
+def subagent_line(thread_id: str, usage: UsageTotals) -> str:
+    """The line under the table for a thread that ran sub-agents: how much
+    of its column was theirs (their side threads')."""
+    priced = not (usage.calls and usage.unpriced_calls == usage.calls)
+    cost = f"${usage.cost_usd:.6f}" if priced else "cost unknown"
+    calls = f"{usage.calls:,} model call" + ("" if usage.calls == 1 else "s")
+    tokens = usage.prompt_tokens + usage.completion_tokens
+    return f"{thread_id}: includes its sub-agents: {calls}, {tokens:,} tokens, {cost}"

@@ -34,7 +34,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from kun.contracts.events import FileSkipped, FilesRestore, FilesRestoreStarted
+from kun.contracts.events import Event, FileSkipped, FilesRestore, FilesRestoreStarted
 from kun.contracts.items import FileCheckpoint, ToolResult
 from kun.domain.checkpoints import (
     IMPORTED,
@@ -48,7 +48,10 @@ from kun.domain.checkpoints import (
 from kun.domain.state import ThreadState, TurnState
 from kun.runtime.context import draft
 from kun.runtime.recorder import EventRecorder
+from kun.runtime.sidefiles import copy_side_files
 from kun.store.blobs import BlobError, BlobStore
+from kun.store.errors import ThreadNotFound
+from kun.store.port import EventStore
 from kun.tools.atomic import replace_file
 from kun.tools.errors import ToolError
 from kun.tools.workspace import Workspace
@@ -307,12 +310,35 @@ async def rewind_files(
 
     def changes() -> tuple[list[FileCheckpoint], frozenset[str]]:
         events = list(store.read(thread_id, after=start - 1))
-        return file_changes(events), imported_paths(events, state.imported_through)
+        points = with_side_threads(store, thread_id, events)
+        return points, imported_paths(events, state.imported_through)
 
     points, imported = await anyio.to_thread.run_sync(changes)
     return await logged_restore(
         recorder, thread_id, points, before_turn_id=before_turn_id, imported=imported
     )
+
+
+def with_side_threads(
+    store: EventStore, thread_id: str, events: list[Event]
+) -> list[FileCheckpoint]:
+    """:func:`~kun.domain.checkpoints.file_changes` of ``events``, with the
+    changes of the side threads their ``delegate_task`` calls ran in
+    (:mod:`kun.runtime.delegation`): a sub-agent's edits are part of the
+    call, so a rewind puts them back too. The side files those changes
+    need are copied into this thread's, so a restore reads them from here
+    like its own. Blocking (it reads logs)."""
+    blobs = store.blobs(thread_id)
+
+    def side(child: str) -> list[FileCheckpoint]:
+        try:
+            child_events = list(store.read(child, mode="tolerant"))
+        except ThreadNotFound:
+            return []
+        copy_side_files(child_events, store.blobs(child), blobs)
+        return with_side_threads(store, child, child_events)
+
+    return file_changes(events, side)
 
 
 async def undo_rewind_files(

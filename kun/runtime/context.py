@@ -6,7 +6,7 @@ loop and dispatch read it; only the TurnService writes events.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,7 +16,7 @@ import anyio
 from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
 from kun.contracts.model import ToolSpec, UsageChunk
-from kun.contracts.threads import ApprovalPolicy
+from kun.contracts.threads import ApprovalPolicy, SideLink
 from kun.domain.compaction import DEFAULT_COMPACT_AT
 from kun.domain.recovery import RecoveryState
 from kun.domain.state import ThreadState
@@ -25,6 +25,7 @@ from kun.runtime.gates import Gate
 from kun.runtime.sidefiles import SideFiles
 from kun.runtime.steering import SteeringQueue
 from kun.runtime.storm import StormBreaker
+from kun.tools.base import ToolOutput
 from kun.tools.host import ToolHost
 
 DEFAULT_MAX_STEPS = 200
@@ -94,13 +95,41 @@ def usage_event(run: TurnRun, chunk: UsageChunk, step: int) -> ev.Usage:
     return usage
 
 
+DELEGATE_TOOL = "delegate_task"
+
+
+class Delegator(Protocol):
+    """What runs a ``delegate_task`` call (:mod:`kun.runtime.delegation`)."""
+
+    def can_delegate(self, run: TurnRun) -> bool:
+        """Whether ``run`` may delegate (its depth is under the limit)."""
+        ...
+
+    def system_prompt(self, link: SideLink, base: str) -> str:
+        """A side thread's system prompt: ``base`` with its agent's."""
+        ...
+
+    async def delegate(
+        self, run: TurnRun, item_id: str, call_id: str, task: str, agent: str | None
+    ) -> ToolOutput: ...
+
+
+Mirror = Callable[[ev.Event], Awaitable[None]]
+"""Shows an event of a side thread's turn in its parent's running turn (an
+approval or a question and its answer), so it is asked where the parent's
+are; :mod:`kun.runtime.delegation`."""
+
+
 @dataclass
 class TurnRun:
     """``context_window`` is the model's, in tokens (``None``: unknown, so
     only a context-overflow error compacts); ``compact_at`` the share of it
     the estimated prompt may fill (:mod:`kun.runtime.compact`).
     ``recovery`` carries the round-outcome counters (:mod:`kun.domain.recovery`)
-    between the steps of the turn; a new turn starts from a fresh state."""
+    between the steps of the turn; a new turn starts from a fresh state.
+    ``delegation`` runs its ``delegate_task`` calls (``None``: the tool is
+    not offered); ``link`` is set on a side thread's turn, whose tools and
+    policies it bounds; ``mirror`` shows its questions in the parent's turn."""
 
     thread_id: str
     turn_id: str
@@ -128,13 +157,28 @@ class TurnRun:
     context_window: int | None = None
     compact_at: float = DEFAULT_COMPACT_AT
     recovery: RecoveryState = field(default_factory=RecoveryState.initial)
+    delegation: Delegator | None = None
+    link: SideLink | None = None
+    mirror: Mirror | None = None
 
     def __post_init__(self) -> None:
         self.steering = SteeringQueue(self.turn_id, self.thread_id)
-        self.tool_specs = self.tools.specs(user_input=not self.disable_user_input)
+        self.tool_specs = self.catalogue()
         if self.disable_user_input:
             self.storm = StormBreaker(exempt=frozenset())
         # An observing host (kun.observe) traces every run built on it, of any kind.
         bind_turn = getattr(self.tools, "bind_turn", None)
         if bind_turn is not None:
             bind_turn(self)
+
+    def catalogue(self) -> tuple[ToolSpec, ...]:
+        """The tools this turn may offer: the host's, without
+        ``delegate_task`` where it cannot delegate, and on a side thread
+        only those its link names (never more than its parent had)."""
+        specs = self.tools.specs(user_input=not self.disable_user_input)
+        if self.delegation is None or not self.delegation.can_delegate(self):
+            specs = tuple(s for s in specs if s.name != DELEGATE_TOOL)
+        if self.link is not None:
+            allowed = set(self.link.tools)
+            specs = tuple(s for s in specs if s.name in allowed)
+        return specs

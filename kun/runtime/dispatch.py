@@ -43,11 +43,12 @@ from kun.contracts.threads import Goal, Todo
 from kun.domain.goals import exempt_with_goal
 from kun.domain.suspension import Suspension
 from kun.ids import new_id, new_thread_local_id
-from kun.runtime.context import TurnRun, draft
+from kun.runtime.context import DELEGATE_TOOL, TurnRun, draft
+from kun.runtime.mirror import mirrored, refuse_outside_link
 from kun.runtime.plan import plan_recorder, refuse_outside_plan
 from kun.runtime.sidefiles import keep_attachments
 from kun.tools.allow import allows
-from kun.tools.approval import Decision, decide
+from kun.tools.approval import Decision, decide, strictest
 from kun.tools.base import ToolContext, ToolEffect, ToolOutput
 from kun.tools.builtin.user_input import answer_output
 from kun.tools.preview import proposed_diff, summary
@@ -68,22 +69,33 @@ _SHIELD_SECONDS = 10.0
 
 
 def plan_batches(run: TurnRun, calls: list[ToolCall]) -> list[list[ToolCall]]:
-    """Group ``calls`` into batches: runs of parallel-safe calls (at most
-    three each), every other call alone, order kept."""
+    """Group ``calls`` into batches, order kept: runs of parallel-safe
+    read-only calls (at most three each), runs of ``delegate_task`` calls
+    (all of them: each works on its own side thread, and the delegation's
+    semaphore bounds how many run at once), every other call alone."""
     batches: list[list[ToolCall]] = []
     for call in calls:
-        safe = call.name in READ_ONLY_BUILTINS and decide(run.policy, "read") == "allow"
+        lane = _lane(run, call)
         last = batches[-1] if batches else None
         if (
-            safe
+            lane is not None
             and last is not None
-            and len(last) < PARALLEL_READ_CAP
-            and last[0].name in READ_ONLY_BUILTINS
+            and _lane(run, last[0]) == lane
+            and (lane == "delegate" or len(last) < PARALLEL_READ_CAP)
         ):
             last.append(call)
         else:
             batches.append([call])
     return batches
+
+
+def _lane(run: TurnRun, call: ToolCall) -> str | None:
+    """``read`` or ``delegate`` for a call that may join a parallel batch."""
+    if call.name in READ_ONLY_BUILTINS and _policies_allow(run, "read"):
+        return "read"
+    if call.name == DELEGATE_TOOL and run.delegation is not None:
+        return "delegate"
+    return None
 
 
 async def dispatch(run: TurnRun, calls: list[ToolCall]) -> None:
@@ -120,7 +132,7 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
     call that may run can change files, clearing the breaker's reads."""
     effect = run.tools.effect(call.name)
     call_args = bytes(call.arguments)
-    refused = refuse_outside_plan(run, call.name)
+    refused = refuse_outside_plan(run, call.name) or refuse_outside_link(run, call.name)
     verdict = _verdict(run, call.name, effect, call_args)
     repeats = run.storm.admit(
         call.name,
@@ -146,10 +158,19 @@ async def _run_one(run: TurnRun, call: ToolCall) -> ToolOutput:
     return await _execute(run, call)
 
 
+def _policies_allow(run: TurnRun, effect: ToolEffect) -> bool:
+    """Whether the run's policy and those above it (a sub-agent's) let a
+    call of ``effect`` run without asking."""
+    ceilings = run.link.ceilings if run.link is not None else ()
+    return all(decide(p, effect) == "allow" for p in (run.policy, *ceilings))
+
+
 def _verdict(run: TurnRun, name: str, effect: ToolEffect | None, arguments: bytes) -> Decision:
     """The policy's ``allow``, ``ask`` or ``deny`` for the call; the
     thread's allow rules and an active goal's own tools make ``ask`` allow."""
     verdict = decide(run.policy, effect) if effect is not None else "allow"
+    if run.link is not None and effect is not None:
+        verdict = strictest(verdict, *(decide(c, effect) for c in run.link.ceilings))
     settings = run.state().settings
     if verdict == "ask" and (
         allows(settings.allow_rules, name, arguments) or exempt_with_goal(settings.goal, name)
@@ -200,11 +221,11 @@ async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOu
             ev.ToolCallStarted, run.turn_id, item_id=call.id, call_id=call.call_id, name=call.name
         )
     )
-    context = tool_context(run, call.call_id, own=own)
+    context = tool_context(run, call, own=own)
     return await run.tools.execute(call.name, bytes(call.arguments), context)
 
 
-def tool_context(run: TurnRun, call_id: str, *, own: bool = False) -> ToolContext:
+def tool_context(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolContext:
     """What a tool of ``run`` gets to work with: the thread's todos, goal,
     plan and questions wired to the turn's log. Also the context of kun's
     tools bridged to a delegated engine (:mod:`kun.runtime.agent_sdk.bridge`)."""
@@ -212,7 +233,7 @@ def tool_context(run: TurnRun, call_id: str, *, own: bool = False) -> ToolContex
         workspace=run.workspace,
         thread_id=run.thread_id,
         turn_id=run.turn_id,
-        call_id=call_id,
+        call_id=call.call_id,
         ask_user=None if run.disable_user_input else _asker(run),
         get_todos=lambda: run.state().settings.todos,
         set_todos=_todo_setter(run),
@@ -221,25 +242,42 @@ def tool_context(run: TurnRun, call_id: str, *, own: bool = False) -> ToolContex
         set_goal=_goal_setter(run),
         save_side_file=None if run.side_files is None else run.side_files.blobs.put,
         approval_policy=run.policy,
+        delegate=_delegate(run, call),
     )
+
+
+def _delegate(
+    run: TurnRun, call: ToolCall
+) -> Callable[[str, str | None], Awaitable[ToolOutput]] | None:
+    delegation = run.delegation
+    if delegation is None or not delegation.can_delegate(run):
+        return None
+
+    async def delegate(task: str, agent: str | None) -> ToolOutput:
+        return await delegation.delegate(run, call.id, call.call_id, task, agent)
+
+    return delegate
 
 
 async def _ask_approval(run: TurnRun, call: ToolCall) -> tuple[bool, str | None]:
     approval_id = new_id("apr")
     arguments = bytes(call.arguments)
     diff = await anyio.to_thread.run_sync(proposed_diff, run.workspace, call.name, arguments)
-    await run.write(
-        draft(
-            ev.ApprovalRequested,
-            run.turn_id,
-            approval_id=approval_id,
-            call_id=call.call_id,
-            tool_name=call.name,
-            summary=run.tools.redact(summary(call.name, arguments)),
-            diff=run.tools.redact(diff) or UNSET,
-        )
+    requested = draft(
+        ev.ApprovalRequested,
+        run.turn_id,
+        approval_id=approval_id,
+        call_id=call.call_id,
+        tool_name=call.name,
+        summary=run.tools.redact(summary(call.name, arguments)),
+        diff=run.tools.redact(diff) or UNSET,
     )
-    status, reason = await run.approvals.wait(approval_id, run.thread_id, run.turn_id)
+    await run.write(requested)
+    async with mirrored(run, requested) as answer:
+        status, reason = await run.approvals.wait(approval_id, run.thread_id, run.turn_id)
+        answer.append(
+            draft(ev.ApprovalResolved, approval_id=approval_id, decision=status, reason=reason)
+        )
     return status == "approved", reason
 
 
@@ -262,16 +300,19 @@ async def resume_suspended(run: TurnRun, suspension: Suspension) -> None:
 def _asker(run: TurnRun) -> Callable[[str, tuple[str, ...]], Awaitable[str | None]]:
     async def ask(question: str, options: tuple[str, ...]) -> str | None:
         request_id = new_id("ask")
-        await run.write(
-            draft(
-                ev.UserInputRequested,
-                run.turn_id,
-                request_id=request_id,
-                question=question,
-                options=options,
-            )
+        requested = draft(
+            ev.UserInputRequested,
+            run.turn_id,
+            request_id=request_id,
+            question=question,
+            options=options,
         )
-        status, answer = await run.questions.wait(request_id, run.thread_id, run.turn_id)
+        await run.write(requested)
+        async with mirrored(run, requested) as resolved:
+            status, answer = await run.questions.wait(request_id, run.thread_id, run.turn_id)
+            resolved.append(
+                draft(ev.UserInputResolved, request_id=request_id, status=status, answer=answer)
+            )
         return answer if status == "answered" else None
 
     return ask

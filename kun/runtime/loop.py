@@ -197,7 +197,7 @@ async def compacting_step(run: TurnRun, step: int) -> Outcome:
     The tool list is re-read first (an MCP server may have announced a new
     one): it changes between steps only, never under a request."""
     if await run.tools.refresh():
-        run.tool_specs = run.tools.specs(user_input=not run.disable_user_input)
+        run.tool_specs = run.catalogue()
     request = build_request(run, run.state())
     if await compact_if_due(run, request, step):
         request = build_request(run, run.state())

@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup
 from msgspec import UNSET
 
 from kun.contracts import events as ev
 from kun.contracts.context import TurnContext
 from kun.contracts.items import Attachment, UserMessage
-from kun.contracts.threads import ThreadSettings, TitleSource
+from kun.contracts.threads import SideLink, ThreadSettings, TitleSource
 from kun.domain.compaction import DEFAULT_COMPACT_AT, plan_compaction
 from kun.domain.fork import fork_events
 from kun.domain.recovery import RecoveryState
@@ -48,7 +49,7 @@ from kun.ids import new_id, new_thread_local_id
 from kun.model.port import ModelClient
 from kun.runtime.checkpoints import rewind_files, undo_rewind_files
 from kun.runtime.compact_turn import run_compaction
-from kun.runtime.context import TurnHooks, TurnLimits, TurnRun, draft
+from kun.runtime.context import Delegator, TurnHooks, TurnLimits, TurnRun, draft
 from kun.runtime.control import TurnControl
 from kun.runtime.errors import SeqOutOfRange, ThreadBusy, UnknownTurn, WorkspaceMissing
 from kun.runtime.gates import Gate
@@ -148,6 +149,9 @@ class TurnService(TurnControl):
         one that died), from its recorded provider and model
         (:mod:`kun.runtime.queue`); unset: the service's model."""
         self.resumes = GoalResumer(self, task_group, settings=resume, sleep=sleep)
+        self.delegation: Delegator | None = None
+        """Runs ``delegate_task`` calls on side threads
+        (:mod:`kun.runtime.delegation`); unset: the tool is not offered."""
 
     @property
     def model(self) -> ModelClient:
@@ -427,7 +431,11 @@ class TurnService(TurnControl):
         workspace = state.settings.workspace
         if workspace and not hold and not await anyio.Path(workspace).is_dir():
             raise WorkspaceMissing(thread_id, workspace)
-        context = None if hold else await self._turn_context(Path(workspace or "."), effort)
+        context = (
+            None
+            if hold
+            else await self._turn_context(Path(workspace or "."), effort, state.settings)
+        )
         attachments = await keep_attachments(self.recorder.store.blobs(thread_id), attachments)
         async with self._lock(thread_id):
             busy = await self._settle_leftovers(thread_id, "start another turn", queue=queue)
@@ -509,7 +517,9 @@ class TurnService(TurnControl):
                     thread_id, turn
                 )
                 workspace = Path(state.settings.workspace or ".")
-                context = await self._turn_context(workspace, queued.reasoning_effort)
+                context = await self._turn_context(
+                    workspace, queued.reasoning_effort, state.settings
+                )
                 async with self._lock(thread_id):
                     now = next_queued(self.recorder.state(thread_id))
                     if thread_id in self._runs or now is None or now.turn_id != turn.turn_id:
@@ -657,6 +667,7 @@ class TurnService(TurnControl):
         if context_window is None and self.context_windows is not None:
             context_window = self.context_windows(model.provider, model.model)
         settings = self.recorder.state(thread_id).settings
+        link = settings.side_link
         return TurnRun(
             thread_id=thread_id,
             turn_id=turn_id,
@@ -670,7 +681,7 @@ class TurnService(TurnControl):
             state=lambda: self.recorder.state(thread_id),
             approvals=self.approvals,
             questions=self.questions,
-            system_prompt=self.system_prompt,
+            system_prompt=self._system_prompt(settings),
             context=context,
             side_files=SideFiles(self.recorder.store.blobs(thread_id)),
             reasoning_effort=reasoning_effort
@@ -679,7 +690,33 @@ class TurnService(TurnControl):
             context_window=context_window,
             compact_at=self.compact_at,
             recovery=recovery or RecoveryState.initial(self.repetition),
+            delegation=self.delegation,
+            link=link,
+            mirror=None if link is None else partial(self._mirror, link),
         )
+
+    def _system_prompt(self, settings: ThreadSettings | None) -> str:
+        """The service's system prompt; a side thread's agent's, from its link."""
+        link = None if settings is None else settings.side_link
+        if link is None or self.delegation is None:
+            return self.system_prompt
+        return self.delegation.system_prompt(link, self.system_prompt)
+
+    async def _mirror(self, link: SideLink, event: ev.Event) -> None:
+        """Record ``event`` (a side thread's question or its answer) in the
+        parent's turn that the link names, while that turn runs here and,
+        for an answer, still shows the question (:mod:`kun.runtime.mirror`)."""
+        parent = self._runs.get(link.thread_id)
+        if parent is None or parent.turn_id != link.turn_id:
+            return
+        state = self.recorder.state(link.thread_id)
+        if isinstance(event, ev.ApprovalResolved):
+            if event.approval_id not in state.pending_approvals:
+                return
+        elif isinstance(event, ev.UserInputResolved):
+            if event.request_id not in state.pending_user_inputs:
+                return
+        await self.write(link.thread_id, msgspec.structs.replace(event, turn_id=link.turn_id))
 
     def launch(self, run: TurnRun, body: Callable[[TurnRun], Awaitable[Outcome]]) -> None:
         """Run ``run`` in the background as this thread's turn, settled like
@@ -688,9 +725,12 @@ class TurnService(TurnControl):
         self._runs[run.thread_id] = run
         self._tg.start_soon(self._drive, run, body)
 
-    async def _turn_context(self, workspace: Path, effort: str | None) -> TurnContext | None:
+    async def _turn_context(
+        self, workspace: Path, effort: str | None, settings: ThreadSettings | None = None
+    ) -> TurnContext | None:
         """The turn's context, read off the event loop (the file may sit on
-        a slow disk); the date is the recorder's clock's, local."""
+        a slow disk); the date is the recorder's clock's, local. A side
+        thread's system prompt is its agent's (``settings``)."""
         if not self.project_context:
             return None
         today = datetime.fromtimestamp(self.recorder.clock() / 1000).date()
@@ -698,7 +738,7 @@ class TurnService(TurnControl):
             partial(
                 read_turn_context,
                 workspace,
-                system_prompt=self.system_prompt,
+                system_prompt=self._system_prompt(settings),
                 today=today,
                 reasoning_effort=effort,
             )

@@ -586,6 +586,58 @@ def agent_sdk_turns() -> list[ev.Event]:
     return s.events
 
 
+def subagent_batch() -> list[ev.Event]:
+    """A parent turn that hands two tasks to sub-agents in one step (a
+    delegation batch): both calls link to their side threads
+    (``subagent_started``), one sub-agent's approval is shown in the parent's
+    turn (``side_thread`` set, same id) and approved there, and the answers
+    come back as results in call order."""
+    s = Scene(
+        "thr_01JE5D2K8QX4TB", model="claude-sonnet-4-5", start_at=epoch_ms(2026, 12, 5, 23, 40, 11)
+    )
+    s.open(title="Release checklist")
+    s.turn("Check the changelog and run the export tests, in parallel.")
+    s.send(0)
+    scout = s.call("delegate_task", {"task": "Summarise what CHANGELOG.md says for 2.3."})
+    tests = s.call(
+        "delegate_task",
+        {"task": "Run pytest -q tests/test_export.py; report failures.", "agent": "runner"},
+    )
+    s.priced(0, 6_400, 96, hit=6_144)
+    s.received(0)
+    sides = ("thr_01JE5D2M1C7RWA", "thr_01JE5D2M1D0KQ3")
+    for call, side, agent in ((scout, sides[0], None), (tests, sides[1], "runner")):
+        s.start_tool(call)
+        s.emit(
+            ev.SubagentStarted,
+            turn_id=s.turn_id,
+            item_id=call.id,
+            call_id=call.call_id,
+            side_thread=side,
+            agent=agent,
+        )
+    s.wait(2_400)
+    approval = s.next_id("apr")
+    s.emit(
+        ev.ApprovalRequested,
+        turn_id=s.turn_id,
+        approval_id=approval,
+        call_id="toolu_01Wq3sRunnerBash8x2",
+        tool_name="bash",
+        summary="bash pytest -q tests/test_export.py",
+        side_thread=sides[1],
+    )
+    s.wait(6_000)
+    s.emit(ev.ApprovalResolved, turn_id=s.turn_id, approval_id=approval, decision="approved")
+    s.wait(9_000)
+    s.finished(scout, 11_400)
+    s.result(scout, "2.3 adds `ledger export --since` and drops Python 3.10.")
+    s.finished(tests, 17_900)
+    s.result(tests, "All 14 tests in tests/test_export.py pass.")
+    s.answer(1, "The changelog covers `--since`; the export tests pass.", 6_900, 18, hit=6_400)
+    return s.events
+
+
 def _written(call: ToolCall, output: str, point: FileCheckpoint, result_id: str) -> ToolResult:
     return ToolResult(
         id=result_id, call_id=call.call_id, name=call.name, output=output, checkpoint=point
@@ -604,5 +656,6 @@ THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "imported_thread": imported_thread,
     "queued_turns": queued_turns,
     "agent_sdk_turns": agent_sdk_turns,
+    "subagent_batch": subagent_batch,
 }
 """The golden threads this version writes, by file stem."""

@@ -2,16 +2,16 @@
 approval, or is refused — decided from the thread's policy and the tool's
 effect alone. Pure: no IO, no state.
 
-=============  ======  ======  ======  ========  ======
-policy         read    write   exec    interact  state
-=============  ======  ======  ======  ========  ======
-``never``      allow   deny    deny    allow     allow
-``on-request`` allow   allow   ask     allow     allow
-``untrusted``  allow   ask     ask     allow     ask
-``always``     ask     ask     ask     allow     ask
-``auto``       allow   ask     ask     allow     allow
-``full-auto``  allow   allow   allow   allow     allow
-=============  ======  ======  ======  ========  ======
+=============  ======  ======  ======  ========  ======  ========
+policy         read    write   exec    interact  state   delegate
+=============  ======  ======  ======  ========  ======  ========
+``never``      allow   deny    deny    allow     allow   allow
+``on-request`` allow   allow   ask     allow     allow   allow
+``untrusted``  allow   ask     ask     allow     ask     allow
+``always``     ask     ask     ask     allow     ask     allow
+``auto``       allow   ask     ask     allow     allow   allow
+``full-auto``  allow   allow   allow   allow     allow   allow
+=============  ======  ======  ======  ========  ======  ========
 
 * ``never`` — never ask. Reading, the thread's own state (todos) and
   questions to the user run; anything that would need approval — writing
@@ -38,6 +38,10 @@ Effects (:data:`~kun.tools.base.ToolEffect`): ``read`` read_file, list_dir,
 glob, grep; ``write`` write_file, edit_file; ``exec`` bash; ``interact``
 request_user_input; ``state`` todo_list, todo_write.
 
+``delegate`` (``delegate_task``) is never gated either: handing a task to
+a sub-agent changes nothing by itself, and every call the sub-agent makes
+is judged by its own policy and the parent's (:mod:`kun.runtime.delegation`).
+
 ``interact`` is never gated: the call *is* a question to the user, and asking
 approval for it would be a second prompt to reach the first. ``deny`` means
 the call does not run and the model gets an ``is_error`` result saying the
@@ -56,21 +60,27 @@ Decision = Literal["allow", "ask", "deny"]
 _TABLE: dict[ApprovalPolicy, dict[ToolEffect, Decision]] = {
     "never": {
         "read": "allow", "write": "deny", "exec": "deny", "interact": "allow", "state": "allow",
+        "delegate": "allow",
     },
     "on-request": {
         "read": "allow", "write": "allow", "exec": "ask", "interact": "allow", "state": "allow",
+        "delegate": "allow",
     },
     "untrusted": {
         "read": "allow", "write": "ask", "exec": "ask", "interact": "allow", "state": "ask",
+        "delegate": "allow",
     },
     "always": {
         "read": "ask", "write": "ask", "exec": "ask", "interact": "allow", "state": "ask",
+        "delegate": "allow",
     },
     "auto": {
         "read": "allow", "write": "ask", "exec": "ask", "interact": "allow", "state": "allow",
+        "delegate": "allow",
     },
     "full-auto": {
         "read": "allow", "write": "allow", "exec": "allow", "interact": "allow", "state": "allow",
+        "delegate": "allow",
     },
 }  # fmt: skip
 
@@ -84,3 +94,13 @@ def can_prompt(policy: ApprovalPolicy) -> bool:
     """Whether a call under ``policy`` may block waiting for the user: every
     policy but ``never``, which denies instead of asking."""
     return policy != "never"
+
+
+_RANK: dict[Decision, int] = {"deny": 0, "ask": 1, "allow": 2}
+
+
+def strictest(*decisions: Decision) -> Decision:
+    """The strictest of ``decisions``: ``deny`` over ``ask`` over ``allow``
+    (a sub-agent's call runs only where its policy and every policy above
+    it let it)."""
+    return min(decisions, key=_RANK.__getitem__)

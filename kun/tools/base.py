@@ -30,7 +30,7 @@ from kun.contracts.items import Attachment, BlobRef, FileCheckpoint
 from kun.contracts.model import ToolSpec
 from kun.contracts.threads import ApprovalPolicy, Goal, Todo
 
-ToolEffect = Literal["read", "write", "exec", "interact", "state"]
+ToolEffect = Literal["read", "write", "exec", "interact", "state", "delegate"]
 """What running a tool can do, the one fact the approval policy judges:
 
 * ``read``: looks at the workspace, changes nothing.
@@ -38,6 +38,8 @@ ToolEffect = Literal["read", "write", "exec", "interact", "state"]
 * ``exec``: runs a command; anything may happen.
 * ``interact``: asks the user a question.
 * ``state``: reads or changes the thread's own state (todos).
+* ``delegate``: hands a task to a sub-agent (``delegate_task``), whose own
+  calls are judged one by one.
 """
 
 
@@ -97,6 +99,10 @@ class ToolContext:
     set_goal: Callable[[Goal | None], Awaitable[None]] | None = None
     record_plan: Callable[[str, str], Awaitable[str]] | None = None
     approval_policy: ApprovalPolicy | None = None
+    delegate: Callable[[str, str | None], Awaitable[ToolOutput]] | None = None
+    """Runs a task (and an agent profile's name) on a side thread and
+    returns its answer as the call's result (:mod:`kun.runtime.delegation`);
+    ``None``: no delegation here (no runtime for it, or too deep)."""
 
 
 class Tool(Protocol):

@@ -112,7 +112,7 @@ def _call(name: str, index: int) -> ToolCall:
 
 
 def test_mcp_tools_never_join_a_parallel_batch_even_as_read() -> None:
-    run: Any = SimpleNamespace(policy="full-auto")
+    run: Any = SimpleNamespace(policy="full-auto", link=None, delegation=None)
     names = ["read_file", "demo__read_file", "grep", "demo__echo", "demo__echo", "glob"]
     batches = plan_batches(run, [_call(n, i) for i, n in enumerate(names)])
     assert [[c.name for c in b] for b in batches] == [

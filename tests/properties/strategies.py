@@ -117,6 +117,32 @@ def _storm(draw: st.DrawFn, sim: _Sim) -> None:
     )
 
 
+def _delegated(draw: st.DrawFn, sim: _Sim) -> None:
+    """A running call hands its task to a side thread, whose approval may
+    then be shown here (a copy naming the side thread)."""
+    call = sim.running[-1]
+    side = sim.b.next_id("thr")
+    sim.b.emit(
+        ev.SubagentStarted,
+        turn_id=sim.b.turn_id,
+        item_id=call.id,
+        call_id=call.call_id,
+        side_thread=side,
+        agent=draw(st.sampled_from([None, "scout"])),
+    )
+    if draw(st.booleans()):
+        approval = sim.b.next_id("apr")
+        sim.b.emit(
+            ev.ApprovalRequested,
+            turn_id=sim.b.turn_id,
+            approval_id=approval,
+            call_id="child_call",
+            tool_name="bash",
+            side_thread=side,
+        )
+        sim.approvals.append(approval)
+
+
 def _queue(draw: st.DrawFn, sim: _Sim) -> None:
     b = sim.b
     turn_id = b.next_id("turn")
@@ -153,7 +179,7 @@ def _in_turn_step(draw: st.DrawFn, sim: _Sim) -> None:
     if sim.calls:
         available += [_start, _start, _approval]
     if sim.running:
-        available += [_finish, _finish, _storm]
+        available += [_finish, _finish, _storm, _delegated]
     if sim.approvals:
         available.append(_resolve)
     if sim.inputs:

@@ -147,6 +147,10 @@ def every_kind(thread_id: str = TID) -> list[ev.Event]:
         ),
         (ev.UserInputResolved, {"request_id": "req_1", "status": "answered", "answer": "a"}),
         (
+            ev.SubagentStarted,
+            {"item_id": "item_tc", "call_id": "call_1", "side_thread": "thr_side", "agent": tricky},
+        ),
+        (
             ev.Usage,
             {
                 "usage": UsageSnapshot(

@@ -62,6 +62,7 @@ def test_specs_sorted_and_user_input_optional() -> None:
         "bash",
         "create_goal",
         "create_plan",
+        "delegate_task",
         "edit_file",
         "get_goal",
         "glob",

@@ -13,8 +13,10 @@ only.
 
 A bridged call runs through kun's ToolHost with the same context a native
 call gets (:func:`kun.runtime.dispatch.tool_context`): todos, goals and
-plans are recorded in kun's log as they would be natively, and a question
-waits on kun's own question gate. Plan mode's refusal applies as natively.
+plans are recorded in kun's log as they would be natively, a question
+waits on kun's own question gate, and ``delegate_task`` links its side
+thread to the call item the log records. Plan mode's refusal, and a
+sub-agent's link, apply as natively.
 The call's ledger (started, finished, its result item) is the mapper's, from
 the SDK's messages, so each call is recorded once. A handler never raises:
 a failure is an ``is_error`` text result, and the SDK's turn goes on.
@@ -28,11 +30,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+import msgspec
+
+from kun.contracts.items import ToolCall
 from kun.contracts.model import ToolSpec
 from kun.ids import new_thread_local_id
 from kun.runtime.agent_sdk.mapper import BRIDGE_PREFIX
 from kun.runtime.context import TurnRun
 from kun.runtime.dispatch import tool_context
+from kun.runtime.mirror import refuse_outside_link
 from kun.runtime.plan import refuse_outside_plan
 
 __all__ = [
@@ -80,22 +87,47 @@ class BridgedTool:
     handler: Handler
 
 
+ITEM_PATIENCE_SECONDS = 5.0
+"""How long a bridged call waits for its call item to be recorded: the SDK
+runs the handler as soon as it allowed the call, which may be before the
+engine has recorded the message that asked for it."""
+
+
 @dataclass
 class CallIds:
     """The SDK's ``tool_use`` ids of bridged calls, learnt when it asks
     permission for them, handed to the handler that runs each (an MCP
-    handler is not told its call's id). Calls of one tool run in the order
-    they were allowed."""
+    handler is not told its call's id), and the ids of the call items the
+    log records for them. Calls of one tool run in the order they were
+    allowed."""
 
     _waiting: defaultdict[str, deque[str]] = field(default_factory=lambda: defaultdict(deque))
+    _items: dict[str, str] = field(default_factory=dict)
+    _recorded: anyio.Event = field(default_factory=anyio.Event)
 
     def allowed(self, name: str, tool_use_id: str | None) -> None:
         if tool_use_id:
             self._waiting[name].append(tool_use_id)
 
-    def take(self, name: str) -> str:
+    def take(self, name: str) -> str | None:
+        """The id of the next allowed call of ``name``; ``None`` if the SDK
+        ran it without asking (it always asks; a test's fake may not)."""
         waiting = self._waiting.get(name)
-        return waiting.popleft() if waiting else new_thread_local_id("call")
+        return waiting.popleft() if waiting else None
+
+    def recorded(self, call_id: str, item_id: str) -> None:
+        """The log now holds the call item ``item_id`` of ``call_id``."""
+        self._items[call_id] = item_id
+        self._recorded.set()
+        self._recorded = anyio.Event()
+
+    async def item(self, call_id: str) -> str | None:
+        """The call item of ``call_id`` once recorded (``None`` if it is not
+        within :data:`ITEM_PATIENCE_SECONDS`)."""
+        with anyio.move_on_after(ITEM_PATIENCE_SECONDS):
+            while call_id not in self._items:
+                await self._recorded.wait()
+        return self._items.get(call_id)
 
 
 def bridgeable(specs: Sequence[ToolSpec]) -> tuple[ToolSpec, ...]:
@@ -138,13 +170,20 @@ def _schema(spec: ToolSpec) -> dict[str, Any]:
 
 def _handler(run: TurnRun, name: str, ids: CallIds) -> Handler:
     async def handle(args: dict[str, Any]) -> dict[str, Any]:
-        call_id = ids.take(name)
+        tool_use_id = ids.take(name)
         try:
-            refused = refuse_outside_plan(run, name)
+            refused = refuse_outside_plan(run, name) or refuse_outside_link(run, name)
             if refused is not None:
                 return _result(refused.output, is_error=True)
             arguments = json.dumps(args, ensure_ascii=False).encode()
-            output = await run.tools.execute(name, arguments, tool_context(run, call_id))
+            item_id = await ids.item(tool_use_id) if tool_use_id else None
+            call = ToolCall(
+                id=item_id or new_thread_local_id("call"),
+                call_id=tool_use_id or new_thread_local_id("call"),
+                name=name,
+                arguments=msgspec.Raw(arguments),
+            )
+            output = await run.tools.execute(name, arguments, tool_context(run, call))
         except Exception as exc:
             return _result(f"{name} failed in kun: {type(exc).__name__}: {exc}", is_error=True)
         return _result(output.output, is_error=output.is_error)

@@ -38,7 +38,7 @@ from typing import Any
 import anyio
 
 from kun.contracts import events as ev
-from kun.contracts.items import UserMessage
+from kun.contracts.items import ToolCall, UserMessage
 from kun.domain.delegated import resume_or_rebase
 from kun.domain.state import TurnState
 from kun.ids import new_thread_local_id
@@ -136,9 +136,11 @@ async def _run(run: TurnRun, settings: AgentSdkSettings, api: SdkApi) -> Outcome
             session_id=decision.session_id,
         )
     )
-    client = api.client(_options(run, settings, api, turn, decision.session_id, request.tools))
+    ids = CallIds()
+    options = _options(run, settings, api, turn, decision.session_id, request.tools, ids)
+    client = api.client(options)
     mapper = SdkEventMapper(run.turn_id, provider=settings.provider, model=settings.model)
-    session = _Session(run, client, mapper)
+    session = _Session(run, client, mapper, ids)
     await client.connect()
     try:
         await session.send(prompt)
@@ -160,9 +162,9 @@ def _options(
     turn: TurnState,
     resume: str | None,
     tools: Any,
+    ids: CallIds,
 ) -> dict[str, Any]:
     bridged = bridgeable(tools)
-    ids = CallIds()
     names = frozenset(spec.name for spec in bridged)
 
     async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
@@ -194,10 +196,13 @@ def _options(
 class _Session:
     """The running SDK session of one turn: messages in, steering out."""
 
-    def __init__(self, run: TurnRun, client: SdkClient, mapper: SdkEventMapper) -> None:
+    def __init__(
+        self, run: TurnRun, client: SdkClient, mapper: SdkEventMapper, ids: CallIds
+    ) -> None:
         self.run = run
         self.client = client
         self.mapper = mapper
+        self.ids = ids
         self.unanswered: set[str] = set()
 
     async def send(self, text: str) -> None:
@@ -224,6 +229,9 @@ class _Session:
             events = mapper.feed(message)
             if events:
                 await self.run.write(*events)
+                for event in events:
+                    if isinstance(event, ev.ItemCreated) and isinstance(event.item, ToolCall):
+                        self.ids.recorded(event.item.call_id, event.item.id)
             if not isinstance(message, ResultMessage):
                 continue
             taken = getattr(raw, "user_message_uuids", None)

@@ -9,8 +9,10 @@ is treated like a command); everything else — ``Bash``, unknown tools —
 ``exec``. kun's bridged tools (``mcp__kun__<tool>``) carry their own
 declared effect. Where the policy asks, the question is a recorded
 ``approval_requested`` answered from the terminal, the API or the web view
-like any approval (``run.approvals.wait``); the thread's "always" rules and
-an active goal's own tools let a call through as they do natively.
+like any approval (``run.approvals.wait``; a sub-agent's shown in its
+parent's turn too); the thread's "always" rules and an active goal's own
+tools let a call through as they do natively, and a sub-agent's calls are
+held to every policy above it, as natively.
 
 Refused outright: the SDK's ``AskUserQuestion`` (kun has no UI for it;
 kun's own question tool is bridged instead), and in a plan-mode turn every
@@ -37,8 +39,9 @@ from kun.domain.goals import exempt_with_goal
 from kun.ids import new_id
 from kun.runtime.agent_sdk.mapper import BRIDGE_PREFIX, kun_tool_name
 from kun.runtime.context import TurnRun, draft
+from kun.runtime.mirror import mirrored
 from kun.tools.allow import allows
-from kun.tools.approval import decide
+from kun.tools.approval import decide, strictest
 from kun.tools.base import ToolEffect
 from kun.tools.preview import summary
 
@@ -134,11 +137,12 @@ async def _decide(
         )
     kun_name = kun_tool_name(name) if is_bridged else name
     arguments = json.dumps(tool_input, ensure_ascii=False).encode()
-    if is_bridged:
-        effect = run.tools.effect(kun_name)
-        verdict = decide(run.policy, effect) if effect is not None else "allow"
-    else:
-        verdict = decide(run.policy, sdk_tool_effect(name, tool_input, run.workspace))
+    effect = run.tools.effect(kun_name) if is_bridged else None
+    if not is_bridged:
+        effect = sdk_tool_effect(name, tool_input, run.workspace)
+    verdict = decide(run.policy, effect) if effect is not None else "allow"
+    if run.link is not None and effect is not None:
+        verdict = strictest(verdict, *(decide(c, effect) for c in run.link.ceilings))
     settings = run.state().settings
     if verdict == "ask" and (
         allows(settings.allow_rules, kun_name, arguments)
@@ -165,16 +169,19 @@ async def _ask(
     run: TurnRun, name: str, arguments: bytes, tool_use_id: str | None
 ) -> tuple[bool, str | None]:
     approval_id = new_id("apr")
-    await run.write(
-        draft(
-            ev.ApprovalRequested,
-            run.turn_id,
-            approval_id=approval_id,
-            call_id=tool_use_id,
-            tool_name=name,
-            summary=run.tools.redact(summary(name, arguments)),
-            diff=UNSET,
-        )
+    requested = draft(
+        ev.ApprovalRequested,
+        run.turn_id,
+        approval_id=approval_id,
+        call_id=tool_use_id,
+        tool_name=name,
+        summary=run.tools.redact(summary(name, arguments)),
+        diff=UNSET,
     )
-    status, reason = await run.approvals.wait(approval_id, run.thread_id, run.turn_id)
+    await run.write(requested)
+    async with mirrored(run, requested) as answer:
+        status, reason = await run.approvals.wait(approval_id, run.thread_id, run.turn_id)
+        answer.append(
+            draft(ev.ApprovalResolved, approval_id=approval_id, decision=status, reason=reason)
+        )
     return status == "approved", reason

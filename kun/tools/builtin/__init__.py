@@ -5,6 +5,7 @@ from __future__ import annotations
 from kun.tools.base import Tool
 from kun.tools.builtin.bash import Bash
 from kun.tools.builtin.create_plan import CreatePlan
+from kun.tools.builtin.delegate_task import DelegateTask
 from kun.tools.builtin.edit_file import EditFile
 from kun.tools.builtin.glob import Glob
 from kun.tools.builtin.goal_tools import CreateGoal, GetGoal, UpdateGoal
@@ -22,6 +23,7 @@ __all__ = [
     "Bash",
     "CreateGoal",
     "CreatePlan",
+    "DelegateTask",
     "EditFile",
     "GetGoal",
     "Glob",
@@ -58,4 +60,5 @@ def builtin_tools(
         GetGoal(),
         CreateGoal(),
         UpdateGoal(),
+        DelegateTask(),
     )

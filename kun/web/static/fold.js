@@ -250,6 +250,12 @@
       item.started = true;
       if (e.name) item.name = e.name;
     },
+    subagent_started: function (e) {
+      var item = this.item(e.item_id, "tool_call", e.turn_id);
+      item.data = item.data || { id: e.item_id, type: "tool_call" };
+      item.data.side_thread = e.side_thread;
+      item.data.agent = e.agent || null;
+    },
     tool_call_finished: function (e) {
       var item = this.item(e.item_id, "tool_call", e.turn_id);
       item.status = e.status || "completed";
@@ -259,7 +265,8 @@
       var item = this.item(e.approval_id, "approval", e.turn_id);
       item.status = "pending";
       item.data = { id: e.approval_id, type: "approval", call_id: e.call_id,
-                    tool_name: e.tool_name || "", summary: e.summary || "", diff: e.diff || "" };
+                    tool_name: e.tool_name || "", summary: e.summary || "", diff: e.diff || "",
+                    side_thread: e.side_thread || null };
     },
     approval_resolved: function (e) {
       var item = this.item(e.approval_id, "approval", e.turn_id);
@@ -270,7 +277,7 @@
       var item = this.item(e.request_id, "user_input", e.turn_id);
       item.status = "pending";
       item.data = { id: e.request_id, type: "user_input", question: e.question,
-                    options: e.options || [] };
+                    options: e.options || [], side_thread: e.side_thread || null };
     },
     user_input_resolved: function (e) {
       var item = this.item(e.request_id, "user_input", e.turn_id);

@@ -61,9 +61,12 @@
         if (ctx.open) details.open = true;
         return [details];
       }
-      case "tool_call":
-        return [el("p", { className: "tool-name", text: item.name || d.name || "tool" }),
-                pre("arguments", argumentsText(item))];
+      case "tool_call": {
+        var call = [el("p", { className: "tool-name", text: item.name || d.name || "tool" }),
+                    pre("arguments", argumentsText(item))];
+        if (d.side_thread) call.push(sideThread(d.side_thread, d.agent));
+        return call;
+      }
       case "tool_result": {
         var out = [];
         if (d.diff) out.push(diff(d.diff));
@@ -83,9 +86,19 @@
     }
   }
 
+  // A sub-agent's side thread (delegate_task), linked: its own page shows
+  // its turns as they run.
+  function sideThread(id, agent) {
+    return el("p", { className: "note side-thread" }, [
+      document.createTextNode((agent ? "Sub-agent " + agent : "Read-only sub-agent") + " on "),
+      el("a", { href: "/threads/" + encodeURIComponent(id), "data-side-thread": id, text: id })
+    ]);
+  }
+
   function approval(item, ctx) {
     var d = item.data;
     var out = [el("p", { text: "Run " + (d.tool_name || "a tool") + "? " + (d.summary || "") })];
+    if (d.side_thread) out.push(sideThread(d.side_thread, null));
     if (d.diff) out.push(diff(d.diff));
     if (item.status === "pending" && !ctx.readOnly) {
       out.push(el("div", { className: "buttons" }, [
@@ -101,6 +114,7 @@
   function question(item, ctx) {
     var d = item.data;
     var out = [el("p", { className: "plain", text: d.question || "" })];
+    if (d.side_thread) out.push(sideThread(d.side_thread, null));
     if (item.status === "pending" && !ctx.readOnly) {
       var inputId = "answer-" + d.id;
       var options = (d.options || []).map(function (option) {

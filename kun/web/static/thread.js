@@ -15,7 +15,7 @@
                "item_completed", "assistant_text_delta", "assistant_reasoning_delta",
                "tool_call_delta", "tool_call_started", "tool_call_finished",
                "tool_storm_suppressed", "approval_requested", "approval_resolved",
-               "user_input_requested", "user_input_resolved", "usage", "warning",
+               "user_input_requested", "user_input_resolved", "subagent_started", "usage", "warning",
                "delegated_runtime", "delegated_checkpoint", "log_repaired", "preview"];
 
   var thread = null;
