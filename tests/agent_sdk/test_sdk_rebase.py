@@ -12,6 +12,7 @@ from kun.contracts import events as ev
 from kun.contracts.items import AssistantText, Compaction, ToolCall, ToolResult, UserMessage
 from kun.domain.delegated import resume_or_rebase
 from kun.domain.reduce import replay
+from kun.domain.state import ThreadState
 from kun.model.delegated import ENGINE
 from kun.runtime.agent_sdk.rebase import (
     CUT_MARK,
@@ -250,3 +251,32 @@ def test_a_long_history_keeps_its_newest_turns() -> None:
     assert len(transcript.encode()) <= MAX_TRANSCRIPT_BYTES
     assert transcript.startswith(CUT_MARK)
     assert "message 99 " in transcript and "message 0 " not in transcript
+
+
+def test_a_delegated_turn_waiting_for_an_answer_is_never_re_armed() -> None:
+    from kun.domain.suspension import find_suspension
+
+    def waiting(delegated: bool) -> ThreadState:
+        b = LogBuilder("thr_wait")
+        b.create(workspace=WS)
+        turn_id = b.start_turn("ask me", provider="claude")
+        if delegated:
+            b.emit(ev.DelegatedRuntime, turn_id=turn_id, engine=ENGINE, mode="rebased")
+        b.emit(ev.ItemCreated, turn_id=turn_id, item=QUESTION_CALL)
+        b.start_tool(QUESTION_CALL)
+        b.ask_user("which?")
+        return replay(b.events)
+
+    native = waiting(delegated=False)
+    assert find_suspension(native, native.turns[-1]) is not None  # a native turn is re-armed
+    state = waiting(delegated=True)
+    assert find_suspension(state, state.turns[-1]) is None
+
+
+QUESTION_CALL = ToolCall(
+    id="call_q",
+    status="in_progress",
+    call_id="toolu_q",
+    name="request_user_input",
+    arguments=msgspec.Raw(b'{"question":"which?"}'),
+)
