@@ -114,3 +114,44 @@ def test_the_sdk_takes_these_options() -> None:
     options = ClaudeAgentOptions(**_options(plan_mode=True, resume="s"))  # type: ignore[arg-type]
     assert options.setting_sources == [] and options.tools == []
     assert str(options.cli_path) == "/opt/fake/claude"
+
+
+@pytest.mark.parametrize(
+    ("effort", "key", "value"),
+    [
+        ("high", "effort", "high"),
+        ("xhigh", "effort", "xhigh"),
+        ("off", "thinking", {"type": "disabled"}),
+    ],
+)
+def test_the_turns_effort_becomes_the_sdks(effort: str, key: str, value: object) -> None:
+    settings = AgentSdkSettings(provider="claude", model="claude-opus-4-1", effort=effort)
+    options = sdk_options(
+        settings,
+        workspace=Path("/w"),
+        environ={},
+        limits=TurnLimits(),
+        plan_mode=False,
+        resume=None,
+        system_append=None,
+        mcp_servers={},
+        can_use_tool=None,
+    )
+    assert options[key] == value
+    assert "system_prompt" in options and "append" not in options["system_prompt"]
+
+
+def test_an_effort_the_sdk_does_not_know_is_left_to_it() -> None:
+    settings = AgentSdkSettings(provider="claude", model="claude-opus-4-1", effort="on")
+    options = sdk_options(
+        settings,
+        workspace=Path("/w"),
+        environ={},
+        limits=TurnLimits(max_steps=None),
+        plan_mode=False,
+        resume=None,
+        system_append=None,
+        mcp_servers={},
+        can_use_tool=None,
+    )
+    assert "effort" not in options and "thinking" not in options and "max_turns" not in options

@@ -33,6 +33,7 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -137,6 +138,8 @@ async def _run(run: TurnRun, settings: AgentSdkSettings, api: SdkApi) -> Outcome
         )
     )
     ids = CallIds()
+    if settings.effort is None and request.reasoning_effort is not None:
+        settings = replace(settings, effort=request.reasoning_effort)
     options = _options(run, settings, api, turn, decision.session_id, request.tools, ids)
     client = api.client(options)
     mapper = SdkEventMapper(run.turn_id, provider=settings.provider, model=settings.model)

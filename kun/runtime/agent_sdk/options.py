@@ -22,6 +22,9 @@ kun's policy, translated:
 * limits: the turn's ``max_steps`` as ``max_turns``, its cost budget as
   ``max_budget_usd``;
 * ``resume``: the session to continue when the turn resumes;
+* reasoning: the turn's effort as the SDK's ``effort`` when it is one of
+  its levels (:data:`SDK_EFFORTS`), ``off`` as thinking disabled, anything
+  else (``on``) the SDK's default;
 * ``include_partial_messages``: text and thinking stream as deltas.
 """
 
@@ -36,7 +39,9 @@ from kun.runtime.agent_sdk.env import sdk_env
 from kun.runtime.agent_sdk.permissions import ASK_USER_QUESTION
 from kun.runtime.context import TurnLimits
 
-__all__ = ["sdk_options"]
+__all__ = ["SDK_EFFORTS", "sdk_options"]
+
+SDK_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
 
 
 def sdk_options(
@@ -78,4 +83,8 @@ def sdk_options(
         options["max_turns"] = limits.max_steps
     if limits.cost_budget_usd is not None:
         options["max_budget_usd"] = limits.cost_budget_usd
+    if settings.effort in SDK_EFFORTS:
+        options["effort"] = settings.effort
+    elif settings.effort == "off":
+        options["thinking"] = {"type": "disabled"}
     return options
