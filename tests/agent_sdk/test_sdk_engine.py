@@ -491,3 +491,24 @@ def test_importing_kun_does_not_import_the_sdk() -> None:
         cwd=Path(__file__).parents[2],
     )
     assert out.stdout.strip() == "False"
+
+
+async def test_a_big_tool_result_goes_to_a_side_file(tmp_path: Path) -> None:
+    big = "line of a large file\n" * 10_000
+    messages = (
+        said(ToolUseBlock("toolu_r", "Read", {"file_path": "big.txt"})),
+        SdkUser([ToolResultBlock("toolu_r", big)]),
+        result(),
+    )
+    async with engine(tmp_path, playing(*messages)) as e:
+        turn = await e.run("read it")
+        line_sizes = [
+            len(line)
+            for line in (e.home / "threads" / e.thread_id / "events.jsonl")
+            .read_bytes()
+            .splitlines()
+        ]
+    result_item = of(turn.items, ToolResult)[0]
+    assert result_item.output_ref is not None and result_item.output_ref.size == len(big)
+    assert len(result_item.output) < 4096
+    assert max(line_sizes) < 16_384

@@ -37,9 +37,10 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
+import msgspec
 
 from kun.contracts import events as ev
-from kun.contracts.items import ToolCall, UserMessage
+from kun.contracts.items import ToolCall, ToolResult, UserMessage
 from kun.domain.delegated import resume_or_rebase
 from kun.domain.state import TurnState
 from kun.ids import new_thread_local_id
@@ -229,7 +230,7 @@ class _Session:
             message = from_sdk(raw)
             if message is None:
                 continue
-            events = mapper.feed(message)
+            events = [await self._spilled(event) for event in mapper.feed(message)]
             if events:
                 await self.run.write(*events)
                 for event in events:
@@ -256,6 +257,24 @@ class _Session:
             "failed",
             code="agent_sdk_no_result",
             message="the Claude Agent SDK stopped before it answered (its process ended)",
+        )
+
+    async def _spilled(self, event: ev.Event) -> ev.Event:
+        """A tool result too big for a log line kept in a side file, as a
+        native call's is (:mod:`kun.runtime.sidefiles`): the SDK's ``Read``
+        of a large file must not make a megabyte line."""
+        side_files = self.run.side_files
+        if (
+            side_files is None
+            or not isinstance(event, ev.ItemCompleted)
+            or not isinstance(event.item, ToolResult)
+        ):
+            return event
+        text, ref = await side_files.spill(event.item.output)
+        if ref is None:
+            return event
+        return msgspec.structs.replace(
+            event, item=msgspec.structs.replace(event.item, output=text, output_ref=ref)
         )
 
     async def _steer(self) -> None:
