@@ -512,3 +512,31 @@ async def test_a_big_tool_result_goes_to_a_side_file(tmp_path: Path) -> None:
     assert result_item.output_ref is not None and result_item.output_ref.size == len(big)
     assert len(result_item.output) < 4096
     assert max(line_sizes) < 16_384
+
+
+async def test_a_session_that_cannot_be_resumed_is_rebased(tmp_path: Path) -> None:
+    async def script(client: FakeClient) -> AsyncIterator[Any]:
+        if "resume" in client.options:
+            yield result(
+                "error_during_execution",
+                is_error=True,
+                errors=["No conversation found with session ID"],
+                usage={"input_tokens": 3},
+                cost=0.0,
+            )
+            return
+        for message in ANSWER:
+            yield message
+
+    async with engine(tmp_path, script) as e:
+        await e.run("first")
+        second = await e.run("second")
+        attempts = [(c.options.get("resume"), c.queries[0]) for c in e.sdk.clients[1:]]
+        runtime = of(e.events(), ev.DelegatedRuntime)
+    assert second.status == "completed" and second.delegated == "rebased"
+    assert attempts[0] == (SESSION, "second")
+    assert attempts[1][0] is None and "User: first" in attempts[1][1]
+    assert [r.mode for r in runtime] == ["rebased", "resumed", "rebased"]
+    assert runtime[2].reason.startswith("the session could not be resumed: ")
+    assert "No conversation found" in runtime[2].reason
+    assert second.usage.calls == 2  # the failed attempt's usage still counts

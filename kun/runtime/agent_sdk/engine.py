@@ -25,6 +25,11 @@ One turn:
 5. A completed turn commits its session as the thread's checkpoint
    (``delegated_checkpoint``), which the next turn may resume; a commit
    that fails is a warning in the process log and a rebase next turn.
+
+A resumed turn whose session is not there any more (kun's log moved to
+another worker or machine, ``~/.claude`` was cleaned) fails before saying
+anything; it is then run once more, rebased, and a second
+``delegated_runtime`` says why.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import msgspec
 
 from kun.contracts import events as ev
 from kun.contracts.items import ToolCall, ToolResult, UserMessage
+from kun.contracts.model import ModelRequest
 from kun.domain.delegated import resume_or_rebase
 from kun.domain.state import TurnState
 from kun.ids import new_thread_local_id
@@ -138,25 +144,56 @@ async def _run(run: TurnRun, settings: AgentSdkSettings, api: SdkApi) -> Outcome
             session_id=decision.session_id,
         )
     )
-    ids = CallIds()
     if settings.effort is None and request.reasoning_effort is not None:
         settings = replace(settings, effort=request.reasoning_effort)
-    options = _options(run, settings, api, turn, decision.session_id, request.tools, ids)
+    outcome, said = await _attempt(run, settings, api, turn, request, prompt, decision.session_id)
+    if decision.mode == "resumed" and outcome.status == "failed" and not said and not run.aborted:
+        # The session is not there to resume (another worker's disk, a
+        # cleaned ~/.claude): nothing was said, so rebase on kun's history.
+        await run.write(
+            draft(
+                ev.DelegatedRuntime,
+                run.turn_id,
+                engine=ENGINE,
+                mode="rebased",
+                reason=f"the session could not be resumed: {outcome.message}"[:500],
+            )
+        )
+        transcript = history_transcript(prior_history(state, run.turn_id))
+        prompt = compose_prompt(transcript, request.context_instructions, request_text(turn.items))
+        outcome, _ = await _attempt(run, settings, api, turn, request, prompt, None)
+    return _outcome(run, outcome)
+
+
+async def _attempt(
+    run: TurnRun,
+    settings: AgentSdkSettings,
+    api: SdkApi,
+    turn: TurnState,
+    request: ModelRequest,
+    prompt: str,
+    resume: str | None,
+) -> tuple[SdkOutcome, bool]:
+    """One SDK client's run of the turn: its outcome, and whether it said
+    anything (recorded more than its usage). A completed run commits its
+    session as the thread's checkpoint."""
+    ids = CallIds()
+    options = _options(run, settings, api, turn, resume, request.tools, ids)
     client = api.client(options)
     mapper = SdkEventMapper(run.turn_id, provider=settings.provider, model=settings.model)
     session = _Session(run, client, mapper, ids)
     await client.connect()
     try:
         await session.send(prompt)
-        sdk_outcome = await session.follow()
+        outcome = await session.follow()
     finally:
         with anyio.move_on_after(_SHIELD_SECONDS, shield=True):
             if run.aborted or run.scope.cancel_called:
                 await _quietly(client.interrupt())
             await _quietly(client.disconnect())
-    if sdk_outcome.status == "completed" and mapper.session_id:
+    if outcome.status == "completed" and mapper.session_id:
         await _commit(run, settings, mapper.session_id)
-    return _outcome(run, sdk_outcome)
+    return outcome, session.said
 
 
 def _options(
@@ -208,6 +245,8 @@ class _Session:
         self.mapper = mapper
         self.ids = ids
         self.unanswered: set[str] = set()
+        self.said = False
+        """Whether anything but usage was recorded."""
 
     async def send(self, text: str) -> None:
         """Send ``text`` as a user message the SDK will list as taken in."""
@@ -233,6 +272,7 @@ class _Session:
             events = [await self._spilled(event) for event in mapper.feed(message)]
             if events:
                 await self.run.write(*events)
+                self.said = self.said or any(not isinstance(e, ev.Usage) for e in events)
                 for event in events:
                     if isinstance(event, ev.ItemCreated) and isinstance(event.item, ToolCall):
                         self.ids.recorded(event.item.call_id, event.item.id)
