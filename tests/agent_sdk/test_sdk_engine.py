@@ -540,3 +540,21 @@ async def test_a_session_that_cannot_be_resumed_is_rebased(tmp_path: Path) -> No
     assert runtime[2].reason.startswith("the session could not be resumed: ")
     assert "No conversation found" in runtime[2].reason
     assert second.usage.calls == 2  # the failed attempt's usage still counts
+
+
+def test_kun_config_shows_an_agent_sdk_provider(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kun.cli.config_command import config_command
+
+    (tmp_path / "kun.toml").write_bytes(TOML)
+    out = CliRunner().invoke(
+        config_command,
+        ["--config", str(tmp_path / "kun.toml"), "--home", str(tmp_path / "home")],
+        env={"MY_CLAUDE_TOKEN": "x"},
+    )
+    assert out.exit_code == 0, out.output
+    section = out.output.split("[providers.claude]")[1]
+    assert 'kind = "agent-sdk"' in section and 'cli_path = "/opt/claude/bin/claude"' in section
+    assert "$MY_CLAUDE_TOKEN is set, value not shown" in section
+    assert "base_url" not in section
