@@ -2,7 +2,9 @@
 
 :func:`build_router` turns a :class:`~kun.config.Config` into a
 :class:`~kun.model.router.MultiProviderClient` with one
-:class:`ProviderClients` per provider. A provider's clients (one per model,
+:class:`ProviderClients` per provider (an ``agent-sdk`` provider is a
+:class:`~kun.model.delegated.AgentSdkSource` instead: the Claude Agent SDK
+runs its turns, it sends no HTTP requests). A provider's clients (one per model,
 built on first use and kept) all share one ``httpx.AsyncClient``, built with
 the provider's proxy: connections are pooled per provider, and a clone
 (``with_thinking``...) never opens a transport of its own.
