@@ -140,6 +140,9 @@ def _provider(
     table = raw.get("providers", {}).get(provider.name, {})
     known = known_provider(provider.catalog)
     fallback = f"default ({known.name})" if known else "default"
+    if provider.kind == "agent-sdk":
+        yield from _agent_sdk(provider, table, found, env)
+        return
     if found is None and known is not None:
         base_source = f"${known.base_url_env}" if env.get(known.base_url_env) else fallback
         yield _row("base_url", provider.base_url, base_source)
@@ -163,6 +166,28 @@ def _provider(
         yield f"# headers: {', '.join(provider.headers)} (values not shown)"
     if provider.models:
         yield f"# models with settings: {', '.join(provider.models)}"
+
+
+def _agent_sdk(
+    provider: Any, table: dict[str, Any], found: Path | None, env: Mapping[str, str]
+) -> Iterator[str]:
+    """An ``agent-sdk`` provider: the Claude Agent SDK runs its turns, so it
+    has no URL or wire format to show, but an executable and a token."""
+    yield _row("kind", provider.kind, str(found))
+    yield _row(
+        "default_model", provider.default_model, _in(table, "default_model", found, "default")
+    )
+    yield _row(
+        "cli_path",
+        provider.cli_path or "the SDK's own claude",
+        _in(table, "cli_path", found, "default"),
+    )
+    variable = provider.api_key_env
+    if variable is not None:
+        state = "set" if env.get(variable) else "NOT set"
+        yield _row("api_key_env", variable, f"{found}; ${variable} is {state}, value not shown")
+    else:
+        yield "# no token variable: claude uses the login it keeps"
 
 
 def _in(table: dict[str, Any], key: str, found: Path | None, fallback: str) -> str:

@@ -170,7 +170,7 @@ def _provider_keys(name: str, raw: dict[str, Any]) -> list[str]:
     written = raw.get("providers", {}).get(name, {})
     return [
         key_path(("providers", name, key))
-        for key in ("base_url", "api_key_env", "headers", "proxy")
+        for key in ("base_url", "api_key_env", "headers", "proxy", "cli_path")
         if key in written
     ]
 
@@ -294,6 +294,12 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
             "(requests pick a model as <provider>/<model>)",
         )
     _refuse_credentials(table, here, source)
+    if table.kind == "agent-sdk":
+        return _resolve_agent_sdk(name, table, source)
+    if table.cli_path is not None:
+        raise ConfigError(
+            source, key_path((*here, "cli_path")), 'expected none: only kind = "agent-sdk" runs one'
+        )
     catalog = table.catalog or name
     known = known_provider(catalog)
     base_url = table.base_url or (known.base_url if known else None)
@@ -330,6 +336,46 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         idle_timeout=table.idle_timeout,
         connect_timeout=table.connect_timeout,
         models=dict(table.models),
+    )
+
+
+AGENT_SDK_DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
+def _resolve_agent_sdk(name: str, table: ProviderTable, source: str) -> ProviderConfig:
+    """``[providers.<name>]`` of ``kind = "agent-sdk"``: the Claude Agent SDK
+    runs its turns (:mod:`kun.model.delegated`). No URL or wire format (the
+    ``claude`` executable talks to Anthropic); ``api_key_env`` names the
+    variable of the subscription's OAuth token, if any (none: the login
+    ``claude`` keeps); the default model must be a Claude model, since only
+    those run there; ``cli_path``, the executable, is the SDK's own
+    unless set."""
+    here = ("providers", name)
+    for key in ("base_url", "endpoint_format", "headers", "proxy"):
+        if getattr(table, key):
+            raise ConfigError(
+                source,
+                key_path((*here, key)),
+                'expected none: kind = "agent-sdk" runs the claude executable, not HTTP requests',
+            )
+    default_model = table.default_model or next(iter(table.models), AGENT_SDK_DEFAULT_MODEL)
+    if not default_model.lower().startswith("claude"):
+        raise ConfigError(
+            source,
+            key_path((*here, "default_model")),
+            'a Claude model id (claude-…): kind = "agent-sdk" runs Claude models only',
+        )
+    return ProviderConfig(
+        name=name,
+        base_url="",
+        endpoint_format="messages",
+        default_model=default_model,
+        catalog=table.catalog or "anthropic",
+        api_key_env=table.api_key_env,
+        idle_timeout=table.idle_timeout,
+        models=dict(table.models),
+        kind="agent-sdk",
+        cli_path=table.cli_path,
     )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "ModelSettings",
     "ObservabilityTable",
     "ProviderConfig",
+    "ProviderKind",
     "ProviderTable",
     "RetrySettings",
     "RuntimeTable",
@@ -47,6 +48,9 @@ __all__ = [
 EndpointFormat = Literal["chat_completions", "responses", "messages", "custom_endpoint"]
 """As :data:`kun.model.endpoints.EndpointFormat` (a test keeps them equal);
 declared here so reading the configuration does not import the model layer."""
+ProviderKind = Literal["http", "agent-sdk"]
+"""``http``: kun's own loop calls the provider's API. ``agent-sdk``: the
+Claude Agent SDK runs whole turns (:mod:`kun.model.delegated`)."""
 
 Modality = Literal["text", "image", "audio", "video", "pdf"]
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
@@ -215,7 +219,9 @@ class AgentTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved."""
+    """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved.
+    ``kind = "agent-sdk"`` hands turns to the Claude Agent SDK; ``cli_path``
+    (that kind only) is the ``claude`` executable it runs."""
 
     base_url: HttpUrl | None = None
     endpoint_format: EndpointFormat | None = None
@@ -228,6 +234,8 @@ class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     catalog: str | None = None
     default_model: str | None = None
     models: dict[str, ModelSettings] = {}
+    kind: ProviderKind | None = None
+    cli_path: NonBlank | None = None
 
 
 class ObservabilityTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -292,6 +300,8 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     idle_timeout: float | None = None
     connect_timeout: float | None = None
     models: dict[str, ModelSettings] = {}
+    kind: ProviderKind = "http"
+    cli_path: str | None = None
 
     def __repr__(self) -> str:
         shown = msgspec.structs.asdict(self)

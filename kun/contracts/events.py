@@ -418,6 +418,21 @@ class DelegatedRuntime(EventBase, tag="delegated_runtime", frozen=True, kw_only=
     session_id: str | None = None
 
 
+class DelegatedCheckpoint(EventBase, tag="delegated_checkpoint", frozen=True, kw_only=True):
+    """A delegated engine's session that holds this thread's history up to
+    here, committed just before its turn completes. The next turn on the
+    same ``engine`` and ``provider`` in the same ``workspace`` resumes
+    ``session_id`` instead of replaying kun's history, provided nothing in
+    the history changed since (:func:`kun.domain.delegated.resume_or_rebase`).
+    Only a completed turn commits one; a commit that fails costs the next
+    turn a rebase, never the turn that completed."""
+
+    engine: str
+    session_id: str
+    provider: str | None = None
+    workspace: str = ""
+
+
 class LogRepaired(EventBase, tag="log_repaired", frozen=True, kw_only=True):
     """The writer cut a torn or undecodable tail off the log on open."""
 
@@ -479,6 +494,7 @@ Event = (
     | DelegatedRuntime
     | LogRepaired
     | ThreadImported
+    | DelegatedCheckpoint
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = get_args(Event)

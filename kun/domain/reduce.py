@@ -31,6 +31,7 @@ from kun.domain.state import (
     Imported,
     Repair,
     Rewind,
+    SessionCheckpoint,
     ThreadState,
     ThreadWarning,
     TurnError,
@@ -81,6 +82,7 @@ class Projector(ItemHandlers):
         self._imported = state.imported
         self._repairs = list(state.repairs)
         self._late_events = state.late_events
+        self._checkpoint = state.delegated_checkpoint
         self._turns: dict[str, TurnFold] = {t.turn_id: TurnFold(t) for t in state.turns}
         self._order: list[TurnFold] = list(self._turns.values())
         self._released = 0
@@ -218,6 +220,7 @@ class Projector(ItemHandlers):
                 imported=self._imported,
                 repairs=tuple(self._repairs),
                 late_events=self._late_events,
+                delegated_checkpoint=self._checkpoint,
             )
             self._dirty = False
         return self._state
@@ -414,6 +417,20 @@ class Projector(ItemHandlers):
             fold.delegated = e.mode
             fold.frozen = None
 
+    def _delegated_checkpoint(self, e: ev.DelegatedCheckpoint) -> None:
+        """Thread-level: the session the next delegated turn may resume. It
+        is kept whatever follows; whether it still holds the history is the
+        resume decision's to judge from what came after its ``seq``."""
+        self._checkpoint = SessionCheckpoint(
+            seq=e.seq,
+            turn_id=e.turn_id,
+            engine=e.engine,
+            session_id=e.session_id,
+            provider=e.provider,
+            workspace=e.workspace,
+        )
+        self._dirty = True
+
     def _tool_storm_suppressed(self, e: ev.ToolStormSuppressed) -> None:
         fold = self._open_turn(e)
         if fold is not None:
@@ -506,6 +523,7 @@ _HANDLERS: dict[type, Callable[[Projector, Any], None]] = {
     ev.TurnSteered: Projector._turn_steered,
     ev.PipelineStage: Projector._pipeline_stage,
     ev.DelegatedRuntime: Projector._delegated_runtime,
+    ev.DelegatedCheckpoint: Projector._delegated_checkpoint,
     ev.ToolStormSuppressed: Projector._tool_storm_suppressed,
     ev.TurnCompleted: Projector._turn_completed,
     ev.TurnFailed: Projector._turn_failed,

@@ -107,6 +107,19 @@ class ThreadWarning(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     message: str
 
 
+class SessionCheckpoint(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The latest ``delegated_checkpoint``: the delegated engine's session
+    that held the thread's history when the turn ``turn_id`` completed
+    (event ``seq``)."""
+
+    seq: int
+    turn_id: str | None
+    engine: str
+    session_id: str
+    provider: str | None = None
+    workspace: str = ""
+
+
 class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A thread as its log says it is, up to ``last_seq``.
 
@@ -121,7 +134,9 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ``imported_through``: the seq of the latest ``thread_imported`` (unset in
     a thread never imported); file checkpoints recorded at or before it are
     never restored here. ``imported``: where it came from, for the
-    transcript.
+    transcript. ``delegated_checkpoint``: the latest session a delegated
+    engine committed (unset in a thread never delegated), for
+    :func:`kun.domain.delegated.resume_or_rebase`.
     """
 
     thread_id: str
@@ -141,6 +156,7 @@ class ThreadState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     restoring: FilesRestoreStarted | UnsetType = UNSET
     imported_through: int | UnsetType = UNSET
     imported: Imported | UnsetType = UNSET
+    delegated_checkpoint: SessionCheckpoint | UnsetType = UNSET
 
     @property
     def visible_turns(self) -> tuple[TurnState, ...]:

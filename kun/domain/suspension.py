@@ -22,7 +22,9 @@ another machine, for a person there, in a workspace that may not exist
 here, and re-arming it would ask here to run a call nobody here requested.
 A side thread's turn (a sub-agent's) is never suspended either: the
 parent's call that waited for its answer died with the process, and was
-settled with it, so nobody would read what the re-armed turn did.
+settled with it, so nobody would read what the re-armed turn did. Nor is a
+delegated turn (``delegated_runtime``, SPEC §9): what it waited in was the
+SDK's process, which is gone; the next turn rebases or resumes from the log.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def suspended_turns(state: ThreadState) -> dict[str, Suspension]:
 
 
 def find_suspension(state: ThreadState, turn: TurnState) -> Suspension | None:
-    if turn.settled or state.settings.side_link is not None:
+    if turn.settled or state.settings.side_link is not None or turn.delegated is not None:
         return None
     imported = state.imported_through
     if isinstance(imported, int) and turn.started_seq < imported:

@@ -2,7 +2,9 @@
 
 :func:`build_router` turns a :class:`~kun.config.Config` into a
 :class:`~kun.model.router.MultiProviderClient` with one
-:class:`ProviderClients` per provider. A provider's clients (one per model,
+:class:`ProviderClients` per provider (an ``agent-sdk`` provider is a
+:class:`~kun.model.delegated.AgentSdkSource` instead: the Claude Agent SDK
+runs its turns, it sends no HTTP requests). A provider's clients (one per model,
 built on first use and kept) all share one ``httpx.AsyncClient``, built with
 the provider's proxy: connections are pooled per provider, and a clone
 (``with_thinking``...) never opens a transport of its own.
@@ -49,6 +51,7 @@ from kun.contracts.capabilities import ModelCapabilities
 from kun.model.capabilities import capabilities
 from kun.model.client import HttpModelClient
 from kun.model.debug import CallObserver
+from kun.model.delegated import AgentSdkSource
 from kun.model.endpoints import EndpointFormat, resolve_endpoint
 from kun.model.errors import EndpointConfigError
 from kun.model.request.images import AttachmentLoader, read_attachment
@@ -89,8 +92,10 @@ def build_router(
             "or declare [providers.<name>] in kun.toml",
         )
     env = os.environ if environ is None else environ
-    sources = [
-        ProviderClients(
+    sources: list[ProviderClients | AgentSdkSource] = [
+        AgentSdkSource(provider, source=config.source)
+        if provider.kind == "agent-sdk"
+        else ProviderClients(
             provider,
             source=config.source,
             environ=env,

@@ -60,6 +60,7 @@ __all__ = [
     "dispatch_own",
     "plan_batches",
     "resume_suspended",
+    "tool_context",
 ]
 
 READ_ONLY_BUILTINS = frozenset({"read_file", "list_dir", "glob", "grep"})
@@ -220,7 +221,15 @@ async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOu
             ev.ToolCallStarted, run.turn_id, item_id=call.id, call_id=call.call_id, name=call.name
         )
     )
-    context = ToolContext(
+    context = tool_context(run, call, own=own)
+    return await run.tools.execute(call.name, bytes(call.arguments), context)
+
+
+def tool_context(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolContext:
+    """What a tool of ``run`` gets to work with: the thread's todos, goal,
+    plan and questions wired to the turn's log. Also the context of kun's
+    tools bridged to a delegated engine (:mod:`kun.runtime.agent_sdk.bridge`)."""
+    return ToolContext(
         workspace=run.workspace,
         thread_id=run.thread_id,
         turn_id=run.turn_id,
@@ -235,7 +244,6 @@ async def _execute(run: TurnRun, call: ToolCall, *, own: bool = False) -> ToolOu
         approval_policy=run.policy,
         delegate=_delegate(run, call),
     )
-    return await run.tools.execute(call.name, bytes(call.arguments), context)
 
 
 def _delegate(

@@ -46,6 +46,7 @@ from kun.contracts.items import ErrorItem, UserMessage
 from kun.contracts.model import ModelRequest
 from kun.contracts.usage import UsageTotals
 from kun.ids import new_thread_local_id
+from kun.model.delegated import delegated_settings
 from kun.runtime.answer import Answer, on_chunk
 from kun.runtime.compact import (
     CONTEXT_OVERFLOW,
@@ -86,7 +87,14 @@ async def run_turn(
 ) -> Outcome:
     """Run the turn to its outcome; the caller settles it. Never raises but
     for cancellation from outside the turn's own scope. ``resume`` first
-    finishes the step a re-armed turn waited in (:mod:`kun.runtime.rearm`)."""
+    finishes the step a re-armed turn waited in (:mod:`kun.runtime.rearm`).
+    A thread whose provider runs whole turns (SPEC §9) hands the turn to it
+    (:mod:`kun.runtime.agent_sdk.engine`)."""
+    delegated = delegated_settings(run.model)
+    if delegated is not None:
+        from kun.runtime.agent_sdk.engine import run_delegated_turn  # it imports this module
+
+        return await run_delegated_turn(run, delegated)
     outcome = Outcome("failed", code="internal_error", message="the turn did not finish")
     with run.scope:
         try:

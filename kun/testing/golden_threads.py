@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
 from kun.contracts import events as ev
 from kun.contracts.items import (
     Attachment,
@@ -21,6 +23,8 @@ from kun.contracts.items import (
     ToolResult,
     UserMessage,
 )
+from kun.contracts.threads import Todo
+from kun.contracts.usage import UsageSnapshot
 from kun.testing.golden_everything import everything
 from kun.testing.scene import (
     GREP_ROUNDING,
@@ -487,6 +491,101 @@ def queued_turns() -> list[ev.Event]:
     return s.events
 
 
+def agent_sdk_turns() -> list[ev.Event]:
+    """Three turns on an ``agent-sdk`` provider: the first ``rebased`` (no
+    checkpoint yet) streams text, reads a file with the SDK's ``Read`` and
+    sets the todos through kun's bridged ``todo_write``, then commits its
+    session (``delegated_checkpoint``); the second ``resumed`` that
+    session; a rewind hides the second, and the third rebases (the
+    session remembers a turn the log now hides). Usage is the SDK's, its
+    cost the SDK's ``total_cost_usd``."""
+    model = "claude-sonnet-4-5"
+    s = Scene("thr_01JE4D2L8QX5ZC", model=model, start_at=epoch_ms(2026, 12, 2, 9, 30, 0))
+    s.create(workspace="/home/ana/src/ledger", provider="claude", model=model, title="--json")
+    session = "5f0c2a9e-8d41-4b7a-9c3e-2f6d1a7b8e90"
+
+    def delegated(mode: str, reason: str, session_id: str | None = None) -> None:
+        s.emit(
+            ev.DelegatedRuntime,
+            turn_id=s.turn_id,
+            engine="claude-agent-sdk",
+            mode=mode,
+            reason=reason,
+            session_id=session_id,
+        )
+
+    def sdk_call(name: str, arguments: str, call_id: str) -> ToolCall:
+        call = ToolCall(
+            id=s.next_id("call"),
+            status="in_progress",
+            call_id=call_id,
+            name=name,
+            arguments=msgspec.Raw(arguments.encode()),
+        )
+        s.emit(ev.ItemCreated, turn_id=s.turn_id, item=call)
+        s.start_tool(call)
+        return call
+
+    def used(prompt: int, hit: int, completion: int, cost: float) -> None:
+        usage = UsageSnapshot(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cache_hit_tokens=hit,
+            cache_miss_tokens=prompt - hit,
+            cost_usd=cost,
+        )
+        s.emit(
+            ev.Usage,
+            turn_id=s.turn_id,
+            usage=usage,
+            provider="claude",
+            model=model,
+            price_source="agent-sdk",
+        )
+
+    def checkpoint() -> None:
+        s.emit(
+            ev.DelegatedCheckpoint,
+            turn_id=s.turn_id,
+            engine="claude-agent-sdk",
+            session_id=session,
+            provider="claude",
+            workspace="/home/ana/src/ledger",
+        )
+
+    s.start_turn("Add a --json flag to `ledger export`.", provider="claude", model=model)
+    delegated("rebased", "no session checkpoint in this thread")
+    s.say("Let me read the export command first.", 2)
+    read = sdk_call("Read", '{"file_path":"/home/ana/src/ledger/cli/export.py"}', "toolu_01Rd")
+    s.wait(40)
+    s.finish_tool(read, "1\timport click\n2\t\n3\t@click.command()\n")
+    todos = sdk_call(
+        "todo_write", '{"todos":[{"content":"Add --json","status":"in_progress"}]}', "toolu_01Td"
+    )
+    s.update(todos=(Todo(content="Add --json", status="in_progress"),))
+    s.finish_tool(todos, "1 todo: 1 in progress.")
+    s.say("Added `--json`: each row is one JSON object per line.", 3)
+    used(18_400, 16_384, 420, 0.0193)
+    checkpoint()
+    s.complete("end_turn")
+
+    second = s.start_turn("Mention it in the README.", provider="claude", model=model)
+    delegated("resumed", "nothing changed since the checkpoint", session)
+    s.say("Documented `--json` under Export in README.md.", 2)
+    used(19_100, 18_944, 95, 0.0072)
+    checkpoint()
+    s.complete("end_turn")
+
+    s.rewind(second)
+    s.start_turn("Mention it in docs/export.md instead.", provider="claude", model=model)
+    delegated("rebased", "the history was rewound after the checkpoint")
+    s.say("Documented `--json` in docs/export.md.", 2)
+    used(21_050, 0, 120, 0.0808)
+    checkpoint()
+    s.complete("end_turn")
+    return s.events
+
+
 def subagent_batch() -> list[ev.Event]:
     """A parent turn that hands two tasks to sub-agents in one step (a
     delegation batch): both calls link to their side threads
@@ -556,6 +655,7 @@ THREADS: dict[str, Callable[[], list[ev.Event]]] = {
     "restore_recovered": restore_recovered,
     "imported_thread": imported_thread,
     "queued_turns": queued_turns,
+    "agent_sdk_turns": agent_sdk_turns,
     "subagent_batch": subagent_batch,
 }
 """The golden threads this version writes, by file stem."""

@@ -155,7 +155,13 @@ def test_everything_has_every_kind() -> None:
     kinds = {event_kind(e) for e in events}
     later = {
         event_kind(e)
-        for name in ("restore_recovered", "imported_thread", "queued_turns", "subagent_batch")
+        for name in (
+            "restore_recovered",
+            "imported_thread",
+            "queued_turns",
+            "subagent_batch",
+            "agent_sdk_turns",
+        )
         for e in _events(GOLDEN / f"{name}{LOG_SUFFIX}")
     }
     assert kinds | later == KINDS, f"missing from everything: {sorted(KINDS - kinds - later)}"

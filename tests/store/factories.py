@@ -173,6 +173,10 @@ def every_kind(thread_id: str = TID) -> list[ev.Event]:
             ev.DelegatedRuntime,
             {"engine": "claude", "mode": "rebased", "reason": "changed", "session_id": "s"},
         ),
+        (
+            ev.DelegatedCheckpoint,
+            {"engine": "claude", "session_id": "s", "provider": "p", "workspace": "/" + tricky},
+        ),
         (ev.TurnFailed, {"code": "orphaned", "message": "crashed", "severity": "fatal"}),
         (ev.TurnAborted, {"reason": "user", "discard": True}),
         (ev.TurnCompleted, {"stop_reason": "stop"}),

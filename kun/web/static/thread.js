@@ -16,7 +16,7 @@
                "tool_call_delta", "tool_call_started", "tool_call_finished",
                "tool_storm_suppressed", "approval_requested", "approval_resolved",
                "user_input_requested", "user_input_resolved", "subagent_started", "usage", "warning",
-               "delegated_runtime", "log_repaired", "preview"];
+               "delegated_runtime", "delegated_checkpoint", "log_repaired", "preview"];
 
   var thread = null;
   var source = null;
