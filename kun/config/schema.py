@@ -29,6 +29,7 @@ __all__ = [
     "CapabilityOverrides",
     "Config",
     "ConfigFile",
+    "Dialect",
     "EndpointFormat",
     "KnownProvider",
     "McpServerTable",
@@ -49,6 +50,9 @@ EndpointFormat = Literal["chat_completions", "responses", "messages", "custom_en
 declared here so reading the configuration does not import the model layer."""
 
 Modality = Literal["text", "image", "audio", "video", "pdf"]
+Dialect = Literal["kimi"]
+"""A provider's dialect of its wire format, when its host does not say it
+(a relay in front of Moonshot): ``kimi`` (:mod:`kun.model.request.kimi`)."""
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
 Seconds = Annotated[float, msgspec.Meta(ge=0)]
@@ -215,7 +219,12 @@ class AgentTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved."""
+    """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved.
+
+    ``dialect``: the provider speaks a dialect of its format that its host
+    does not reveal (``kimi``; Moonshot's own hosts are recognised without
+    it). ``web_search``: offer Moonshot's builtin ``$web_search`` to the
+    model (Kimi dialect only; Moonshot runs the search and bills it)."""
 
     base_url: HttpUrl | None = None
     endpoint_format: EndpointFormat | None = None
@@ -228,6 +237,8 @@ class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     catalog: str | None = None
     default_model: str | None = None
     models: dict[str, ModelSettings] = {}
+    dialect: Dialect | None = None
+    web_search: bool = False
 
 
 class ObservabilityTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -292,6 +303,8 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     idle_timeout: float | None = None
     connect_timeout: float | None = None
     models: dict[str, ModelSettings] = {}
+    dialect: Dialect | None = None
+    web_search: bool = False
 
     def __repr__(self) -> str:
         shown = msgspec.structs.asdict(self)
@@ -365,6 +378,14 @@ KNOWN_PROVIDERS: tuple[KnownProvider, ...] = (
         "https://openrouter.ai/api/v1",
         "chat_completions",
         "anthropic/claude-sonnet-4.5",
+    ),
+    KnownProvider(
+        "moonshotai",
+        "MOONSHOT_API_KEY",
+        "MOONSHOT_BASE_URL",
+        "https://api.moonshot.ai/v1",
+        "chat_completions",
+        "kimi-k2.6",
     ),
 )
 """Defaults for a provider of one of these names (or ``catalog`` ids) in

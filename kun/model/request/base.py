@@ -41,6 +41,7 @@ from kun.model.request.images import (
     AttachmentReader,
     Image,
 )
+from kun.model.request.kimi import is_builtin
 from kun.model.request.messages import HistoryProjection, Message, System, Text, assemble
 from kun.model.request.wire_ids import ID_RULES, IdRule
 
@@ -102,9 +103,11 @@ class BaseCodec:
         endpoint_url: str | None = None,
         load_attachment: AttachmentLoader | None = None,
         fallback_limit: int = DEFAULT_FALLBACK_LIMIT,
+        dialect: str | None = None,
     ) -> None:
         self.capabilities = capabilities
         self.endpoint_url = endpoint_url
+        self.dialect = dialect
         self.reader = AttachmentReader(
             load_attachment, takes_images=capabilities.takes_images, limit=fallback_limit
         )
@@ -177,7 +180,9 @@ def openai_content(
 
 
 def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tools as chat completions ``{"type": "function", "function": ...}``."""
+    """Tools as chat completions ``{"type": "function", "function": ...}``;
+    Moonshot's builtins (``$web_search``, :mod:`.kimi`) are left out: no
+    other provider has them."""
     return [
         {
             "type": "function",
@@ -188,6 +193,7 @@ def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
             },
         }
         for tool in tools
+        if not is_builtin(tool.name)
     ]
 
 
