@@ -113,6 +113,12 @@ class BaseCodec:
         )
         self._histories: OrderedDict[str, _Cached] = OrderedDict()
 
+    @property
+    def builtin_names(self) -> bool:
+        """Whether the history keeps Moonshot's builtin tool names (the Kimi
+        dialect overrides this)."""
+        return False
+
     def messages(self, request: ModelRequest) -> list[Message]:
         """The request's neutral messages, in cache order."""
         return self.messages_and_items(request)[0]
@@ -131,7 +137,8 @@ class BaseCodec:
         key = items[0].id
         cached = self._histories.pop(key, None)
         if cached is None or not _starts_with(items, cached.seen):
-            cached = _Cached(HistoryProjection(self.reader, self.ids))
+            projection = HistoryProjection(self.reader, self.ids, builtins=self.builtin_names)
+            cached = _Cached(projection)
         added = items[len(cached.seen) :]
         cached.projection.extend(added)
         cached.seen += added

@@ -65,6 +65,10 @@ class ChatCompletionsCodec(BaseCodec):
             return self.dialect == "kimi"
         return self.endpoint_url is not None and is_kimi_host(self.endpoint_url)
 
+    @property
+    def builtin_names(self) -> bool:
+        return self.kimi
+
     def encode(
         self,
         request: ModelRequest,

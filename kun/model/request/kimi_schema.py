@@ -123,22 +123,22 @@ def normalize_kimi_schema(schema: Any) -> Any:
 
 
 @lru_cache(maxsize=512)
-def _normalized_bytes(raw: bytes) -> bytes:
+def _normalized_bytes(raw: bytes) -> bytes | None:
+    """The rewritten schema's bytes; ``None`` when nothing changed."""
     try:
         schema = msgspec.json.decode(raw)
     except msgspec.DecodeError:
-        return raw
+        return None
     normalized = normalize_kimi_schema(schema)
-    return raw if normalized == schema else msgspec.json.encode(normalized)
+    return None if normalized == schema else msgspec.json.encode(normalized)
 
 
 def kimi_parameters(parameters: msgspec.Raw) -> msgspec.Raw:
     """A tool's raw ``parameters`` as Moonshot accepts them: the same bytes
     when nothing needed rewriting (and the same bytes for the same schema on
     every request: the result is cached by the input's bytes)."""
-    raw = bytes(parameters)
-    normalized = _normalized_bytes(raw)
-    return parameters if normalized is raw else msgspec.Raw(normalized)
+    normalized = _normalized_bytes(bytes(parameters))
+    return parameters if normalized is None else msgspec.Raw(normalized)
 
 
 def _deref(node: Any, root: dict[str, Any], expanding: tuple[str, ...]) -> Any:
