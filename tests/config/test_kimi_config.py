@@ -3,6 +3,9 @@ and ``web_search``, which only the Kimi dialect can serve."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from kun.config import ConfigError, infer_config, parse_config
@@ -61,3 +64,19 @@ def test_web_search_elsewhere_is_a_configuration_error() -> None:
     config = parse_config("[providers.openai]\nweb_search = true\n", "kun.toml")
     with pytest.raises(ConfigError, match=r"providers\.openai\.web_search.*Kimi"):
         build_router(config, environ={"OPENAI_API_KEY": "sk-x"})
+
+
+def test_the_readme_kimi_example_is_valid() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    example = re.search(r"### Kimi \(Moonshot\).*?```toml\n(.*?)```", readme, re.DOTALL)
+    assert example is not None
+    kimi = parse_config(example.group(1), "README.md").providers["kimi"]
+    assert (kimi.base_url, kimi.api_key_env, kimi.web_search) == (
+        "https://api.moonshot.ai/v1",
+        "MOONSHOT_API_KEY",
+        True,
+    )
+    clients = ProviderClients(kimi, source="README.md", environ=KEYS)
+    codec = clients.client()._codec
+    assert isinstance(codec, ChatCompletionsCodec)
+    assert codec.kimi
