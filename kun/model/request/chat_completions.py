@@ -123,11 +123,11 @@ class ChatCompletionsCodec(BaseCodec):
 
     def _wire(self, messages: list[Message], wire: WireItems) -> list[Any]:
         kimi = self.kimi
-        required = self.capabilities.reasoning_history == "required"
-        if kimi:
-            assistant, tool = (_kimi_assistant_all if required else _kimi_assistant), _kimi_tool
+        if self.capabilities.reasoning_history == "required":
+            assistant = _assistant_with
         else:
-            assistant, tool = (_assistant_with if required else _assistant_without), _tool
+            assistant = _kimi_assistant if kimi else _assistant_without
+        tool = _kimi_tool if kimi else _tool
         images: list[dict[str, Any]] = []
         last = len(messages) - 1
         for at, message in enumerate(messages):
@@ -195,13 +195,9 @@ def _assistant_without(message: Assistant) -> list[dict[str, Any]]:
 
 
 def _kimi_assistant(message: Assistant) -> list[dict[str, Any]]:
-    """Kimi, a model that does not require it: the reasoning recorded, if any."""
+    """Kimi, a model that does not require it: the reasoning recorded, if
+    any (a thinking model gets :func:`_assistant_with`, as DeepSeek's)."""
     return [_assistant(message, _reasoning_text(message) or None)]
-
-
-def _kimi_assistant_all(message: Assistant) -> list[dict[str, Any]]:
-    """Kimi, a thinking model: on every assistant message (as DeepSeek's)."""
-    return _assistant_with(message)
 
 
 def _tool(output: ToolOutput) -> list[dict[str, Any]]:

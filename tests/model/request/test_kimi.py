@@ -349,8 +349,17 @@ def test_a_thinking_models_history_keeps_reasoning_on_every_tool_call(
     history: tuple[Item, ...],
 ) -> None:
     codec = kimi()
-    sent = body(codec, history, effort="on", tools=(ENUM_ONLY, PLAIN, WEB_SEARCH))
+    tools = (ENUM_ONLY, PLAIN, WEB_SEARCH)
+    sent = body(codec, history, effort="on", tools=tools)
     assert kimi_violations(sent, thinking_model=True) == []
+    whole = codec.encode(
+        ModelRequest(history=history, tools=tools),
+        model="kimi-k2.6",
+        stream=True,
+        max_tokens=None,
+        reasoning_effort="on",
+    )
+    assert msgspec.json.decode(msgspec.json.encode(whole)) == sent
 
 
 @settings(max_examples=100, deadline=None)
