@@ -286,8 +286,9 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     ``api_key_implied_by`` is the key path that made it the known
     provider's variable when the file did not name one (the provider's
     table, by its name, or its ``catalog``), so an error can say why that
-    variable is wanted. The repr masks a proxy password, the one credential
-    the file may hold.
+    variable is wanted. ``dialect`` and ``web_search`` are the table's
+    (:class:`ProviderTable`). The repr masks a proxy password, the one
+    credential the file may hold.
     """
 
     name: str
