@@ -11,7 +11,10 @@ by ``kind``, as in the event log) or an object with the fields of
 ``retry_after``, ``stalls``, ``truncate_at``, ``per_event``, ...), where
 ``raw_text`` may stand for ``raw``. Responses are served in order and the
 script starts over when it runs out (``--once`` answers 501 instead).
-Without ``--script``, every request gets a short greeting. Requests are
+Without ``--script``, every request gets a short greeting. ``--dialect kimi``
+answers chat completions as Moonshot does (reasoning as
+``reasoning_content`` deltas, Moonshot's usage object), to point a
+``dialect = "kimi"`` provider at. Requests are
 not kept (nothing reads them here, and a long benchmark would hold every
 body).
 
@@ -37,6 +40,7 @@ import msgspec
 
 from kun.contracts.model import CompletedChunk, ModelStreamChunk, TextDeltaChunk, WireFormat
 from kun.testing.fake_provider import FakeProvider, FakeResponse, ScriptItem
+from kun.testing.wire import Dialect
 
 GREETING: list[ModelStreamChunk] = [
     TextDeltaChunk(text="Hello from the fake provider."),
@@ -63,8 +67,16 @@ def load_script(path: Path) -> list[ScriptItem]:
     return out
 
 
-async def serve(script: list[ScriptItem], format: WireFormat | None, port: int, once: bool) -> None:
-    provider = FakeProvider(script, format=format, port=port, cycle=not once, record=False)
+async def serve(
+    script: list[ScriptItem],
+    format: WireFormat | None,
+    port: int,
+    once: bool,
+    dialect: Dialect | None = None,
+) -> None:
+    provider = FakeProvider(
+        script, format=format, dialect=dialect, port=port, cycle=not once, record=False
+    )
     async with provider:
         print(f"listening on {provider.base_url}", flush=True)
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -79,12 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         choices=["chat_completions", "responses", "messages"],
         help="wire format (default: from the request path)",
     )
+    parser.add_argument(
+        "--dialect", choices=["kimi"], help="chat completions as Moonshot speaks it"
+    )
     parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any)")
     parser.add_argument("--script", type=Path, help="JSON script (default: a greeting)")
     parser.add_argument("--once", action="store_true", help="do not start the script over")
     args = parser.parse_args(argv)
     script: list[ScriptItem] = load_script(args.script) if args.script else [GREETING]
-    anyio.run(serve, script, args.format, args.port, args.once)
+    anyio.run(serve, script, args.format, args.port, args.once, args.dialect)
     return 0
 
 

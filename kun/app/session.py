@@ -27,7 +27,7 @@ from kun.runtime.service import TurnService
 from kun.runtime.titler import Titler
 from kun.store.jsonl import JsonlEventStore
 from kun.tools.base import Tool
-from kun.tools.builtin import builtin_tools
+from kun.tools.builtin import WebSearch, builtin_tools
 from kun.tools.environment import ToolEnvironment
 from kun.tools.host import ToolHost
 
@@ -58,7 +58,9 @@ def tool_host(
     variables their ``env`` and ``headers_env`` name are scrubbed too;
     ``refresh_extra`` returns them anew when a server changed its list.
     ``bash`` runs sandboxed as ``[tools.bash]`` says, kun's ``home`` hidden
-    (:mod:`kun.app.sandboxing`)."""
+    (:mod:`kun.app.sandboxing`). Moonshot's ``$web_search`` is added when
+    a provider says ``web_search = true`` (only Kimi's dialect sends it,
+    :mod:`kun.tools.builtin.web_search`)."""
     env = os.environ if environ is None else environ
     providers = config.providers.values() if config is not None else ()
     environment = ToolEnvironment(
@@ -69,6 +71,8 @@ def tool_host(
     secrets |= secret_values(config.mcp, env) if config is not None else set()
     redactor = Redactor(sorted(secrets))
     builtins = builtin_tools(environment, sandbox_settings(config, home))
+    if any(provider.web_search for provider in providers):
+        builtins = (*builtins, WebSearch())
 
     async def refresh() -> list[Tool] | None:
         changed = await refresh_extra() if refresh_extra is not None else None

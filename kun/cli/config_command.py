@@ -159,9 +159,11 @@ def _provider(
         yield "# no API key (a server that needs none)"
     if provider.proxy is not None:
         yield _row("proxy", _mask_password(provider.proxy), str(found))
-    for key in ("idle_timeout", "connect_timeout"):
+    for key in ("idle_timeout", "connect_timeout", "dialect"):
         if getattr(provider, key) is not None:
             yield _row(key, getattr(provider, key), str(found))
+    if provider.web_search:
+        yield _row("web_search", True, str(found))
     if provider.headers:
         yield f"# headers: {', '.join(provider.headers)} (values not shown)"
     if provider.models:

@@ -336,6 +336,8 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         idle_timeout=table.idle_timeout,
         connect_timeout=table.connect_timeout,
         models=dict(table.models),
+        dialect=table.dialect,
+        web_search=table.web_search,
     )
 
 

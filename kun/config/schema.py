@@ -29,6 +29,7 @@ __all__ = [
     "CapabilityOverrides",
     "Config",
     "ConfigFile",
+    "Dialect",
     "EndpointFormat",
     "KnownProvider",
     "McpServerTable",
@@ -53,6 +54,9 @@ ProviderKind = Literal["http", "agent-sdk"]
 Claude Agent SDK runs whole turns (:mod:`kun.model.delegated`)."""
 
 Modality = Literal["text", "image", "audio", "video", "pdf"]
+Dialect = Literal["kimi"]
+"""A provider's dialect of its wire format, when its host does not say it
+(a relay in front of Moonshot): ``kimi`` (:mod:`kun.model.request.kimi`)."""
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
 Seconds = Annotated[float, msgspec.Meta(ge=0)]
@@ -221,7 +225,12 @@ class AgentTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``[providers.<name>]`` as written; :class:`ProviderConfig` once resolved.
     ``kind = "agent-sdk"`` hands turns to the Claude Agent SDK; ``cli_path``
-    (that kind only) is the ``claude`` executable it runs."""
+    (that kind only) is the ``claude`` executable it runs.
+
+    ``dialect``: the provider speaks a dialect of its format that its host
+    does not reveal (``kimi``; Moonshot's own hosts are recognised without
+    it). ``web_search``: offer Moonshot's builtin ``$web_search`` to the
+    model (Kimi dialect only; Moonshot runs the search and bills it)."""
 
     base_url: HttpUrl | None = None
     endpoint_format: EndpointFormat | None = None
@@ -236,6 +245,8 @@ class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     models: dict[str, ModelSettings] = {}
     kind: ProviderKind | None = None
     cli_path: NonBlank | None = None
+    dialect: Dialect | None = None
+    web_search: bool = False
 
 
 class ObservabilityTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -283,8 +294,9 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     ``api_key_implied_by`` is the key path that made it the known
     provider's variable when the file did not name one (the provider's
     table, by its name, or its ``catalog``), so an error can say why that
-    variable is wanted. The repr masks a proxy password, the one credential
-    the file may hold.
+    variable is wanted. ``dialect`` and ``web_search`` are the table's
+    (:class:`ProviderTable`). The repr masks a proxy password, the one
+    credential the file may hold.
     """
 
     name: str
@@ -302,6 +314,8 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     models: dict[str, ModelSettings] = {}
     kind: ProviderKind = "http"
     cli_path: str | None = None
+    dialect: Dialect | None = None
+    web_search: bool = False
 
     def __repr__(self) -> str:
         shown = msgspec.structs.asdict(self)
@@ -375,6 +389,14 @@ KNOWN_PROVIDERS: tuple[KnownProvider, ...] = (
         "https://openrouter.ai/api/v1",
         "chat_completions",
         "anthropic/claude-sonnet-4.5",
+    ),
+    KnownProvider(
+        "moonshotai",
+        "MOONSHOT_API_KEY",
+        "MOONSHOT_BASE_URL",
+        "https://api.moonshot.ai/v1",
+        "chat_completions",
+        "kimi-k2.6",
     ),
 )
 """Defaults for a provider of one of these names (or ``catalog`` ids) in

@@ -19,10 +19,12 @@ ReasoningProtocol = Literal[
     "deepseek-chat-completions",
     "glm",
     "mimo",
+    "kimi",
     "openai-responses",
     "anthropic-thinking",
 ]
-"""How a request asks for reasoning (SPEC §8.3). ``none``: it cannot."""
+"""How a request asks for reasoning (SPEC §8.3). ``none``: it cannot.
+``kimi``: Moonshot's ``thinking: {type: enabled|disabled}``."""
 
 ReasoningHistory = Literal["omit", "required", "forbidden"]
 """What the model wants of earlier reasoning on assistant messages sent back:

@@ -53,6 +53,7 @@ __all__ = ["KUN_TABLE", "Rule", "capabilities"]
 _log = logging.getLogger("kun.model")
 
 _GLM_PROVIDERS = frozenset({"zhipuai", "zai", "zhipuai-coding-plan", "zai-coding-plan"})
+_KIMI_PROVIDERS = frozenset({"moonshotai", "moonshotai-cn", "kimi-for-coding"})
 _MIMO_PROVIDERS = frozenset(
     {"xiaomi", "xiaomi-token-plan-ams", "xiaomi-token-plan-cn", "xiaomi-token-plan-sgp"}
 )
@@ -92,6 +93,10 @@ KUN_TABLE: tuple[Rule, ...] = (
     Rule(frozenset({"openai"}), ("*",), True, "openai-responses", None, "responses"),
     Rule(_GLM_PROVIDERS, ("glm-*",), True, "glm"),
     Rule(_MIMO_PROVIDERS, ("mimo-*",), True, "mimo"),
+    # Kimi's thinking models (kimi-k2-thinking, kimi-k2.5, kimi-k2.6) take
+    # thinking: {type}; the catalogue marks their reasoning as interleaved
+    # (reasoning_content), so it goes back with every assistant message.
+    Rule(_KIMI_PROVIDERS, ("kimi-*", "k2*"), True, "kimi"),
 )
 """What kun knows that the catalogue does not, first match per field wins.
 Everything else (limits, modalities, reasoning, tool use) is the catalogue's."""

@@ -44,6 +44,7 @@ __all__ = [
     "EndpointFormat",
     "infer_wire_format",
     "is_deepseek_host",
+    "is_kimi_host",
     "models_probe_url",
     "resolve_endpoint",
 ]
@@ -66,6 +67,10 @@ CUSTOM_SUFFIXES: tuple[tuple[str, WireFormat], ...] = (
 """Accepted path suffixes of a custom endpoint, most specific first."""
 
 DEEPSEEK_HOST = "api.deepseek.com"
+KIMI_HOSTS = frozenset({"api.moonshot.ai", "api.moonshot.cn", "api.kimi.com"})
+"""Moonshot's API hosts (international, China) and the Kimi coding endpoint
+(``https://api.kimi.com/coding/v1``): requests there speak the Kimi dialect
+of chat completions (:mod:`kun.model.request.kimi`)."""
 
 _VERSION = re.compile(r"/(?:v\d+[a-z0-9]*|beta)$", re.IGNORECASE)
 
@@ -119,6 +124,11 @@ def models_probe_url(base_url: str) -> str:
 def is_deepseek_host(url: str) -> bool:
     """Whether ``url`` points at DeepSeek's official API host."""
     return (urlsplit(url).hostname or "").lower() == DEEPSEEK_HOST
+
+
+def is_kimi_host(url: str) -> bool:
+    """Whether ``url`` points at one of Moonshot's own hosts (:data:`KIMI_HOSTS`)."""
+    return (urlsplit(url).hostname or "").lower() in KIMI_HOSTS
 
 
 def _split(base_url: str) -> SplitResult:

@@ -19,8 +19,12 @@ For each model:
   it (its URL fixes the format);
 * the request codec is built for that model at that endpoint
   (:func:`~kun.model.request_codec.codec_for`: the capabilities pick the
-  reasoning dialect and whether images go as images), reading attachments
+  reasoning dialect and whether images go as images; the provider's
+  ``dialect``, else the endpoint's host, picks Kimi's,
+  :mod:`kun.model.request.kimi`), reading attachments
   with ``load_attachment`` (default: the file at the attachment's path);
+  ``web_search`` on a provider that does not speak Kimi's dialect is a
+  :class:`~kun.config.ConfigError` (no other provider has ``$web_search``);
 * retry settings, timeouts, headers and ``max_tokens`` come from the
   configuration; what it leaves unsaid keeps the client's defaults.
 
@@ -52,7 +56,7 @@ from kun.model.capabilities import capabilities
 from kun.model.client import HttpModelClient
 from kun.model.debug import CallObserver
 from kun.model.delegated import AgentSdkSource
-from kun.model.endpoints import EndpointFormat, resolve_endpoint
+from kun.model.endpoints import EndpointFormat, is_kimi_host, resolve_endpoint
 from kun.model.errors import EndpointConfigError
 from kun.model.request.images import AttachmentLoader, read_attachment
 from kun.model.request_codec import codec_for
@@ -180,11 +184,20 @@ class ProviderClients:
             endpoint = resolve_endpoint(config.base_url, wire_format)
         except EndpointConfigError as exc:
             raise ConfigError(self._source, self._key("base_url"), str(exc)) from None
+        kimi = config.dialect == "kimi" or is_kimi_host(endpoint.url)
+        if config.web_search and not (kimi and endpoint.wire_format == "chat_completions"):
+            raise ConfigError(
+                self._source,
+                self._key("web_search"),
+                "expected the Kimi dialect of chat completions: $web_search is Moonshot's "
+                'builtin (set dialect = "kimi" for a relay in front of Moonshot)',
+            )
         codec = codec_for(
             endpoint.wire_format,
             capabilities=known,
             endpoint_url=endpoint.url,
             load_attachment=self._load_attachment,
+            dialect=config.dialect,
         )
         options: dict[str, Any] = {}
         if config.idle_timeout is not None:

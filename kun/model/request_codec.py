@@ -73,6 +73,7 @@ def codec_for(
     endpoint_url: str | None = None,
     load_attachment: AttachmentLoader | None = None,
     fallback_limit: int = DEFAULT_FALLBACK_LIMIT,
+    dialect: str | None = None,
 ) -> RequestCodec:
     """A codec of ``format`` for one model (``capabilities``) at one endpoint.
 
@@ -80,11 +81,14 @@ def codec_for(
     host and Azure hosts apart; ``load_attachment`` reads attachment bytes
     (:func:`kun.model.request.images.read_attachment` reads the file);
     ``fallback_limit`` bounds the base64 text sent for attachments a model
-    cannot take as images.
+    cannot take as images. ``dialect`` names a provider's dialect of its
+    format (``kimi``: :mod:`kun.model.request.kimi`); ``None`` recognises it
+    from ``endpoint_url``'s host.
     """
     return _CODECS[format](
         capabilities,
         endpoint_url=endpoint_url,
         load_attachment=load_attachment,
         fallback_limit=fallback_limit,
+        dialect=dialect,
     )

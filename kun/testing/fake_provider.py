@@ -18,7 +18,9 @@ the body decoded as JSON.
 A script item is a :class:`FakeResponse`, a sequence of chunks (rendered by
 :mod:`kun.testing.wire`) or ``bytes`` sent verbatim. The wire format is the
 response's, else the provider's, else the request path's suffix
-(``chat/completions``, ``responses``, ``messages``).
+(``chat/completions``, ``responses``, ``messages``); so is the dialect
+(``kimi``: Moonshot's chat completions, reasoning as ``reasoning_content``
+deltas and its own usage object).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from kun.contracts.model import ModelStreamChunk, WireFormat
-from kun.testing.wire import render_body, render_error, render_stream
+from kun.testing.wire import Dialect, render_body, render_error, render_stream
 
 __all__ = ["FakeProvider", "FakeResponse", "RecordedRequest", "ScriptItem"]
 
@@ -89,6 +91,8 @@ class FakeResponse(msgspec.Struct, frozen=True, kw_only=True):
       drops the connection mid-body (the client sees an incomplete chunked
       body); ``"end"`` ends the HTTP body cleanly there, as a relay that
       gives up would.
+
+    ``dialect`` (``kimi``) renders chat completions as Moonshot does.
     """
 
     chunks: tuple[ModelStreamChunk, ...] = ()
@@ -110,8 +114,9 @@ class FakeResponse(msgspec.Struct, frozen=True, kw_only=True):
     stalls: tuple[tuple[int, float], ...] = ()
     truncate_at: int | None = None
     truncate: Literal["close", "end"] = "close"
+    dialect: Dialect | None = None
 
-    def payload(self, format: WireFormat) -> tuple[bytes, str]:
+    def payload(self, format: WireFormat, dialect: Dialect | None = None) -> tuple[bytes, str]:
         """The body bytes and their content type."""
         if self.status >= 400:
             if self.body is not None:
@@ -122,7 +127,7 @@ class FakeResponse(msgspec.Struct, frozen=True, kw_only=True):
         if self.raw is not None:
             return self.raw, "text/event-stream; charset=utf-8"
         if self.as_json:
-            return render_body(format, self.chunks), "application/json"
+            return render_body(format, self.chunks, dialect), "application/json"
         body = render_stream(
             format,
             self.chunks,
@@ -130,6 +135,7 @@ class FakeResponse(msgspec.Struct, frozen=True, kw_only=True):
             keepalive_every=self.keepalive_every,
             finish_reason=self.finish_reason,
             done=self.done,
+            dialect=dialect,
         )
         return body, "text/event-stream; charset=utf-8"
 
@@ -154,19 +160,23 @@ class FakeProvider:
     format of every response that does not name its own; ``port`` 0 picks a
     free one; ``cycle`` starts the script over instead of running out (for
     benchmarks and the standalone script); ``record=False`` keeps no
-    request (a long benchmark would otherwise hold every body it sent)."""
+    request (a long benchmark would otherwise hold every body it sent);
+    ``dialect="kimi"`` answers chat completions as Moonshot does (its usage
+    object, :mod:`kun.testing.wire.kimi`) unless a response names its own."""
 
     def __init__(
         self,
         script: Iterable[ScriptItem] = (),
         *,
         format: WireFormat | None = None,
+        dialect: Dialect | None = None,
         port: int = 0,
         cycle: bool = False,
         shutdown_timeout: float = 5.0,
         record: bool = True,
     ) -> None:
         self.format = format
+        self.dialect = dialect
         self.cycle = cycle
         self.record = record
         self.shutdown_timeout = shutdown_timeout
@@ -287,7 +297,8 @@ class FakeProvider:
             message = f"fake provider: cannot tell the wire format of {path}"
             return JSONResponse({"error": {"message": message}}, status_code=404)
         assert self._closing is not None
-        return _Reply(response, format, self._answered, self._closing)
+        dialect = response.dialect or self.dialect
+        return _Reply(response, format, self._answered, self._closing, dialect)
 
 
 def _recorded(request: Request, body: bytes) -> RecordedRequest:
@@ -310,10 +321,15 @@ class _Reply(Response):
     client disconnects or the provider closes."""
 
     def __init__(
-        self, response: FakeResponse, format: WireFormat, number: int, closing: anyio.Event
+        self,
+        response: FakeResponse,
+        format: WireFormat,
+        number: int,
+        closing: anyio.Event,
+        dialect: Dialect | None = None,
     ) -> None:
         self.response = response
-        self.payload, content_type = response.payload(format)
+        self.payload, content_type = response.payload(format, dialect)
         self.status_code = response.status
         headers = {"content-type": content_type, "x-request-id": f"req_fake_{number}"}
         if response.retry_after is not None:

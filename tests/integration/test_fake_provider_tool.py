@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.contracts.model import CompletedChunk, ReasoningDeltaChunk, TextDeltaChunk
 from kun.model.sse import SSEParser
 from kun.model.wire import new_decoder
 
@@ -59,3 +59,32 @@ def test_loopback_benchmark_runs() -> None:
     command: list[str | Path] = [sys.executable, bench, "--chunks", "300", "--repeat", "1"]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.count("kun overhead:") == 2, done.stdout
+
+
+@pytest.mark.slow
+def test_speaks_kimi_when_asked(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(
+        '[[{"kind": "assistant_reasoning_delta", "text": "Hm."},'
+        ' {"kind": "assistant_text_delta", "text": "Hi"},'
+        ' {"kind": "usage", "usage": {"prompt_tokens": 9, "completion_tokens": 1,'
+        ' "cache_hit_tokens": 8}},'
+        ' {"kind": "completed"}]]'
+    )
+    command: list[str | Path] = [
+        sys.executable, SCRIPT, "--dialect", "kimi", "--port", "0", "--script", script,
+    ]  # fmt: skip
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            with httpx.Client(base_url=line.split()[-1], timeout=5) as client:
+                answer = client.post("chat/completions", json={"stream": True})
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=5) == 0
+    assert b'"delta":{"reasoning_content":"Hm."}' in answer.content
+    assert b'"cached_tokens":8}' in answer.content
+    decoder = new_decoder("chat_completions")
+    chunks = decoder.feed_all(SSEParser().feed(answer.content)) + decoder.finish()
+    assert chunks[:2] == [ReasoningDeltaChunk(text="Hm."), TextDeltaChunk(text="Hi")]

@@ -60,6 +60,7 @@ from kun.model.body import RequestBody, encode_item
 from kun.model.request.base import BaseCodec, split_leading_system
 from kun.model.request.chat_completions import tool_images_intro
 from kun.model.request.images import Image
+from kun.model.request.kimi import is_builtin
 from kun.model.request.messages import (
     Assistant,
     Call,
@@ -186,14 +187,14 @@ class MessagesCodec(BaseCodec):
         body: dict[str, Any] = {"model": model, "max_tokens": plan.max_tokens, "stream": stream}
         if thinking is not None:
             body["thinking"] = thinking
-        if request.tools:
+        if tools := [tool for tool in request.tools if not is_builtin(tool.name)]:
             body["tools"] = [
                 {
                     "name": tool.name,
                     "description": tool.description,
                     "input_schema": tool.parameters,
                 }
-                for tool in request.tools
+                for tool in tools
             ]
         if system:
             blocks: list[dict[str, Any]] = [{"type": "text", "text": text} for text in system]

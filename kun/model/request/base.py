@@ -41,6 +41,7 @@ from kun.model.request.images import (
     AttachmentReader,
     Image,
 )
+from kun.model.request.kimi import is_builtin
 from kun.model.request.messages import HistoryProjection, Message, System, Text, assemble
 from kun.model.request.wire_ids import ID_RULES, IdRule
 
@@ -102,13 +103,21 @@ class BaseCodec:
         endpoint_url: str | None = None,
         load_attachment: AttachmentLoader | None = None,
         fallback_limit: int = DEFAULT_FALLBACK_LIMIT,
+        dialect: str | None = None,
     ) -> None:
         self.capabilities = capabilities
         self.endpoint_url = endpoint_url
+        self.dialect = dialect
         self.reader = AttachmentReader(
             load_attachment, takes_images=capabilities.takes_images, limit=fallback_limit
         )
         self._histories: OrderedDict[str, _Cached] = OrderedDict()
+
+    @property
+    def builtin_names(self) -> bool:
+        """Whether the history keeps Moonshot's builtin tool names (the Kimi
+        dialect overrides this)."""
+        return False
 
     def messages(self, request: ModelRequest) -> list[Message]:
         """The request's neutral messages, in cache order."""
@@ -128,7 +137,8 @@ class BaseCodec:
         key = items[0].id
         cached = self._histories.pop(key, None)
         if cached is None or not _starts_with(items, cached.seen):
-            cached = _Cached(HistoryProjection(self.reader, self.ids))
+            projection = HistoryProjection(self.reader, self.ids, builtins=self.builtin_names)
+            cached = _Cached(projection)
         added = items[len(cached.seen) :]
         cached.projection.extend(added)
         cached.seen += added
@@ -177,7 +187,9 @@ def openai_content(
 
 
 def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tools as chat completions ``{"type": "function", "function": ...}``."""
+    """Tools as chat completions ``{"type": "function", "function": ...}``;
+    Moonshot's builtins (``$web_search``, :mod:`.kimi`) are left out: no
+    other provider has them."""
     return [
         {
             "type": "function",
@@ -188,6 +200,7 @@ def function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
             },
         }
         for tool in tools
+        if not is_builtin(tool.name)
     ]
 
 

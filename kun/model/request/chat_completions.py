@@ -22,6 +22,11 @@ the end of the earlier history.
 * ``tools`` is omitted when there are none: vLLM refuses ``tools: []``.
 * ``stream_options.include_usage`` asks for usage when streaming; the client
   drops it for servers that refuse it.
+* Tools named ``$...`` are Moonshot builtins: only the Kimi dialect sends
+  them.
+
+The Kimi (Moonshot) dialect changes tools, reasoning back, tool results and
+a trailing prefill: see :mod:`.kimi`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 
 from kun.contracts.model import ModelRequest
 from kun.model.body import RequestBody
+from kun.model.endpoints import is_kimi_host
 from kun.model.request.base import (
     BaseCodec,
     EncodedWireItems,
@@ -38,6 +44,7 @@ from kun.model.request.base import (
     openai_content,
 )
 from kun.model.request.images import Image
+from kun.model.request.kimi import kimi_tools
 from kun.model.request.messages import Assistant, Message, System, Text, ToolOutput, User
 from kun.model.request.reasoning import chat_reasoning
 from kun.model.request.wire_ids import ID_RULES
@@ -49,6 +56,18 @@ class ChatCompletionsCodec(BaseCodec):
     """Encodes a request as a chat completions body (see the module docstring)."""
 
     ids = ID_RULES["chat_completions"]
+
+    @property
+    def kimi(self) -> bool:
+        """Whether this codec speaks the Kimi dialect (:mod:`.kimi`): the
+        provider said so, or the endpoint is a Moonshot host."""
+        if self.dialect is not None:
+            return self.dialect == "kimi"
+        return self.endpoint_url is not None and is_kimi_host(self.endpoint_url)
+
+    @property
+    def builtin_names(self) -> bool:
+        return self.kimi
 
     def encode(
         self,
@@ -91,8 +110,11 @@ class ChatCompletionsCodec(BaseCodec):
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         body.update(chat_reasoning(self.capabilities, reasoning_effort, self.endpoint_url))
-        if request.tools:
-            body["tools"] = function_tools(request.tools)
+        if self.kimi:
+            if request.tools:
+                body["tools"] = kimi_tools(request.tools)
+        elif tools := function_tools(request.tools):
+            body["tools"] = tools
         return body
 
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
@@ -100,9 +122,15 @@ class ChatCompletionsCodec(BaseCodec):
         return dicts
 
     def _wire(self, messages: list[Message], wire: WireItems) -> list[Any]:
-        reasoning_back = self.capabilities.reasoning_history == "required"
+        kimi = self.kimi
+        if self.capabilities.reasoning_history == "required":
+            assistant = _assistant_with
+        else:
+            assistant = _kimi_assistant if kimi else _assistant_without
+        tool = _kimi_tool if kimi else _tool
         images: list[dict[str, Any]] = []
-        for message in messages:
+        last = len(messages) - 1
+        for at, message in enumerate(messages):
             if images and not isinstance(message, ToolOutput):
                 wire.extra([{"role": "user", "content": images}])
                 images = []
@@ -111,9 +139,12 @@ class ChatCompletionsCodec(BaseCodec):
             elif isinstance(message, User):
                 wire.add(message, _user)
             elif isinstance(message, Assistant):
-                wire.add(message, _assistant_with if reasoning_back else _assistant_without)
+                if kimi and at == last and not message.calls:
+                    wire.extra([{**assistant(message)[0], "partial": True}])
+                else:
+                    wire.add(message, assistant)
             else:
-                wire.add(message, _tool)
+                wire.add(message, tool)
                 if message.images:
                     images.append({"type": "text", "text": tool_images_intro(message)})
                     images += (_image_part(image) for image in message.images)
@@ -127,10 +158,10 @@ def tool_images_intro(output: ToolOutput) -> str:
     return f"Images returned by tool call {output.call_id} ({output.name}):"
 
 
-def _assistant(message: Assistant, reasoning_back: bool) -> dict[str, Any]:
+def _assistant(message: Assistant, reasoning: str | None) -> dict[str, Any]:
     wire: dict[str, Any] = {"role": "assistant", "content": message.text}
-    if reasoning_back:
-        wire["reasoning_content"] = "".join(r.text for r in message.reasoning) or " "
+    if reasoning is not None:
+        wire["reasoning_content"] = reasoning
     if calls := message.calls:
         wire["tool_calls"] = [
             {
@@ -143,6 +174,10 @@ def _assistant(message: Assistant, reasoning_back: bool) -> dict[str, Any]:
     return wire
 
 
+def _reasoning_text(message: Assistant) -> str:
+    return "".join(r.text for r in message.reasoning)
+
+
 def _system(message: System) -> list[dict[str, Any]]:
     return [{"role": "system", "content": message.text}]
 
@@ -152,15 +187,32 @@ def _user(message: User) -> list[dict[str, Any]]:
 
 
 def _assistant_with(message: Assistant) -> list[dict[str, Any]]:
-    return [_assistant(message, True)]
+    return [_assistant(message, _reasoning_text(message) or " ")]
 
 
 def _assistant_without(message: Assistant) -> list[dict[str, Any]]:
-    return [_assistant(message, False)]
+    return [_assistant(message, None)]
+
+
+def _kimi_assistant(message: Assistant) -> list[dict[str, Any]]:
+    """Kimi, a model that does not require it: the reasoning recorded, if
+    any (a thinking model gets :func:`_assistant_with`, as DeepSeek's)."""
+    return [_assistant(message, _reasoning_text(message) or None)]
 
 
 def _tool(output: ToolOutput) -> list[dict[str, Any]]:
     return [{"role": "tool", "tool_call_id": output.call_id, "content": output.text}]
+
+
+def _kimi_tool(output: ToolOutput) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "tool",
+            "tool_call_id": output.call_id,
+            "name": output.name,
+            "content": output.text,
+        }
+    ]
 
 
 def _content(parts: tuple[Text | Image, ...]) -> str | list[dict[str, Any]]:

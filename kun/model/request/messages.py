@@ -149,13 +149,19 @@ Message = System | User | Assistant | ToolOutput
 
 
 def project_entry(
-    entry: HistoryEntry, reader: AttachmentReader, ids: CallIds, *, keep: bool = True
+    entry: HistoryEntry,
+    reader: AttachmentReader,
+    ids: CallIds,
+    *,
+    keep: bool = True,
+    builtins: bool = False,
 ) -> list[Message]:
     """The messages of one repaired history entry; ``ids`` maps its call
-    ids (and remembers them unless ``keep`` is false)."""
+    ids (and remembers them unless ``keep`` is false); ``builtins`` keeps
+    Moonshot's builtin tool names (:func:`~.wire_ids.wire_tool_name`)."""
     if isinstance(entry, UserEntry):
         return _user(entry.item, reader)
-    return _model(entry, reader, ids, keep)
+    return _model(entry, reader, ids, keep, builtins)
 
 
 class HistoryProjection:
@@ -163,10 +169,18 @@ class HistoryProjection:
 
     Messages of settled entries are computed once and kept; only the step
     still open is projected again on each :meth:`messages` call. ``ids`` is
-    the format's rule for call ids (default: the strictest).
+    the format's rule for call ids (default: the strictest); ``builtins``
+    keeps Moonshot's builtin tool names (the Kimi dialect).
     """
 
-    def __init__(self, reader: AttachmentReader, ids: IdRule = ID_RULES["messages"]) -> None:
+    def __init__(
+        self,
+        reader: AttachmentReader,
+        ids: IdRule = ID_RULES["messages"],
+        *,
+        builtins: bool = False,
+    ) -> None:
+        self._builtins = builtins
         self._reader = reader
         self._repair = HistoryRepair()
         self._ids = CallIds(ids)
@@ -179,7 +193,7 @@ class HistoryProjection:
             repair.feed(item)
         settled = repair.settled
         for entry in settled[self._projected :]:
-            self._messages += project_entry(entry, self._reader, self._ids)
+            self._messages += project_entry(entry, self._reader, self._ids, builtins=self._builtins)
         self._projected = len(settled)
         return self
 
@@ -187,7 +201,9 @@ class HistoryProjection:
         tail = [
             m
             for entry in self._repair.tail()
-            for m in project_entry(entry, self._reader, self._ids, keep=False)
+            for m in project_entry(
+                entry, self._reader, self._ids, keep=False, builtins=self._builtins
+            )
         ]
         return self._messages + tail
 
@@ -249,10 +265,12 @@ def _user(item: UserMessage | Compaction, reader: AttachmentReader) -> list[Mess
     return [User(content=tuple(content), attachments=item.attachments)] if content else []
 
 
-def _model(entry: ModelEntry, reader: AttachmentReader, ids: CallIds, keep: bool) -> list[Message]:
+def _model(
+    entry: ModelEntry, reader: AttachmentReader, ids: CallIds, keep: bool, builtins: bool
+) -> list[Message]:
     calls = entry.calls
     wire_ids = iter(ids.assign([call.call_id for call in calls], keep=keep))
-    names = {call.name: wire_tool_name(call.name) for call in calls}
+    names = {call.name: wire_tool_name(call.name, builtins=builtins) for call in calls}
     reasoning = [
         Reasoning(text=item.text, signature=item.signature)
         for item in entry.output

@@ -15,6 +15,9 @@ says how that becomes request fields:
 * ``glm``: ``thinking: {type: enabled|disabled}``, plus ``clear_thinking:
   false`` when the model wants its reasoning back (preserved thinking).
 * ``mimo``: ``thinking: {type: enabled|disabled}``.
+* ``kimi`` (Moonshot): ``thinking: {type: enabled|disabled}``, as Kosong
+  sends it; no ``reasoning_effort`` (Moonshot calls it legacy) and no
+  ``clear_thinking`` (GLM's): Kimi keeps the reasoning it is sent back.
 * ``openai-responses``: a level -> ``reasoning: {effort}`` (Responses) or
   ``reasoning_effort`` (chat completions); ``on``/``off`` leave the default.
 * ``anthropic-thinking``: ``thinking: {type: enabled, budget_tokens}``, the
@@ -95,7 +98,7 @@ def chat_reasoning(
             fields["reasoning_effort"] = effort
         if url is not None and is_deepseek_host(url):
             fields["thinking"] = _toggle(wants)
-    elif protocol in ("glm", "mimo"):
+    elif protocol in ("glm", "mimo", "kimi"):
         fields["thinking"] = _toggle(wants)
         if protocol == "glm" and wants and capabilities.reasoning_history == "required":
             fields["thinking"]["clear_thinking"] = False

@@ -36,6 +36,7 @@ from kun.model.request.base import (
 )
 from kun.model.request.chat_completions import tool_images_intro
 from kun.model.request.images import Image
+from kun.model.request.kimi import is_builtin
 from kun.model.request.messages import Assistant, Call, Message, System, Text, ToolOutput, User
 from kun.model.request.reasoning import responses_reasoning
 from kun.model.request.wire_ids import ID_RULES
@@ -94,7 +95,7 @@ class ResponsesCodec(BaseCodec):
         instructions, rest = split_leading_system(messages)
         if instructions:
             body["instructions"] = "\n\n".join(instructions)
-        if request.tools:
+        if tools := [tool for tool in request.tools if not is_builtin(tool.name)]:
             body["tools"] = [
                 {
                     "type": "function",
@@ -103,7 +104,7 @@ class ResponsesCodec(BaseCodec):
                     "parameters": tool.parameters,
                     "strict": False,
                 }
-                for tool in request.tools
+                for tool in tools
             ]
         return body, rest
 

@@ -30,7 +30,10 @@ Names (:func:`wire_tool_name`): every format takes ``^[a-zA-Z0-9_-]{1,64}$``.
 A name outside it becomes ``<stem>_<hash>`` (6 hex digits): the call and its
 error result stay paired and the model can still read what it called, and
 the suffix keeps it from ever matching a real tool (``read.file`` does not
-turn into ``read_file``). Valid names, hallucinated or not, are kept.
+turn into ``read_file``). Valid names, hallucinated or not, are kept. The
+Kimi dialect also keeps Moonshot's builtin names (``$web_search``:
+``$`` and a valid name), which Moonshot matches by name; for every other
+provider they are mapped like any refused name.
 """
 
 from __future__ import annotations
@@ -111,9 +114,10 @@ class CallIds:
             attempt += 1
 
 
-def wire_tool_name(name: str) -> str:
-    """``name`` if every format accepts it, else a recognisable stand-in."""
-    if _NAME.accepts(name):
+def wire_tool_name(name: str, *, builtins: bool = False) -> str:
+    """``name`` if every format accepts it (or, with ``builtins``, it is a
+    Moonshot builtin's), else a recognisable stand-in."""
+    if _NAME.accepts(name) or (builtins and name[:1] == "$" and _NAME.accepts(name[1:])):
         return name
     stem = _NAME.stem(name, _NAME.max_length - _NAME_HASH - 1) or "tool"
     return f"{stem}_{_digest(name, _NAME_HASH)}"

@@ -27,20 +27,34 @@ chunk; Messages: ``stop_reason: null``; Responses: no status);
 ``done=False`` leaves the end marker out (``[DONE]``, ``message_stop``,
 ``response.completed``); ``crlf`` ends lines with CRLF;
 ``keepalive_every=n`` puts a ``: keep-alive`` comment before every n-th
-event.
+event. ``dialect="kimi"`` renders chat completions as Moonshot sends them
+(:mod:`.kimi`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from kun.contracts.model import ModelStreamChunk, WireFormat
 from kun.testing.wire.base import Frame, Renderer, encode, frame
 from kun.testing.wire.chat_completions import ChatCompletionsRenderer, chat_completions_body
+from kun.testing.wire.kimi import KimiRenderer, kimi_body
 from kun.testing.wire.messages import MessagesRenderer, messages_body
 from kun.testing.wire.responses import ResponsesRenderer, responses_body
 
-__all__ = ["Frame", "frame", "render_body", "render_error", "render_events", "render_stream"]
+__all__ = [
+    "Dialect",
+    "Frame",
+    "frame",
+    "render_body",
+    "render_error",
+    "render_events",
+    "render_stream",
+]
+
+Dialect = Literal["kimi"]
+"""A provider's dialect of a format (only chat completions has one)."""
 
 _RENDERERS: dict[str, type[Renderer]] = {
     "chat_completions": ChatCompletionsRenderer,
@@ -62,9 +76,10 @@ def render_stream(
     keepalive_every: int = 0,
     finish_reason: bool = True,
     done: bool = True,
+    dialect: Dialect | None = None,
 ) -> bytes:
     """The SSE body a ``format`` provider streams for ``chunks``."""
-    frames = render_events(format, chunks, finish_reason=finish_reason, done=done)
+    frames = render_events(format, chunks, finish_reason=finish_reason, done=done, dialect=dialect)
     return frame(frames, crlf=crlf, keepalive_every=keepalive_every)
 
 
@@ -74,14 +89,21 @@ def render_events(
     *,
     finish_reason: bool = True,
     done: bool = True,
+    dialect: Dialect | None = None,
 ) -> list[Frame]:
     """The events of :func:`render_stream`, before framing."""
-    return _RENDERERS[format](chunks, finish_reason, done).run(chunks)
+    kimi = dialect == "kimi" and format == "chat_completions"
+    renderer = KimiRenderer if kimi else _RENDERERS[format]
+    return renderer(chunks, finish_reason, done).run(chunks)
 
 
-def render_body(format: WireFormat, chunks: Sequence[ModelStreamChunk]) -> bytes:
+def render_body(
+    format: WireFormat, chunks: Sequence[ModelStreamChunk], dialect: Dialect | None = None
+) -> bytes:
     """The non-streaming JSON body a ``format`` provider answers for
     ``chunks`` (text, reasoning and calls folded whole)."""
+    if dialect == "kimi" and format == "chat_completions":
+        return kimi_body(chunks)
     return _BODIES[format](chunks)
 
 

@@ -15,6 +15,7 @@ from kun.tools.builtin.read_file import ReadFile
 from kun.tools.builtin.todo_list import TodoList
 from kun.tools.builtin.todo_write import TodoWrite
 from kun.tools.builtin.user_input import RequestUserInput
+from kun.tools.builtin.web_search import WebSearch
 from kun.tools.builtin.write_file import WriteFile
 from kun.tools.environment import ToolEnvironment
 from kun.tools.sandbox import SandboxSettings
@@ -34,6 +35,7 @@ __all__ = [
     "TodoList",
     "TodoWrite",
     "UpdateGoal",
+    "WebSearch",
     "WriteFile",
     "builtin_tools",
 ]

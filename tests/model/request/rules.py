@@ -14,6 +14,17 @@ prefill), and there is no prefill at all with thinking on; with DeepSeek's
 thinking mode (``thinking`` without a budget) every assistant turn that
 uses tools carries a thinking block.
 
+Kimi (Moonshot), on top of chat completions (:func:`kimi_violations`):
+every tool schema is one Moonshot's validator accepts
+(:func:`kimi_schema_violations`: an object root; a ``type`` on every nested
+schema that is not a combinator or a ``$ref``; no ``type`` beside
+``anyOf``/``oneOf``; ``required`` naming only declared properties; no local
+``$ref`` left that could have been inlined); builtin tools (``$web_search``)
+go as ``builtin_function`` by name only, and a called builtin keeps its
+name; with a thinking model (``thinking`` enabled) every assistant message
+that calls tools carries a non-empty ``reasoning_content``; only a final
+assistant message is ``partial``.
+
 One rule needs the log as well as the body:
 :func:`anthropic_thinking_dropped` — with thinking asked for, a body may turn
 it off only when the step that opens the final turn has no signed reasoning
@@ -31,6 +42,8 @@ from kun.contracts.items import AssistantReasoning, Item, UserMessage
 from kun.domain.history import ModelEntry, UserEntry, repair_history
 
 THINKING = ("thinking", "redacted_thinking")
+BUILTIN_NAME = re.compile(r"\$[a-zA-Z0-9_-]{1,64}")
+KIMI_COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 CHAT_ID_MAX = 40
@@ -277,6 +290,137 @@ def _breakpoints(body: dict[str, Any]) -> int:
     for turn in body["messages"]:
         count += sum("cache_control" in block for block in turn["content"])
     return count
+
+
+def kimi_violations(body: dict[str, Any], *, thinking_model: bool = False) -> list[str]:
+    """Chat completions' rules, with Moonshot's builtins allowed, and Kimi's
+    own (see the module docstring)."""
+    tools = body.get("tools", ())
+    builtins = [t for t in tools if t["type"] == "builtin_function"]
+    plain = {**body, "tools": [t for t in tools if t not in builtins]}
+    if not plain["tools"]:
+        del plain["tools"]
+    messages = body["messages"]
+    broken = [
+        rule
+        for rule in chat_violations(_without_builtin_calls(plain))
+        if not rule.startswith("empty tools array") or not builtins
+    ]
+    for tool in builtins:
+        if tool != {"type": "builtin_function", "function": {"name": tool["function"]["name"]}}:
+            broken.append(f"builtin {tool} carries more than its name")
+        if BUILTIN_NAME.fullmatch(tool["function"]["name"]) is None:
+            broken.append(f"builtin name {tool['function']['name']!r} is not $<name>")
+    for tool in tools:
+        if tool["type"] == "function":
+            name = tool["function"]["name"]
+            broken += [
+                f"{name}: {v}" for v in kimi_schema_violations(tool["function"]["parameters"])
+            ]
+    for n, message in enumerate(messages):
+        if message.get("partial") and n != len(messages) - 1:
+            broken.append(f"message {n} is partial but not last")
+        if thinking_model and message["role"] == "assistant" and message.get("tool_calls"):
+            if not message.get("reasoning_content"):
+                broken.append(f"assistant message {n} calls tools without reasoning_content")
+    return broken
+
+
+def _without_builtin_calls(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with builtin names in calls swapped for valid plain names
+    (chat completions' name rule does not know ``$``)."""
+    messages = []
+    for message in body["messages"]:
+        calls = message.get("tool_calls")
+        if calls:
+            calls = [
+                {**c, "function": {**c["function"], "name": c["function"]["name"].lstrip("$")}}
+                if BUILTIN_NAME.fullmatch(c["function"]["name"])
+                else c
+                for c in calls
+            ]
+            message = {**message, "tool_calls": calls}
+        messages.append(message)
+    return {**body, "messages": messages}
+
+
+def kimi_schema_violations(schema: Any) -> list[str]:
+    """Why Moonshot would refuse ``schema`` as a tool's parameters."""
+    if not isinstance(schema, dict):
+        return [f"parameters are {type(schema).__name__}, not an object"]
+    broken: list[str] = []
+    if schema.get("type") != "object" and not any(k in schema for k in ("anyOf", "oneOf")):
+        broken.append(f"root type is {schema.get('type')!r}, not 'object'")
+    _kimi_node(schema, schema, "#", nested=False, broken=broken)
+    return broken
+
+
+def _kimi_node(
+    node: dict[str, Any], root: dict[str, Any], at: str, *, nested: bool, broken: list[str]
+) -> None:
+    if nested and "type" not in node and not any(k in node for k in KIMI_COMBINATORS):
+        broken.append(f"{at} has no type")
+    if "type" in node and any(isinstance(node.get(k), list) for k in ("anyOf", "oneOf")):
+        broken.append(f"{at} has a type beside anyOf/oneOf")
+    properties, required = node.get("properties"), node.get("required")
+    if isinstance(properties, dict) and isinstance(required, list):
+        missing = [name for name in required if name not in properties]
+        if missing:
+            broken.append(f"{at} requires undeclared {missing}")
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and _acyclic_target(root, ref):
+        broken.append(f"{at} keeps the local $ref {ref!r}")
+    for key, child in _kimi_children(node):
+        _kimi_node(child, root, f"{at}/{key}", nested=True, broken=broken)
+
+
+def _kimi_children(node: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+        mapping = node.get(key)
+        if isinstance(mapping, dict):
+            out += ((f"{key}/{k}", v) for k, v in mapping.items() if isinstance(v, dict))
+    for key in ("additionalProperties", "items", "not", "if", "then", "else", "contains"):
+        child = node.get(key)
+        if isinstance(child, dict):
+            out.append((key, child))
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        children = node.get(key)
+        if isinstance(children, list):
+            out += ((f"{key}/{n}", c) for n, c in enumerate(children) if isinstance(c, dict))
+    return out
+
+
+def _acyclic_target(root: dict[str, Any], ref: str) -> bool:
+    """Whether ``ref`` names a schema in ``root`` that never refers back to
+    itself (so it could have been inlined)."""
+    target: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or part not in target:
+            return False
+        target = target[part]
+    return isinstance(target, dict) and ref not in _refs(target, root, set())
+
+
+def _refs(node: Any, root: dict[str, Any], seen: set[str]) -> set[str]:
+    """Every local ``$ref`` reachable from ``node``, through the refs too."""
+    if isinstance(node, list):
+        return set().union(*(_refs(c, root, seen) for c in node)) if node else set()
+    if not isinstance(node, dict):
+        return set()
+    found: set[str] = set()
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+        seen.add(ref)
+        found.add(ref)
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        found |= _refs(target, root, seen)
+    for child in node.values():
+        found |= _refs(child, root, seen)
+    return found
 
 
 def violations(fmt: str, body: dict[str, Any]) -> list[str]:
