@@ -21,6 +21,7 @@ ReasoningProtocol = Literal[
     "mimo",
     "openai-responses",
     "anthropic-thinking",
+    "gemini-thinking",
 ]
 """How a request asks for reasoning (SPEC §8.3). ``none``: it cannot."""
 
