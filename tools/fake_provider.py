@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--format",
-        choices=["chat_completions", "responses", "messages"],
+        choices=["chat_completions", "responses", "messages", "gemini"],
         help="wire format (default: from the request path)",
     )
     parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any)")
