@@ -16,6 +16,7 @@ import pytest
 from kun.contracts.model import CompletedChunk, TextDeltaChunk, ToolCallCompleteChunk
 from kun.domain.reduce import replay
 from kun.model.scripted import tool_reply
+from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
@@ -217,7 +218,7 @@ async def test_kun_run_a_gemini_thread_with_a_tool_call(tmp_path: Path) -> None:
     with its result by name and order, and its thought signature goes back
     on its part."""
     workspace = _workspace(tmp_path)
-    call = tool_reply("read_file", {"path": "a.py"})
+    call = tool_reply("read_file", {"path": "a.py"}, call_id=f"{SYNTHETIC_ID_PREFIX}0")
     signed = [
         msgspec.structs.replace(chunk, thought_signature="c2lnLTE=")
         if isinstance(chunk, ToolCallCompleteChunk)
