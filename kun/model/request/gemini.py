@@ -47,7 +47,7 @@ from typing import Any
 import msgspec
 
 from kun.contracts.model import ModelRequest, ToolSpec
-from kun.model.body import RequestBody
+from kun.model.body import RequestBody, encode_item
 from kun.model.request.base import BaseCodec, split_leading_system
 from kun.model.request.chat_completions import tool_images_intro
 from kun.model.request.gemini_schema import gemini_parameters
@@ -91,11 +91,19 @@ def gemini_name(name: str) -> str:
 
 
 class _Content:
-    __slots__ = ("parts", "role")
+    __slots__ = ("parts", "role", "sources")
 
     def __init__(self, role: str) -> None:
         self.role = role
         self.parts: list[dict[str, Any]] = []
+        self.sources: list[Message] = []
+        """The messages the parts come from (none: kun's own text)."""
+
+    def wire(self) -> dict[str, Any]:
+        return {"role": self.role, "parts": self.parts}
+
+    def wire_items(self) -> list[dict[str, Any]]:
+        return [self.wire()]
 
 
 class GeminiCodec(BaseCodec):
@@ -113,7 +121,47 @@ class GeminiCodec(BaseCodec):
         reasoning_effort: str | None,
     ) -> dict[str, Any]:
         """``stream`` changes the URL, not the body."""
-        system, rest = split_leading_system(self.messages(request))
+        body, contents = self._build(
+            self.messages(request), request, model, max_tokens, reasoning_effort
+        )
+        body["contents"] = [content.wire() for content in contents]
+        return body
+
+    def encode_body(
+        self,
+        request: ModelRequest,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> RequestBody:
+        """:meth:`encode` as pieces (:mod:`kun.model.body`). A content's
+        bytes depend only on its messages and on the model's signature
+        rule, so every content of the history but the last (which takes
+        the context instructions) is encoded once."""
+        messages, encoded = self.messages_and_items(request)
+        head, contents = self._build(messages, request, model, max_tokens, reasoning_effort)
+        stand_in = _takes_stand_in(model)
+        items: list[bytes] = []
+        for n, content in enumerate(contents):
+            if not content.sources or n == len(contents) - 1:
+                items.append(encode_item(content.wire()))
+                continue
+            first, *rest = content.sources
+            items += encoded.items(first, content.wire_items, (stand_in, *rest))
+        return RequestBody(head, "contents", items)
+
+    def _build(
+        self,
+        messages: list[Message],
+        request: ModelRequest,
+        model: str,
+        max_tokens: int | None,
+        reasoning_effort: str | None,
+    ) -> tuple[dict[str, Any], list[_Content]]:
+        """Every field but ``contents``, and the contents."""
+        system, rest = split_leading_system(messages)
         body: dict[str, Any] = {}
         if system:
             body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
@@ -127,31 +175,12 @@ class GeminiCodec(BaseCodec):
             config["thinkingConfig"] = thinking
         if config:
             body["generationConfig"] = config
-        stand_in = _BEFORE_SIGNATURES.match(model) is None
-        body["contents"] = [
-            {"role": c.role, "parts": c.parts} for c in _contents(rest, stand_in=stand_in)
-        ]
-        return body
+        return body, _contents(rest, stand_in=_takes_stand_in(model))
 
-    def encode_body(
-        self,
-        request: ModelRequest,
-        *,
-        model: str,
-        stream: bool,
-        max_tokens: int | None,
-        reasoning_effort: str | None,
-    ) -> RequestBody:
-        """:meth:`encode` as pieces (:mod:`kun.model.body`), one per content."""
-        return RequestBody.of(
-            self.encode(
-                request,
-                model=model,
-                stream=stream,
-                max_tokens=max_tokens,
-                reasoning_effort=reasoning_effort,
-            )
-        )
+
+def _takes_stand_in(model: str) -> bool:
+    """Whether unsigned calls get :data:`SKIP_SIGNATURE` (Gemini 3 and later)."""
+    return _BEFORE_SIGNATURES.match(model) is None
 
 
 def _declaration(tool: ToolSpec) -> dict[str, Any]:
@@ -174,13 +203,15 @@ def _contents(messages: list[Message], *, stand_in: bool) -> list[_Content]:
     images: list[dict[str, Any]] = []
     late: list[str] = []
 
-    def add(role: str, parts: list[dict[str, Any]]) -> None:
+    def add(role: str, parts: list[dict[str, Any]], source: Message | None = None) -> None:
         parts = _without_empty(parts)
         if not parts:
             return
         if not contents or contents[-1].role != role:
             contents.append(_Content(role))
         contents[-1].parts += parts
+        if source is not None:
+            contents[-1].sources.append(source)
 
     for message in messages:
         if images and not isinstance(message, ToolOutput):
@@ -189,11 +220,11 @@ def _contents(messages: list[Message], *, stand_in: bool) -> list[_Content]:
         if isinstance(message, System):
             late.append(message.text)
         elif isinstance(message, User):
-            add("user", [_user_part(part) for part in message.content])
+            add("user", [_user_part(part) for part in message.content], message)
         elif isinstance(message, Assistant):
-            add("model", _model_parts(message, stand_in))
+            add("model", _model_parts(message, stand_in), message)
         else:
-            add("user", [_response(message)])
+            add("user", [_response(message)], message)
             if message.images:
                 images.append({"text": tool_images_intro(message)})
                 images += (_inline(image) for image in message.images)
