@@ -40,24 +40,15 @@ __all__ = ["KEPT", "MAX_DEPTH", "gemini_parameters", "gemini_schema"]
 MAX_DEPTH = 12
 """How deep references are followed, and schemas nested, before a cut."""
 
-KEPT = frozenset(
-    {
-        "description",
-        "title",
-        "default",
-        "example",
-        "pattern",
-        "minimum",
-        "maximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "minProperties",
-        "maxProperties",
-    }
+_STRINGS = frozenset({"description", "title", "pattern"})
+_NUMBERS = frozenset({"minimum", "maximum"})
+_COUNTS = frozenset(
+    {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
 )
-"""Fields copied as they are (Gemini's ``Schema`` has them, same spelling)."""
+_ANY = frozenset({"default", "example"})
+KEPT = _STRINGS | _NUMBERS | _COUNTS | _ANY
+"""Fields copied as they are (Gemini's ``Schema`` has them, same spelling),
+when their value has the type Gemini wants (a string, a number, a count)."""
 
 _TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object"})
 _FORMATS = frozenset({"enum", "date-time", "int32", "int64", "float", "double"})
@@ -91,13 +82,9 @@ class _Reducer:
         if not isinstance(schema, dict) or depth > MAX_DEPTH:
             return {"type": "OBJECT"} if depth > MAX_DEPTH else {}
         schema = self._resolved(schema, depth)
-        out: dict[str, Any] = {key: schema[key] for key in KEPT if key in schema}
-        if not isinstance(out.get("description", ""), str):
-            del out["description"]
-        if not isinstance(out.get("title", ""), str):
-            del out["title"]
-        if not isinstance(out.get("pattern", ""), str):
-            del out["pattern"]
+        out: dict[str, Any] = {
+            key: value for key, value in schema.items() if key in KEPT and _fits(key, value)
+        }
         self._type(schema, out, depth)
         self._enum(schema, out)
         self._children(schema, out, depth)
@@ -193,6 +180,16 @@ class _Reducer:
             items = items[0] if items else None
         if isinstance(items, dict):
             out["items"] = self.reduce(items, depth + 1)
+
+
+def _fits(key: str, value: object) -> bool:
+    if key in _STRINGS:
+        return isinstance(value, str)
+    if key in _NUMBERS:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if key in _COUNTS:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return True
 
 
 def _merge(into: dict[str, Any], part: dict[str, Any]) -> None:
