@@ -197,6 +197,21 @@ GOOGLE_429_QUOTA = (
 )
 
 
+GOOGLE_429_DAILY = (
+    b'{"error": {"code": 429, "message": "You exceeded your current quota.",'
+    b' "status": "RESOURCE_EXHAUSTED", "details": [{"@type":'
+    b' "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric":'
+    b' "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId":'
+    b' "GenerateRequestsPerDayPerProjectPerModel-FreeTier", "quotaValue": "250"}]},'
+    b' {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "31s"}]}}'
+)
+
+
+def test_a_daily_quota_is_not_retried_whatever_the_retry_delay() -> None:
+    daily = classify_response(429, GOOGLE_429_DAILY)
+    assert isinstance(daily, APIProviderQuotaExhaustedError) and not daily.is_retryable
+
+
 def test_google_http_errors_are_classified() -> None:
     rate = classify_response(429, GOOGLE_429_RATE)
     assert isinstance(rate, APIProviderRateLimitError) and rate.retry_after == 17
