@@ -42,6 +42,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -187,14 +188,20 @@ def _declaration(tool: ToolSpec) -> dict[str, Any]:
     declaration: dict[str, Any] = {"name": gemini_name(tool.name)}
     if tool.description:
         declaration["description"] = tool.description
-    try:
-        schema = msgspec.json.decode(bytes(tool.parameters))
-    except msgspec.DecodeError:
-        schema = None
-    parameters = gemini_parameters(schema)
+    parameters = _parameters(bytes(tool.parameters))
     if parameters is not None:
         declaration["parameters"] = parameters
     return declaration
+
+
+@lru_cache(maxsize=512)
+def _parameters(schema: bytes) -> dict[str, Any] | None:
+    """A tool schema reduced once, not on every step (the result is only read)."""
+    try:
+        decoded = msgspec.json.decode(schema)
+    except msgspec.DecodeError:
+        decoded = None
+    return gemini_parameters(decoded)
 
 
 def _contents(messages: list[Message], *, stand_in: bool) -> list[_Content]:
