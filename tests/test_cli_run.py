@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
-from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.contracts.model import CompletedChunk, TextDeltaChunk, ToolCallCompleteChunk
 from kun.domain.reduce import replay
 from kun.model.scripted import tool_reply
+from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
@@ -208,3 +210,49 @@ async def test_a_thread_continued_from_another_folder_reads_its_workspaces_kun_t
     assert code == 0, err
     assert f"kun: note: configuration from {config} (the thread's workspace)" in err
     assert "a.py prints a." in out
+
+
+async def test_kun_run_a_gemini_thread_with_a_tool_call(tmp_path: Path) -> None:
+    """The Gemini format end to end: the key goes in ``x-goog-api-key``
+    (never in the URL), the call comes back without an id and is paired
+    with its result by name and order, and its thought signature goes back
+    on its part."""
+    workspace = _workspace(tmp_path)
+    call = tool_reply("read_file", {"path": "a.py"}, call_id=f"{SYNTHETIC_ID_PREFIX}0")
+    signed = [
+        msgspec.structs.replace(chunk, thought_signature="c2lnLTE=")
+        if isinstance(chunk, ToolCallCompleteChunk)
+        else chunk
+        for chunk in call
+    ]
+    script = [FakeResponse(chunks=tuple(signed)), ANSWER]
+    config = tmp_path / "kun.toml"
+    async with FakeProvider(script, format="gemini") as provider:
+        config.write_text(
+            'default_provider = "gem"\n\n[providers.gem]\n'
+            f'base_url = "{provider.base_url}"\nendpoint_format = "gemini"\n'
+            'api_key_env = "KUN_TEST_GEMINI_KEY"\ndefault_model = "gemini-2.5-flash"\n'
+        )
+        code, out, err = await _kun(
+            "run", "what does a.py print?",
+            "--config", str(config),
+            "--home", str(tmp_path / "home"),
+            "--workspace", str(workspace),
+            env={"KUN_TEST_GEMINI_KEY": "g-secret"},
+        )  # fmt: skip
+        requests = provider.requests
+    assert code == 0, err
+    assert '-> read_file({"path":"a.py"})' in out
+    assert "a.py prints a." in out and "turn completed" in out
+    first, second = requests
+    assert first.path == "/v1/models/gemini-2.5-flash:streamGenerateContent"
+    assert first.query == "alt=sse" and "g-secret" not in first.query
+    assert first.headers["x-goog-api-key"] == "g-secret"
+    assert "authorization" not in first.headers
+    model, answered = second.json["contents"][-2:]
+    assert model["role"] == "model"
+    assert model["parts"][-1]["functionCall"] == {"name": "read_file", "args": {"path": "a.py"}}
+    assert model["parts"][-1]["thoughtSignature"] == "c2lnLTE="
+    (response,) = [p for p in answered["parts"] if "functionResponse" in p]
+    assert response["functionResponse"]["name"] == "read_file"
+    assert "print('a')" in response["functionResponse"]["response"]["output"]

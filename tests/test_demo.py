@@ -119,7 +119,7 @@ def test_the_demo_paces_only_on_a_terminal_and_not_when_fast(
     seen: dict[str, bool] = {}
 
     async def fake_run(
-        home: Path, out: object, *, color: bool, paced: bool
+        home: Path, out: object, *, color: bool, paced: bool, wire: str
     ) -> kun.cli.demo.DemoRun:
         seen["paced"] = paced
         raise SystemExit(0)
@@ -139,3 +139,15 @@ def test_the_demo_at_a_terminal(tmp_path: Path) -> None:
     assert status == 0, text
     assert "\x1b[" in child.logfile_read.getvalue()  # type: ignore[union-attr]
     assert "$ kun usage thr_" in text and "What the log makes possible" in text
+
+
+def test_the_demo_speaks_gemini_offline(tmp_path: Path) -> None:
+    """``kun demo --format gemini``: the same turns over Gemini streams, the
+    calls id-less as Gemini sends them, priced at Google's rates."""
+    code, out, err = _run("demo", "--format", "gemini", "--home", str(tmp_path))
+    assert code == 0, err
+    live, _, _ = out.partition("What the log makes possible")
+    assert "-> read_file(" in live and "-> edit_file(" in live and "turn completed" in live
+    assert "google/gemini-2.5-flash" in live
+    usage_lines = [line for line in live.split("\n") if line.startswith("usage: ")]
+    assert len(usage_lines) == 2 and all("$" in line for line in usage_lines)

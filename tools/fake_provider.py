@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--format",
-        choices=["chat_completions", "responses", "messages"],
+        choices=["chat_completions", "responses", "messages", "gemini"],
         help="wire format (default: from the request path)",
     )
     parser.add_argument(

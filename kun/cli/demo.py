@@ -17,6 +17,11 @@ Price: the model id is ``gpt-4.1-mini`` and its tokens are priced as
 ``openai/gpt-4.1-mini`` in the bundled models.dev catalogue, so the usage
 line shows what the same tokens would have cost there (nothing is billed:
 the provider is on this machine).
+
+Wire: chat completions by default; ``gemini`` (``kun demo --format
+gemini``) serves the same answers as Gemini streams, to
+``gemini-2.5-flash`` priced as ``google/gemini-2.5-flash``, its calls
+without ids, as Gemini sends them.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
 import msgspec
 
@@ -46,11 +51,19 @@ from kun.contracts.model import (
 )
 from kun.contracts.usage import UsageSnapshot
 from kun.model.client import HttpModelClient
+from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.testing.fake_provider import FakeProvider, FakeResponse
 
 MODEL = "gpt-4.1-mini"
 CATALOG = "openai"
 """The catalogue provider whose prices the demo's tokens are billed at."""
+
+DemoWire = Literal["chat_completions", "gemini"]
+WIRES: dict[str, tuple[str, str]] = {
+    "chat_completions": (MODEL, CATALOG),
+    "gemini": ("gemini-2.5-flash", "google"),
+}
+"""The model and catalogue provider of each wire format the demo speaks."""
 
 PACE = (0.35, 0.035)
 """Seconds the paced provider waits before each response (the model
@@ -87,6 +100,8 @@ class DemoRun:
     workspace: Path
     turn_ids: tuple[str, ...]
     statuses: tuple[str, ...]
+    model: str = MODEL
+    catalog: str = CATALOG
 
 
 def _words(text: str) -> list[ModelStreamChunk]:
@@ -180,19 +195,28 @@ async def _turn(kun: Kun, thread_id: str, prompt: str, view: LiveView) -> str:
     return started.turn_id
 
 
-async def run_demo(home: Path, out: TextIO, *, color: bool = False, paced: bool = False) -> DemoRun:
+async def run_demo(
+    home: Path,
+    out: TextIO,
+    *,
+    color: bool = False,
+    paced: bool = False,
+    wire: DemoWire = "chat_completions",
+) -> DemoRun:
     """Run the demo's two turns into ``home``, showing them on ``out``."""
     workspace = make_workspace(Path(tempfile.mkdtemp(prefix="kun-demo-ws-")))
-    async with FakeProvider(script(paced=paced), format="chat_completions") as provider:
-        client = HttpModelClient(
-            "loopback", MODEL, provider.base_url, "chat_completions", catalog=CATALOG
-        )
+    model, catalog = WIRES[wire]
+    answers = script(paced=paced)
+    if wire == "gemini":
+        answers = [_as_gemini(answer, model) for answer in answers]
+    async with FakeProvider(answers, format=wire) as provider:
+        client = HttpModelClient("loopback", model, provider.base_url, wire, catalog=catalog)
         async with client, open_home(home, engines_over(home, client)) as kun:
             created = await kun.create_thread(
                 CreateThread(
                     workspace=str(workspace),
                     provider="loopback",
-                    model=MODEL,
+                    model=model,
                     approval_policy="on-request",
                     title="Fix the failing add()",
                 )
@@ -211,4 +235,18 @@ async def run_demo(home: Path, out: TextIO, *, color: bool = False, paced: bool 
         workspace=workspace,
         turn_ids=tuple(turn_ids),
         statuses=tuple(turn.status for turn in turns),
+        model=model,
+        catalog=catalog,
     )
+
+
+def _as_gemini(answer: FakeResponse, model: str) -> FakeResponse:
+    """``answer`` as Gemini says it: calls without ids, its model's name."""
+    chunks: list[ModelStreamChunk] = []
+    for chunk in answer.chunks:
+        if isinstance(chunk, ToolCallDeltaChunk | ToolCallCompleteChunk):
+            chunk = msgspec.structs.replace(chunk, call_id=f"{SYNTHETIC_ID_PREFIX}{chunk.index}")
+        elif isinstance(chunk, UsageChunk):
+            chunk = msgspec.structs.replace(chunk, model=model)
+        chunks.append(chunk)
+    return msgspec.structs.replace(answer, chunks=tuple(chunks))

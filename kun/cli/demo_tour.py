@@ -23,7 +23,7 @@ from typing import TextIO
 import click
 
 from kun.app.logfile import events_in
-from kun.cli.demo import CATALOG, MODEL, DemoRun
+from kun.cli.demo import DemoRun, DemoWire
 from kun.contracts import events as ev
 from kun.model.catalog import catalogue_source
 
@@ -71,7 +71,8 @@ def tour(run: DemoRun, out: TextIO, cli: click.Group, *, color: bool = False) ->
     thread = run.thread_id
     count, seq = step_boundary(run.path)
     out.write(
-        f"(The model was scripted on 127.0.0.1; its tokens are priced at {CATALOG}/{MODEL}'s "
+        f"(The model was scripted on 127.0.0.1; its tokens are priced at "
+        f"{run.catalog}/{run.model}'s "
         f"rates from {catalogue_source()}. Nothing was billed.)\n"
     )
     _heading(out, "What the log makes possible", color)
@@ -98,7 +99,7 @@ def tour(run: DemoRun, out: TextIO, cli: click.Group, *, color: bool = False) ->
     out.write(f"\nworkspace: {run.workspace}\n")
 
 
-def demo(home: Path, cli: click.Group, *, fast: bool) -> None:
+def demo(home: Path, cli: click.Group, *, fast: bool, wire: DemoWire = "chat_completions") -> None:
     """``kun demo``: the turns, paced on a terminal unless ``fast``, then
     the tour of ``cli``'s commands (the ``kun`` group, passed down by the
     command so that kun.cli needs no import of the composition root). A
@@ -111,7 +112,7 @@ def demo(home: Path, cli: click.Group, *, fast: bool) -> None:
     out = sys.stdout
     tty = out.isatty()
     color = use_color(out)
-    run = anyio.run(lambda: run_demo(home, out, color=color, paced=tty and not fast))
+    run = anyio.run(lambda: run_demo(home, out, color=color, paced=tty and not fast, wire=wire))
     if any(status != "completed" for status in run.statuses):
         raise click.ClickException(f"a demo turn ended {', '.join(run.statuses)}")
     tour(run, out, cli, color=color)

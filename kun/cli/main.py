@@ -110,9 +110,17 @@ def _fail(message: str, code: int = EXIT_FAILURE) -> None:
 @click.option(
     "--fast", is_flag=True, help="Do not pace the stream (it is paced only on a terminal)."
 )
+@click.option(
+    "--format",
+    "wire",
+    type=click.Choice(["chat_completions", "gemini"]),
+    default="chat_completions",
+    show_default=True,
+    help="The wire format the scripted model speaks.",
+)
 @no_color_option
 @home_option
-def demo(fast: bool, home: Path | None) -> None:
+def demo(fast: bool, wire: str, home: Path | None) -> None:
     """Run two real turns offline against a model scripted on 127.0.0.1,
     then show what the log makes possible: time travel, a fork, a usage
     comparison, a rewind (into a fresh temporary home unless --home)."""
@@ -124,4 +132,4 @@ def demo(fast: bool, home: Path | None) -> None:
     root = resolve_home(home) if home is not None else Path(tempfile.mkdtemp(prefix="kun-demo-"))
     group = click.get_current_context().find_root().command
     assert isinstance(group, click.Group)
-    run_demo(root, group, fast=fast)
+    run_demo(root, group, fast=fast, wire="gemini" if wire == "gemini" else "chat_completions")

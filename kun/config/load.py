@@ -15,6 +15,7 @@ from kun.config.keys import value_problem
 from kun.config.schema import (
     KNOWN_PROVIDERS,
     URL_PATTERN,
+    VERTEX_DEFAULT_LOCATION,
     BashSettings,
     Config,
     ConfigFile,
@@ -53,6 +54,7 @@ _URL_SECRET = re.compile(
 )
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _USE_ENV = "put the API key in an environment variable and name it with api_key_env"
+_VERTEX_HOST = "aiplatform.googleapis.com"
 _MCP_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*")
 
 
@@ -302,10 +304,14 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         )
     catalog = table.catalog or name
     known = known_provider(catalog)
-    base_url = table.base_url or (known.base_url if known else None)
+    vertex = _vertex(table, here, source)
+    base_url = table.base_url or vertex or (known.base_url if known else None)
     if base_url is None:
         raise ConfigError(source, key_path((*here, "base_url")), "expected the provider's URL")
-    endpoint_format = table.endpoint_format or (known.endpoint_format if known else None)
+    endpoint_format = table.endpoint_format
+    if endpoint_format is None and (vertex is not None or _is_gemini_host(base_url)):
+        endpoint_format = "gemini"
+    endpoint_format = endpoint_format or (known.endpoint_format if known else None)
     if endpoint_format == "custom_endpoint":
         for model, settings in table.models.items():
             if settings.endpoint_format is not None:
@@ -338,6 +344,8 @@ def _resolve_provider(name: str, table: ProviderTable, source: str) -> ProviderC
         models=dict(table.models),
         dialect=table.dialect,
         web_search=table.web_search,
+        vertex_project=table.vertex_project,
+        vertex_location=table.vertex_location,
     )
 
 
@@ -379,6 +387,44 @@ def _resolve_agent_sdk(name: str, table: ProviderTable, source: str) -> Provider
         kind="agent-sdk",
         cli_path=table.cli_path,
     )
+
+
+def _vertex(table: ProviderTable, here: tuple[str, ...], source: str) -> str | None:
+    """The default base URL of a provider served by Vertex AI (``None``:
+    not on Vertex). Vertex takes an access token, which no known provider's
+    variable holds, so ``api_key_env`` must name it."""
+    if table.vertex_project is None:
+        if table.vertex_location is not None:
+            raise ConfigError(
+                source, key_path((*here, "vertex_location")), "expected vertex_project too"
+            )
+        return None
+    if table.endpoint_format not in (None, "gemini"):
+        raise ConfigError(
+            source,
+            key_path((*here, "endpoint_format")),
+            'expected "gemini" (or nothing): Vertex AI is reached in the Gemini format',
+        )
+    if table.api_key_env is None:
+        raise ConfigError(
+            source,
+            key_path((*here, "api_key_env")),
+            "expected the variable holding a Vertex AI access token "
+            "(e.g. the output of gcloud auth print-access-token)",
+        )
+    location = table.vertex_location or VERTEX_DEFAULT_LOCATION
+    host = _VERTEX_HOST if location == "global" else f"{location}-{_VERTEX_HOST}"
+    return f"https://{host}"
+
+
+def _is_gemini_host(url: str) -> bool:
+    """Google's Gemini API or a Vertex AI host: the format to infer when
+    none is named (as :func:`kun.model.endpoints.is_gemini_host`, which the
+    configuration may not import)."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    return host == "generativelanguage.googleapis.com" or host.endswith(_VERTEX_HOST)
 
 
 def _key_implied_by(

@@ -25,6 +25,7 @@ __all__ = [
     "EFFORT_PATTERN",
     "KNOWN_PROVIDERS",
     "URL_PATTERN",
+    "VERTEX_DEFAULT_LOCATION",
     "BashSettings",
     "CapabilityOverrides",
     "Config",
@@ -46,7 +47,7 @@ __all__ = [
     "known_provider",
 ]
 
-EndpointFormat = Literal["chat_completions", "responses", "messages", "custom_endpoint"]
+EndpointFormat = Literal["chat_completions", "responses", "messages", "gemini", "custom_endpoint"]
 """As :data:`kun.model.endpoints.EndpointFormat` (a test keeps them equal);
 declared here so reading the configuration does not import the model layer."""
 ProviderKind = Literal["http", "agent-sdk"]
@@ -67,6 +68,9 @@ EFFORT_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 """A reasoning effort: ``off``, ``on`` or a level a model declares."""
 Effort = Annotated[str, msgspec.Meta(pattern=EFFORT_PATTERN)]
 NonBlank = Annotated[str, msgspec.Meta(pattern=r"\S")]
+GoogleId = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
+"""A Google Cloud project id or location: they go into a URL path."""
+VERTEX_DEFAULT_LOCATION = "global"
 URL_PATTERN = r"[hH][tT][tT][pP][sS]?://[^\s\x00-\x1f\x7f-\x9f/?#]+[^\s\x00-\x1f\x7f-\x9f]*"
 """An http(s) URL without whitespace or control characters: httpx refuses
 them when it sends, so such a URL is refused when it is read."""
@@ -247,6 +251,8 @@ class ProviderTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     cli_path: NonBlank | None = None
     dialect: Dialect | None = None
     web_search: bool = False
+    vertex_project: GoogleId | None = None
+    vertex_location: GoogleId | None = None
 
 
 class ObservabilityTable(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -316,6 +322,15 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     cli_path: str | None = None
     dialect: Dialect | None = None
     web_search: bool = False
+    vertex_project: str | None = None
+    vertex_location: str | None = None
+
+    @property
+    def vertex(self) -> tuple[str, str] | None:
+        """Vertex AI's project and location, for a ``gemini`` provider served there."""
+        if self.vertex_project is None:
+            return None
+        return self.vertex_project, self.vertex_location or VERTEX_DEFAULT_LOCATION
 
     def __repr__(self) -> str:
         shown = msgspec.structs.asdict(self)
@@ -389,6 +404,14 @@ KNOWN_PROVIDERS: tuple[KnownProvider, ...] = (
         "https://openrouter.ai/api/v1",
         "chat_completions",
         "anthropic/claude-sonnet-4.5",
+    ),
+    KnownProvider(
+        "google",
+        "GEMINI_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "https://generativelanguage.googleapis.com/v1beta",
+        "gemini",
+        "gemini-2.5-flash",
     ),
     KnownProvider(
         "moonshotai",

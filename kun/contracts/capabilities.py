@@ -22,6 +22,7 @@ ReasoningProtocol = Literal[
     "kimi",
     "openai-responses",
     "anthropic-thinking",
+    "gemini-thinking",
 ]
 """How a request asks for reasoning (SPEC §8.3). ``none``: it cannot.
 ``kimi``: Moonshot's ``thinking: {type: enabled|disabled}``."""

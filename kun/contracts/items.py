@@ -98,12 +98,21 @@ class UserMessage(ItemBase, tag="user_message", frozen=True, kw_only=True):
 
 
 class AssistantText(ItemBase, tag="assistant_text", frozen=True, kw_only=True):
+    """``thought_signature``: Gemini's opaque signature on the text part of
+    this step (the last one given), sent back verbatim on that part."""
+
     text: str = ""
+    thought_signature: str | None = None
 
 
 class AssistantReasoning(ItemBase, tag="assistant_reasoning", frozen=True, kw_only=True):
+    """``signature`` authenticates Anthropic thinking; ``thought_signature``
+    is Gemini's, from its thought part. Two fields, so a signature only ever
+    goes back to the provider family that made it."""
+
     text: str = ""
     signature: str | None = None
+    thought_signature: str | None = None
 
 
 class ToolCall(ItemBase, tag="tool_call", frozen=True, kw_only=True):
@@ -120,6 +129,10 @@ class ToolCall(ItemBase, tag="tool_call", frozen=True, kw_only=True):
     """A ``delegate_task`` call's side thread, once it is created
     (``subagent_started``); its turn does the work, its answer is the result."""
     agent: str | None = None
+    thought_signature: str | None = None
+    """Gemini's opaque signature on this call's ``functionCall`` part (Gemini
+    3 refuses a history whose first call of a step lost it); sent back
+    verbatim on that part, never to another provider."""
 
 
 class ToolResult(ItemBase, tag="tool_result", frozen=True, kw_only=True):

@@ -32,9 +32,10 @@ import msgspec
 from kun.contracts.items import Attachment, Item
 from kun.contracts.usage import UsageSnapshot
 
-WireFormat = Literal["chat_completions", "responses", "messages"]
-"""The three wire formats kun speaks: OpenAI Chat Completions (and every
-OpenAI-compatible relay), OpenAI Responses, and Anthropic Messages."""
+WireFormat = Literal["chat_completions", "responses", "messages", "gemini"]
+"""The wire formats kun speaks: OpenAI Chat Completions (and every
+OpenAI-compatible relay), OpenAI Responses, Anthropic Messages, and Google's
+Gemini ``generateContent`` (AI Studio and Vertex AI)."""
 
 StopReason = str
 """Why a response ended. An open string; the common values are ``stop`` (a
@@ -108,16 +109,24 @@ class ChunkBase(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="
 
 
 class TextDeltaChunk(ChunkBase, tag="assistant_text_delta", frozen=True, kw_only=True):
+    """A text fragment. ``thought_signature`` (Gemini) is the opaque
+    signature the provider put on the text part this fragment came with; it
+    goes back verbatim on that part."""
+
     text: str
+    thought_signature: str | None = None
 
 
 class ReasoningDeltaChunk(ChunkBase, tag="assistant_reasoning_delta", frozen=True, kw_only=True):
     """A reasoning fragment. ``signature`` (Anthropic thinking) authenticates
     the reasoning block when it is sent back; it arrives on its own chunk,
-    usually with empty ``text``."""
+    usually with empty ``text``. ``thought_signature`` is Gemini's, from the
+    thought part the fragment came with: a separate field, so one
+    provider's signature is never sent to another."""
 
     text: str
     signature: str | None = None
+    thought_signature: str | None = None
 
 
 class ToolCallDeltaChunk(ChunkBase, tag="tool_call_delta", frozen=True, kw_only=True):
@@ -132,7 +141,8 @@ class ToolCallDeltaChunk(ChunkBase, tag="tool_call_delta", frozen=True, kw_only=
 
 class ToolCallCompleteChunk(ChunkBase, tag="tool_call_complete", frozen=True, kw_only=True):
     """A settled call. ``arguments`` is compact JSON of an object;
-    ``arguments_text`` is the text as the provider streamed it."""
+    ``arguments_text`` is the text as the provider streamed it;
+    ``thought_signature`` is the Gemini signature on the call's part."""
 
     call_id: str
     name: str
@@ -140,6 +150,7 @@ class ToolCallCompleteChunk(ChunkBase, tag="tool_call_complete", frozen=True, kw
     repair: ArgumentRepair = "none"
     arguments_text: str = ""
     index: int = 0
+    thought_signature: str | None = None
 
 
 class UsageChunk(ChunkBase, tag="usage", frozen=True, kw_only=True):

@@ -29,7 +29,8 @@ What is kept:
   reads as a deliberate answer, and providers give no way to mark it cut.
   The next step asks again from the user's words.
 * ``assistant_reasoning``: ``completed`` only (a broken stream's is
-  ``failed``: its signature may not verify), with text or a signature. It is
+  ``failed``: its signature may not verify), with text or a signature
+  (Anthropic's or Gemini's). It is
   kept here; whether it reaches the wire is the model dialect's decision.
 * ``tool_call`` / ``tool_result``: see blocks below. Open results are dropped.
 * Everything else is GUI-only and dropped: ``approval``, ``user_input`` (its
@@ -200,7 +201,9 @@ def _is_output(item: Output) -> bool:
     if isinstance(item, AssistantText):
         return item.status in _SENT_TEXT_STATUSES and bool(item.text.strip())
     if isinstance(item, AssistantReasoning):
-        return item.status == "completed" and bool(item.text or item.signature)
+        return item.status == "completed" and bool(
+            item.text or item.signature or item.thought_signature
+        )
     return True
 
 

@@ -92,6 +92,10 @@ KUN_TABLE: tuple[Rule, ...] = (
     # there).
     Rule(frozenset({"openai"}), ("*",), True, "openai-responses", None, "responses"),
     Rule(_GLM_PROVIDERS, ("glm-*",), True, "glm"),
+    # Gemini's thinking models take generationConfig.thinkingConfig. No
+    # endpoint format here: Google also serves them over chat completions
+    # (/v1beta/openai), and the provider's format says which is in use.
+    Rule(frozenset({"google", "google-vertex"}), ("gemini-*",), True, "gemini-thinking"),
     Rule(_MIMO_PROVIDERS, ("mimo-*",), True, "mimo"),
     # Kimi's thinking models (kimi-k2-thinking, kimi-k2.5, kimi-k2.6) take
     # thinking: {type}; the catalogue marks their reasoning as interleaved

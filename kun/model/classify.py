@@ -24,7 +24,9 @@ Order of evidence:
 Google's ``RESOURCE_EXHAUSTED`` covers both a per-minute limit and an
 exhausted quota: it is quota exhaustion (never retried) unless the provider
 says when to retry (a ``Retry-After`` or a ``retryDelay``) without a
-``limit: 0``.
+``limit: 0``, and no ``QuotaFailure`` violation names a daily quota (a
+``quotaId`` with ``PerDay``: Gemini's free tier says "retry in 30 s" for a
+quota that only comes back tomorrow).
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def classify_response(
     text = body.decode("utf-8", "replace")
     if retry_after is None and (delay := _RETRY_DELAY.search(text)) is not None:
         retry_after = float(delay.group(1))
-    kind = _kind(codes, message or text, retry_after is not None) or _STATUS_KINDS.get(status)
+    says_when = retry_after is not None and not _daily_quota(body)
+    kind = _kind(codes, message or text, says_when) or _STATUS_KINDS.get(status)
     detail = message or summarize_body(text) or "(empty body)"
     return _build(kind, status, f"HTTP {status}", detail, retry_after=retry_after, url=url)
 
@@ -207,6 +210,27 @@ def error_fields(body: bytes) -> tuple[str, tuple[str, ...]]:
     if not message and isinstance(inner, str):
         message = inner
     return message, codes
+
+
+def _daily_quota(body: bytes) -> bool:
+    """Whether a Google error's ``QuotaFailure`` details name a daily quota."""
+    if b"PerDay" not in body:
+        return False
+    try:
+        data: Any = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    if isinstance(data, list) and data:
+        data = data[0]
+    error = data.get("error") if isinstance(data, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        violations = detail.get("violations") if isinstance(detail, dict) else None
+        for violation in violations if isinstance(violations, list) else ():
+            quota = violation.get("quotaId") if isinstance(violation, dict) else None
+            if isinstance(quota, str) and "PerDay" in quota:
+                return True
+    return False
 
 
 def _codes(scopes: list[dict[str, Any]]) -> Iterator[str]:

@@ -1,4 +1,4 @@
-"""The HTTP adapter of the model port, for the three wire formats.
+"""The HTTP adapter of the model port, for every wire format.
 
 :class:`HttpModelClient` encodes a :class:`ModelRequest` (a
 :class:`~kun.model.request_codec.RequestCodec`), posts it in pieces with
@@ -110,7 +110,7 @@ class _Shared:
 
 
 class HttpModelClient:
-    """A model behind an HTTP endpoint, in one of the three wire formats.
+    """A model behind an HTTP endpoint, in one of the wire formats.
 
     ``wire_format`` may be ``custom_endpoint``: ``base_url`` is then the full
     URL and names its format (see :mod:`kun.model.endpoints`); a bad endpoint
@@ -125,8 +125,10 @@ class HttpModelClient:
     call's raw bodies and chunks; without one, nothing is recorded. A
     request's own ``max_tokens`` and ``reasoning_effort`` win over the
     client's (:meth:`with_max_completion_tokens`, :meth:`with_thinking`).
-    ``streaming=False`` asks for one JSON answer. ``sleep``, ``rng`` and
-    ``clock`` are injectable for tests.
+    ``streaming=False`` asks for one JSON answer. ``vertex`` (project,
+    location) sends a ``gemini`` request to Vertex AI, with ``api_key`` as
+    a bearer token. ``sleep``, ``rng`` and ``clock`` are injectable for
+    tests.
     """
 
     def __init__(
@@ -152,6 +154,7 @@ class HttpModelClient:
         observer: CallObserver | None = None,
         shared_proxy: str | None = None,
         catalog: str | None = None,
+        vertex: tuple[str, str] | None = None,
     ) -> None:
         if http is not None and proxy is not None:
             raise ValueError("pass the proxy to the httpx.AsyncClient you provide, not here")
@@ -159,7 +162,9 @@ class HttpModelClient:
             raise ValueError("shared_proxy names the proxy of the httpx.AsyncClient you provide")
         if idle_timeout <= 0:
             raise ValueError("idle_timeout must be positive")
-        endpoint = resolve_endpoint(base_url, wire_format)
+        endpoint = resolve_endpoint(
+            base_url, wire_format, model=model, stream=streaming, vertex=vertex
+        )
         self._provider = provider
         self._model = model
         self._catalog = catalog or provider
@@ -180,7 +185,7 @@ class HttpModelClient:
         self._thinking: str | None = None
         self._max_tokens: int | None = None
         extra = {name.lower(): value for name, value in (headers or {}).items()}
-        self._headers = _auth_headers(endpoint.wire_format, api_key) | extra
+        self._headers = _auth_headers(endpoint.wire_format, api_key, vertex is not None) | extra
         self._redactor = Redactor.for_request(api_key, self._headers, self._proxy)
         self._unsendable = header_problem(self._headers)
         if http is None:
@@ -486,12 +491,18 @@ def _is_json(response: httpx.Response) -> bool:
     return kind == "application/json" or kind.endswith("+json")
 
 
-def _auth_headers(format: WireFormat, api_key: str | None) -> dict[str, str]:
+def _auth_headers(format: WireFormat, api_key: str | None, vertex: bool) -> dict[str, str]:
+    """The user agent and the credential where the format wants it: Gemini's
+    key in ``x-goog-api-key`` (never in the URL, where logs would keep it),
+    Vertex AI's access token as a bearer token."""
     headers = {"user-agent": "kun"}
     if format == "messages":
         headers["anthropic-version"] = ANTHROPIC_VERSION
         if api_key:
             headers["x-api-key"] = api_key
+    elif format == "gemini" and not vertex:
+        if api_key:
+            headers["x-goog-api-key"] = api_key
     elif api_key:
         headers["authorization"] = f"Bearer {api_key}"
     return headers

@@ -24,6 +24,17 @@ version:
 
 A base that already ends with the endpoint path is used as is. The query
 string of the base (Azure's ``api-version``) is kept.
+
+Gemini (``gemini``) puts the model in the path:
+``<base>/models/<model>:streamGenerateContent?alt=sse`` (``:generateContent``
+when not streaming), ``/v1beta`` added to a base without a version
+(``https://generativelanguage.googleapis.com``). On Vertex AI (a
+``vertex`` project and location) the model is Google's publisher model:
+``<base>/v1/projects/<p>/locations/<l>/publishers/google/models/<model>:...``,
+the base defaulting to the location's host (:func:`vertex_base_url`). A
+custom endpoint whose path ends in ``:streamGenerateContent`` or
+``:generateContent`` is a Gemini endpoint used as is (``alt=sse`` added for
+the streaming one).
 """
 
 from __future__ import annotations
@@ -44,18 +55,21 @@ __all__ = [
     "EndpointFormat",
     "infer_wire_format",
     "is_deepseek_host",
+    "is_gemini_host",
     "is_kimi_host",
     "models_probe_url",
     "resolve_endpoint",
+    "vertex_base_url",
 ]
 
-EndpointFormat = Literal["chat_completions", "responses", "messages", "custom_endpoint"]
+EndpointFormat = Literal["chat_completions", "responses", "messages", "gemini", "custom_endpoint"]
 """A wire format, or ``custom_endpoint`` (the base URL is the full URL)."""
 
 ENDPOINT_PATHS: dict[WireFormat, str] = {
     "chat_completions": "chat/completions",
     "responses": "responses",
     "messages": "messages",
+    "gemini": "models",
 }
 
 CUSTOM_SUFFIXES: tuple[tuple[str, WireFormat], ...] = (
@@ -63,6 +77,8 @@ CUSTOM_SUFFIXES: tuple[tuple[str, WireFormat], ...] = (
     ("/completions", "chat_completions"),
     ("/responses", "responses"),
     ("/messages", "messages"),
+    (":streamgeneratecontent", "gemini"),
+    (":generatecontent", "gemini"),
 )
 """Accepted path suffixes of a custom endpoint, most specific first."""
 
@@ -71,6 +87,8 @@ KIMI_HOSTS = frozenset({"api.moonshot.ai", "api.moonshot.cn", "api.kimi.com"})
 """Moonshot's API hosts (international, China) and the Kimi coding endpoint
 (``https://api.kimi.com/coding/v1``): requests there speak the Kimi dialect
 of chat completions (:mod:`kun.model.request.kimi`)."""
+GEMINI_HOST = "generativelanguage.googleapis.com"
+VERTEX_HOST_SUFFIX = "aiplatform.googleapis.com"
 
 _VERSION = re.compile(r"/(?:v\d+[a-z0-9]*|beta)$", re.IGNORECASE)
 
@@ -82,11 +100,21 @@ class Endpoint(msgspec.Struct, frozen=True, gc=False):
     wire_format: WireFormat
 
 
-def resolve_endpoint(base_url: str, format: EndpointFormat) -> Endpoint:
+def resolve_endpoint(
+    base_url: str,
+    format: EndpointFormat,
+    *,
+    model: str = "",
+    stream: bool = True,
+    vertex: tuple[str, str] | None = None,
+) -> Endpoint:
     """The endpoint for ``base_url`` in ``format`` (see the module docstring).
+    ``model``, ``stream`` and ``vertex`` (project, location) matter to
+    Gemini only, whose URL names the model and the method.
 
     Raises :class:`EndpointConfigError` for a base that is not an http(s)
-    URL, and for a custom endpoint whose suffix names no format.
+    URL, for a custom endpoint whose suffix names no format, and for a
+    Gemini endpoint without a model.
     """
     parts = _split(base_url)
     if format == "custom_endpoint":
@@ -97,9 +125,56 @@ def resolve_endpoint(base_url: str, format: EndpointFormat) -> Endpoint:
                 f"cannot tell the wire format of the custom endpoint {base_url!r}: "
                 f"its path must end with one of {accepted}"
             )
+        if wire == "gemini" and parts.path.lower().endswith(":streamgeneratecontent"):
+            parts = parts._replace(query=_with_sse(parts.query))
         return Endpoint(urlunsplit(parts._replace(fragment="")), wire)
+    if format == "gemini":
+        return _gemini(parts, model, stream, vertex)
     path = _join(parts.path, format)
     return Endpoint(urlunsplit(parts._replace(path=path, fragment="")), format)
+
+
+def vertex_base_url(location: str) -> str:
+    """Vertex AI's host for ``location`` (``global`` has no regional prefix)."""
+    if location == "global":
+        return f"https://{VERTEX_HOST_SUFFIX}"
+    return f"https://{location}-{VERTEX_HOST_SUFFIX}"
+
+
+def is_gemini_host(url: str) -> bool:
+    """Whether ``url`` is Google's Gemini API or a Vertex AI host (the
+    format to infer for a provider that names no ``endpoint_format``)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host == GEMINI_HOST or host.endswith(VERTEX_HOST_SUFFIX)
+
+
+def _gemini(
+    parts: SplitResult, model: str, stream: bool, vertex: tuple[str, str] | None
+) -> Endpoint:
+    if not model:
+        raise EndpointConfigError("a Gemini endpoint names its model: none was given")
+    path = parts.path.rstrip("/")
+    name = model.removeprefix("models/")
+    if vertex is not None:
+        project, location = vertex
+        if _VERSION.search(path) is None:
+            path = f"{path}/v1"
+        path = f"{path}/projects/{project}/locations/{location}/publishers/google/models/{name}"
+    else:
+        if _VERSION.search(path) is None:
+            path = f"{path}/v1beta"
+        path = f"{path}/models/{name}"
+    method = ":streamGenerateContent" if stream else ":generateContent"
+    query = _with_sse(parts.query) if stream else parts.query
+    return Endpoint(
+        urlunsplit(parts._replace(path=path + method, query=query, fragment="")), "gemini"
+    )
+
+
+def _with_sse(query: str) -> str:
+    if "alt=sse" in query.split("&"):
+        return query
+    return f"{query}&alt=sse" if query else "alt=sse"
 
 
 def infer_wire_format(url: str) -> WireFormat | None:

@@ -181,7 +181,9 @@ class ProviderClients:
         if wire_format != "custom_endpoint":
             wire_format = known.endpoint_format or wire_format
         try:
-            endpoint = resolve_endpoint(config.base_url, wire_format)
+            endpoint = resolve_endpoint(
+                config.base_url, wire_format, model=model, vertex=config.vertex
+            )
         except EndpointConfigError as exc:
             raise ConfigError(self._source, self._key("base_url"), str(exc)) from None
         kimi = config.dialect == "kimi" or is_kimi_host(endpoint.url)
@@ -218,6 +220,7 @@ class ProviderClients:
             shared_proxy=config.proxy if self._transport is None else None,
             observer=self._observer,
             catalog=config.catalog,
+            vertex=config.vertex,
             **options,
         )
         if settings is not None and settings.max_tokens is not None:

@@ -23,6 +23,7 @@ from kun.contracts.capabilities import UNKNOWN, ModelCapabilities
 from kun.contracts.model import ModelRequest, WireFormat
 from kun.model.request.anthropic import MessagesCodec
 from kun.model.request.chat_completions import ChatCompletionsCodec
+from kun.model.request.gemini import GeminiCodec
 from kun.model.request.images import DEFAULT_FALLBACK_LIMIT, AttachmentLoader
 from kun.model.request.reasoning import ANTHROPIC_DEFAULT_MAX_TOKENS
 from kun.model.request.responses import ResponsesCodec
@@ -30,6 +31,7 @@ from kun.model.request.responses import ResponsesCodec
 __all__ = [
     "ANTHROPIC_DEFAULT_MAX_TOKENS",
     "ChatCompletionsCodec",
+    "GeminiCodec",
     "MessagesCodec",
     "RequestCodec",
     "ResponsesCodec",
@@ -59,10 +61,13 @@ class RequestCodec(Protocol):
     ) -> dict[str, Any]: ...
 
 
-_CODECS: dict[WireFormat, type[ChatCompletionsCodec | ResponsesCodec | MessagesCodec]] = {
+_CODECS: dict[
+    WireFormat, type[ChatCompletionsCodec | ResponsesCodec | MessagesCodec | GeminiCodec]
+] = {
     "chat_completions": ChatCompletionsCodec,
     "responses": ResponsesCodec,
     "messages": MessagesCodec,
+    "gemini": GeminiCodec,
 }
 
 

@@ -11,6 +11,12 @@ Two token semantics exist and confusing them fakes the cache hit rate:
   so the prompt is ``input + cache_read + cache_creation``. A usage object
   carrying ``cache_read_input_tokens`` or ``cache_creation_input_tokens`` is
   read this way whichever wire it came on (relays pass it through).
+* Gemini style (``usageMetadata``, recognised by ``promptTokenCount`` or
+  ``candidatesTokenCount``): ``promptTokenCount`` is the whole prompt,
+  cached part included (``cachedContentTokenCount``), plus
+  ``toolUsePromptTokenCount`` when a tool added to it; but
+  ``candidatesTokenCount`` excludes the thinking, so the completion is
+  ``candidates + thoughtsTokenCount`` and the reasoning is the thoughts.
 
 The cost is the provider's own figure when it reports one (OpenRouter's
 ``usage.cost``); otherwise ``None`` here: pricing is applied later, by
@@ -29,6 +35,8 @@ __all__ = ["merge_usage", "normalize_usage"]
 
 def normalize_usage(raw: Mapping[str, Any]) -> UsageSnapshot:
     """Normalize one provider usage object (a decoded JSON object)."""
+    if "promptTokenCount" in raw or "candidatesTokenCount" in raw:
+        return _gemini(raw)
     if "cache_read_input_tokens" in raw or "cache_creation_input_tokens" in raw:
         return _anthropic(raw)
     return _openai(raw)
@@ -55,6 +63,20 @@ def _anthropic(raw: Mapping[str, Any]) -> UsageSnapshot:
         cache_hit_tokens=read,
         cache_miss_tokens=uncached + written,
         cache_write_tokens=written,
+        cost_usd=_cost(raw),
+    )
+
+
+def _gemini(raw: Mapping[str, Any]) -> UsageSnapshot:
+    prompt = _int(raw.get("promptTokenCount")) + _int(raw.get("toolUsePromptTokenCount"))
+    hit = min(_int(raw.get("cachedContentTokenCount")), prompt)
+    thoughts = _int(raw.get("thoughtsTokenCount"))
+    return UsageSnapshot(
+        prompt_tokens=prompt,
+        completion_tokens=_int(raw.get("candidatesTokenCount")) + thoughts,
+        reasoning_tokens=thoughts,
+        cache_hit_tokens=hit,
+        cache_miss_tokens=prompt - hit,
         cost_usd=_cost(raw),
     )
 

@@ -9,6 +9,10 @@ before. A call the provider gave no id (the decoder names it
 ``__kun_stream_tool_call_index_<n>``, the same on every response) takes its
 item's id as call id, which is unique in the thread.
 
+Gemini's ``thought_signature`` rides on the chunk of the part it came with
+and lands on that part's item: the reasoning, the text (the last signature
+of the step's text wins: kun keeps one text item per step) or the call.
+
 A stream that broke (an ``error`` chunk) keeps what arrived, but its items
 are ``failed``: the user sees the partial answer in the log, and the model
 is not shown it again as if it had said it in full
@@ -44,6 +48,8 @@ class Answer:
         self.reasoning_id: str | None = None
         self.reasoning: list[str] = []
         self.signature: str | None = None
+        self.reasoning_thought_signature: str | None = None
+        self.text_thought_signature: str | None = None
         self.call_ids: dict[int, str] = {}
         self.calls: dict[int, ToolCallCompleteChunk] = {}
         self.usage: list[UsageChunk] = []
@@ -66,10 +72,18 @@ class Answer:
                     status=status,
                     text="".join(self.reasoning),
                     signature=self.signature,
+                    thought_signature=self.reasoning_thought_signature,
                 )
             )
         if self.text_id is not None:
-            items.append(AssistantText(id=self.text_id, status=status, text="".join(self.text)))
+            items.append(
+                AssistantText(
+                    id=self.text_id,
+                    status=status,
+                    text="".join(self.text),
+                    thought_signature=self.text_thought_signature,
+                )
+            )
         return items
 
     def tool_calls(self) -> list[ToolCall]:
@@ -83,6 +97,7 @@ class Answer:
                     call_id=thread_call_id(chunk.call_id, item_id),
                     name=chunk.name,
                     arguments=chunk.arguments,
+                    thought_signature=chunk.thought_signature,
                 )
             )
         return calls
@@ -96,30 +111,9 @@ def thread_call_id(call_id: str, item_id: str) -> str:
 
 async def on_chunk(run: TurnRun, answer: Answer, chunk: object) -> None:
     if isinstance(chunk, TextDeltaChunk):
-        if answer.text_id is None:
-            answer.text_id = new_thread_local_id("txt")
-        answer.text.append(chunk.text)
-        await run.write(
-            draft(ev.AssistantTextDelta, run.turn_id, item_id=answer.text_id, text=chunk.text)
-        )
+        await _text(run, answer, chunk)
     elif isinstance(chunk, ReasoningDeltaChunk):
-        if answer.reasoning_id is None:
-            answer.reasoning_id = new_thread_local_id("rsn")
-            if not chunk.text:
-                opened = AssistantReasoning(id=answer.reasoning_id, status="in_progress")
-                await run.write(draft(ev.ItemCreated, run.turn_id, item=opened))
-        if chunk.signature:
-            answer.signature = chunk.signature
-        if chunk.text:
-            answer.reasoning.append(chunk.text)
-            await run.write(
-                draft(
-                    ev.AssistantReasoningDelta,
-                    run.turn_id,
-                    item_id=answer.reasoning_id,
-                    text=chunk.text,
-                )
-            )
+        await _reasoning(run, answer, chunk)
     elif isinstance(chunk, ToolCallDeltaChunk):
         item_id = answer.call_ids.get(chunk.index)
         if item_id is None:
@@ -142,3 +136,37 @@ async def on_chunk(run: TurnRun, answer: Answer, chunk: object) -> None:
         answer.stop_reason = chunk.stop_reason
     elif isinstance(chunk, ErrorChunk):
         answer.error = chunk
+
+
+async def _text(run: TurnRun, answer: Answer, chunk: TextDeltaChunk) -> None:
+    if chunk.thought_signature:
+        answer.text_thought_signature = chunk.thought_signature
+    if chunk.text:
+        if answer.text_id is None:
+            answer.text_id = new_thread_local_id("txt")
+        answer.text.append(chunk.text)
+        await run.write(
+            draft(ev.AssistantTextDelta, run.turn_id, item_id=answer.text_id, text=chunk.text)
+        )
+
+
+async def _reasoning(run: TurnRun, answer: Answer, chunk: ReasoningDeltaChunk) -> None:
+    if answer.reasoning_id is None:
+        answer.reasoning_id = new_thread_local_id("rsn")
+        if not chunk.text:
+            opened = AssistantReasoning(id=answer.reasoning_id, status="in_progress")
+            await run.write(draft(ev.ItemCreated, run.turn_id, item=opened))
+    if chunk.signature:
+        answer.signature = chunk.signature
+    if chunk.thought_signature:
+        answer.reasoning_thought_signature = chunk.thought_signature
+    if chunk.text:
+        answer.reasoning.append(chunk.text)
+        await run.write(
+            draft(
+                ev.AssistantReasoningDelta,
+                run.turn_id,
+                item_id=answer.reasoning_id,
+                text=chunk.text,
+            )
+        )

@@ -18,7 +18,8 @@ the body decoded as JSON.
 A script item is a :class:`FakeResponse`, a sequence of chunks (rendered by
 :mod:`kun.testing.wire`) or ``bytes`` sent verbatim. The wire format is the
 response's, else the provider's, else the request path's suffix
-(``chat/completions``, ``responses``, ``messages``); so is the dialect
+(``chat/completions``, ``responses``, ``messages``, Gemini's
+``:streamGenerateContent`` / ``:generateContent``); so is the dialect
 (``kimi``: Moonshot's chat completions, reasoning as ``reasoning_content``
 deltas and its own usage object).
 """
@@ -63,6 +64,8 @@ _SUFFIXES: tuple[tuple[str, WireFormat], ...] = (
     ("/chat/completions", "chat_completions"),
     ("/responses", "responses"),
     ("/messages", "messages"),
+    (":streamGenerateContent", "gemini"),
+    (":generateContent", "gemini"),
 )
 
 
@@ -123,7 +126,7 @@ class FakeResponse(msgspec.Struct, frozen=True, kw_only=True):
                 return self.body, "application/json"
             kind = _ERROR_TYPES.get(self.status, "api_error")
             message = f"fake provider: HTTP {self.status}"
-            return render_error(format, message, kind), "application/json"
+            return render_error(format, message, kind, self.status), "application/json"
         if self.raw is not None:
             return self.raw, "text/event-stream; charset=utf-8"
         if self.as_json:

@@ -68,7 +68,7 @@ def error_of(text: str) -> ConfigError:
         pytest.param(
             "[providers.openai]\nendpoint_format = 'chat'",
             "providers.openai.endpoint_format",
-            "expected one of: chat_completions, responses, messages, custom_endpoint",
+            "expected one of: chat_completions, responses, messages, gemini, custom_endpoint",
             id="bad-choice",
         ),
         pytest.param(

@@ -13,7 +13,11 @@ providers, drawn per turn, each with its own habits:
 * ``kimi``: ``functions.<name>:<n>`` ids, numbered again in every turn;
 * ``vllm``: 46-character ``chatcmpl-tool-…`` ids;
 * ``relay``: kun's synthesized ``__kun_stream_tool_call_index_<n>``, the same
-  on every response (logs written before ids were made unique).
+  on every response (logs written before ids were made unique);
+* ``gemini``: no call id from the provider (the call item's id, as the
+  runtime records it; sometimes a Gemini ``id``), Gemini thought signatures
+  on its thought summaries, its text and the first call of a step (never an
+  Anthropic ``signature``), sometimes thoughts without one.
 
 Any of them may call a tool by a name no format accepts
 (``functions.read_file``, ``multi_tool_use.parallel``), leave a call
@@ -38,7 +42,8 @@ from kun.contracts.items import (
 
 __all__ = ["PRODUCERS", "switching_threads"]
 
-PRODUCERS = ("openai", "claude", "deepseek", "kimi", "vllm", "relay")
+PRODUCERS = ("openai", "claude", "deepseek", "kimi", "vllm", "relay", "gemini")
+GEMINI_SIGNATURES = st.sampled_from(["Z2VtLTE=", "Z2VtLTI=", "CiQBcsjafA=="])
 
 _HEX = ("0123456789abcdef" * 2, "fedcba9876543210" * 2)
 _TOOLS = st.sampled_from(["read_file", "read_file", "grep"])
@@ -61,6 +66,8 @@ def _call_id(draw: st.DrawFn, producer: str, name: str, n: int) -> str:
         return f"functions.{name}:{n}"
     if producer == "vllm":
         return "chatcmpl-tool-" + draw(st.sampled_from(_HEX))
+    if producer == "gemini":
+        return draw(st.sampled_from([f"call_01gem{n:04d}", f"call_01gem{n:04d}", "fc-1"]))
     return f"__kun_stream_tool_call_index_{draw(st.sampled_from([0, 0, n]))}"
 
 
@@ -70,14 +77,19 @@ def _reasoning(draw: st.DrawFn, producer: str) -> AssistantReasoning | None:
         return AssistantReasoning(id="", text=text, signature=f"sig-{draw(st.integers(0, 9))}")
     if producer == "deepseek" and draw(st.booleans()):
         return AssistantReasoning(id="", text="Think about a.py.")
+    if producer == "gemini" and draw(st.booleans()):
+        signature = draw(st.none() | GEMINI_SIGNATURES)
+        return AssistantReasoning(id="", text="**Reading** a.py", thought_signature=signature)
     return None
 
 
 def _step(draw: st.DrawFn, producer: str, counter: list[int]) -> list[Item]:
     """One model step calling tools, then its results (usually all)."""
     output: list[Item] = []
+    gemini = producer == "gemini"
     if draw(st.booleans()):
-        output.append(AssistantText(id="", text="Reading."))
+        signed = draw(st.none() | GEMINI_SIGNATURES) if gemini else None
+        output.append(AssistantText(id="", text="Reading.", thought_signature=signed))
     calls: list[ToolCall] = []
     for _ in range(draw(st.integers(1, 3))):
         name = draw(_HALLUCINATED) if draw(st.integers(0, 5)) == 0 else draw(_TOOLS)
@@ -85,8 +97,15 @@ def _step(draw: st.DrawFn, producer: str, counter: list[int]) -> list[Item]:
         call_id = _call_id(draw, producer, name, counter[0])
         if any(c.call_id == call_id for c in calls):
             continue
+        signature = draw(GEMINI_SIGNATURES) if gemini and not calls else None
         calls.append(
-            ToolCall(id="", call_id=call_id, name=name, arguments=msgspec.Raw(draw(_ARGS)))
+            ToolCall(
+                id="",
+                call_id=call_id,
+                name=name,
+                arguments=msgspec.Raw(draw(_ARGS)),
+                thought_signature=signature,
+            )
         )
     output += calls
     reasoning = _reasoning(draw, producer)

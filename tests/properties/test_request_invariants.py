@@ -8,7 +8,8 @@ missing, arrive twice, arrive for calls that never were, or arrive after the
 next step), steering messages between calls and results, GUI-only items
 anywhere, attachments on user messages and tool results.
 
-Threads that switch provider and model mid-thread
+Threads that switch provider and model mid-thread (Gemini among them:
+id-less calls, thought signatures on text, thoughts and calls)
 (:func:`~tests.properties.request_strategies.switching_threads`) carry each
 producer's ids, names and reasoning into every other format: their bodies
 keep the same rules — ids unique and in each format's pattern and length,
@@ -16,7 +17,9 @@ every output answering exactly one call, tool names in
 ``^[a-zA-Z0-9_-]{1,64}$``, no empty message, no whitespace at the end of a
 final Anthropic assistant turn, DeepSeek's thinking block on every
 tool-using turn, at least one Anthropic message even when the only user
-message was blank, no Anthropic prefill with thinking on — and Claude keeps
+message was blank, no Anthropic prefill with thinking on, Gemini's
+contents alternating with every call answered by name and position in
+the next content, no signature sent to a provider that did not make it — and Claude keeps
 thinking on when the step that opens the final turn has a signed thinking
 block, wherever the log recorded it and whatever came before the user's
 last (possibly blank) message. Ids of settled steps never change as the
@@ -54,6 +57,8 @@ from tests.model.request.histories import (
     CLAUDE_THINKING,
     DEEPSEEK_THINKING,
     FORMATS,
+    GEMINI_THINKING,
+    ID_FORMATS,
     SCREENSHOT,
     TEXT_ONLY,
     TOOLS,
@@ -62,6 +67,7 @@ from tests.model.request.histories import (
 )
 from tests.model.request.rules import (
     anthropic_thinking_dropped,
+    foreign_signatures,
     opening_step_signed,
     violations,
 )
@@ -167,6 +173,8 @@ SETTINGS: list[tuple[WireFormat, ModelCapabilities, str | None, str | None]] = [
     ("messages", VISION, None, "off"),
     ("messages", CLAUDE_THINKING, None, "high"),
     ("messages", DEEPSEEK_THINKING, "https://api.deepseek.com/anthropic", "high"),
+    ("gemini", VISION, None, None),
+    ("gemini", GEMINI_THINKING, None, "high"),
 ]
 
 
@@ -197,6 +205,9 @@ def context_is_last(fmt: WireFormat, body: dict[str, Any]) -> bool:
         return bool(body["messages"][-1] == {"role": "system", "content": CONTEXT})
     if fmt == "responses":
         return bool(body["input"][-1] == {"role": "developer", "content": CONTEXT})
+    if fmt == "gemini":
+        final = body["contents"][-1]
+        return bool(final["role"] == "user" and final["parts"][-1] == {"text": CONTEXT})
     last = body["messages"][-1]
     return bool(last["role"] == "user" and last["content"][-1] == {"type": "text", "text": CONTEXT})
 
@@ -270,9 +281,10 @@ def test_threads_that_switch_provider_keep_every_formats_rules(
     the final-turn rules apply. A history with nothing left to send (an old
     or imported log whose only user message was blank) still gives a body
     with a message."""
+    anthropic = {i.signature for i in history if isinstance(i, AssistantReasoning) and i.signature}
     for fmt, capabilities, url, effort in SETTINGS:
         body = encode(fmt, capabilities, url, effort, history, CONTEXT if with_context else None)
-        broken = violations(fmt, body)
+        broken = violations(fmt, body) + foreign_signatures(fmt, body, anthropic)
         if capabilities is CLAUDE_THINKING:
             broken += anthropic_thinking_dropped(history, body)
         assert broken == [], (fmt, capabilities.reasoning_protocol)
@@ -309,7 +321,7 @@ def test_wire_ids_of_settled_steps_never_change_as_the_thread_grows(
     split = data.draw(st.integers(0, len(history)))
     settled = HistoryRepair().extend(history[:split]).settled
     kept = sum(len(e.calls) for e in settled if isinstance(e, ModelEntry))
-    for fmt in FORMATS:
+    for fmt in ID_FORMATS:
         shorter = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history[:split]))
         longer = _wire_ids(fmt, encode(fmt, TEXT_ONLY, None, None, history))
         assert shorter[:kept] == longer[:kept], fmt

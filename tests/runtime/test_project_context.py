@@ -192,5 +192,8 @@ def test_each_wire_format_sends_it_right_after_the_system_prompt(fmt: WireFormat
         assert leading == ["You are kun.", project]
     elif fmt == "responses":
         assert body["instructions"] == f"You are kun.\n\n{project}"
+    elif fmt == "gemini":
+        parts = body["systemInstruction"]["parts"]
+        assert [part["text"] for part in parts] == ["You are kun.", project]
     else:
         assert [block["text"] for block in body["system"]] == ["You are kun.", project]

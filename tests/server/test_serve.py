@@ -24,9 +24,10 @@ import pytest
 from anyio.abc import Process
 
 from kun.contracts import events as ev
-from kun.contracts.model import CompletedChunk, TextDeltaChunk
+from kun.contracts.model import CompletedChunk, TextDeltaChunk, ToolCallCompleteChunk
 from kun.domain.reduce import replay
 from kun.model.scripted import tool_reply
+from kun.model.toolcalls import SYNTHETIC_ID_PREFIX
 from kun.server.runner import GRACE_SECONDS
 from kun.store.jsonl import JsonlEventStore
 from kun.testing.fake_provider import FakeProvider, FakeResponse
@@ -47,11 +48,11 @@ def _free_port() -> int:
         return port
 
 
-def _config(tmp_path: Path, base_url: str) -> Path:
+def _config(tmp_path: Path, base_url: str, fmt: str = "chat_completions") -> Path:
     config = tmp_path / "kun.toml"
     config.write_text(
         'default_provider = "fake"\n\n[providers.fake]\n'
-        f'base_url = "{base_url}"\nendpoint_format = "chat_completions"\n'
+        f'base_url = "{base_url}"\nendpoint_format = "{fmt}"\n'
         'default_model = "fake-model"\n'
     )
     return config
@@ -69,11 +70,13 @@ async def _serve(
     *args: str,
     env: dict[str, str] | None = None,
     kun: tuple[str, ...] = (sys.executable, "-m", "kun"),
+    fmt: str = "chat_completions",
 ) -> AsyncIterator[tuple[Process, httpx.AsyncClient]]:
     port = _free_port()
+    config = _config(tmp_path, base_url, fmt)
     command = [
         *kun, "serve", "--port", str(port),
-        "--config", str(_config(tmp_path, base_url)), "--home", str(tmp_path / "home"), *args,
+        "--config", str(config), "--home", str(tmp_path / "home"), *args,
     ]  # fmt: skip
     with (tmp_path / "serve.out").open("wb") as out:
         process = await anyio.open_process(
@@ -150,6 +153,37 @@ async def test_a_full_turn_over_http(tmp_path: Path) -> None:
     assert [t.model for t in state.turns] == ["fake-model", "fake-2"]
     said = (tmp_path / "serve.out").read_text()
     assert "kun serve: the web view is at http://127.0.0.1:" in said and "?token" not in said
+
+
+async def test_a_gemini_turn_with_a_tool_call_over_http(tmp_path: Path) -> None:
+    """The HTTP API over the Gemini format: the call Gemini made without an
+    id runs under the id kun gave it, its signature is on the call item,
+    and the next request answers it by name, with the signature back on
+    the call's part."""
+    call = [
+        msgspec.structs.replace(chunk, thought_signature="Z2VtLXNpZw==")
+        if isinstance(chunk, ToolCallCompleteChunk)
+        else chunk
+        for chunk in tool_reply("read_file", {"path": "a.py"}, call_id=f"{SYNTHETIC_ID_PREFIX}0")
+    ]
+    script = [FakeResponse(chunks=tuple(call)), ANSWER]
+    async with FakeProvider(script, format="gemini") as provider:
+        async with _serve(tmp_path, provider.base_url, fmt="gemini") as (_, client):
+            created = await client.post("/v1/threads", json={"workspace": _workspace(tmp_path)})
+            thread = created.json()["thread_id"]
+            started = await client.post(f"/v1/threads/{thread}/turns", json={"text": "a.py?"})
+            assert started.status_code == 202
+            turn = await _wait_settled(client, thread, started.json()["turn_id"])
+        requests = provider.requests
+    assert turn["status"] == "completed"
+    assert turn["items"][-1]["text"] == "a.py prints a."
+    (called,) = [item for item in turn["items"] if item["type"] == "tool_call"]
+    assert called["thought_signature"] == "Z2VtLXNpZw=="
+    assert called["call_id"] == called["id"], "Gemini gave no id: the item's names the call"
+    assert [r.path for r in requests] == ["/v1/models/fake-model:streamGenerateContent"] * 2
+    model, answered = requests[1].json["contents"][-2:]
+    assert model["parts"][-1]["thoughtSignature"] == "Z2VtLXNpZw=="
+    assert answered["parts"][0]["functionResponse"]["name"] == "read_file"
 
 
 async def test_the_token_is_required_and_a_public_bind_needs_one(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ body of one wire format.
 
     items --(kun.domain.history: item-level repair)--> entries
           --(messages: projection, message-level repair, cache order)--> messages
-          --(chat_completions | responses | anthropic)--> body
+          --(chat_completions | responses | anthropic | gemini)--> body
 
 with :mod:`.reasoning` choosing each model's reasoning fields and
 :mod:`.images` turning attachments into images or bounded text.
@@ -16,6 +16,7 @@ from __future__ import annotations
 from kun.model.request.anthropic import MessagesCodec, cache_breakpoints
 from kun.model.request.base import BaseCodec
 from kun.model.request.chat_completions import ChatCompletionsCodec
+from kun.model.request.gemini import GeminiCodec
 from kun.model.request.images import (
     DEFAULT_FALLBACK_LIMIT,
     AttachmentLoader,
@@ -33,6 +34,7 @@ __all__ = [
     "AttachmentReader",
     "BaseCodec",
     "ChatCompletionsCodec",
+    "GeminiCodec",
     "HistoryProjection",
     "Image",
     "Message",

@@ -85,20 +85,29 @@ NO_OUTPUT = "(no output)"
 
 
 class Text(msgspec.Struct, frozen=True, gc=False):
+    """Text; ``thought_signature`` (Gemini's, on an assistant's text) goes
+    back on the part it came with and is ignored by the other formats."""
+
     text: str
+    thought_signature: str | None = None
 
 
 class Reasoning(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Reasoning; ``signature`` is Anthropic's, ``thought_signature`` Gemini's."""
+
     text: str
     signature: str | None = None
+    thought_signature: str | None = None
 
 
 class Call(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """A tool call; ``arguments`` is the compact JSON of an object."""
+    """A tool call; ``arguments`` is the compact JSON of an object;
+    ``thought_signature`` is Gemini's, from the call's own part."""
 
     call_id: str
     name: str
     arguments: msgspec.Raw
+    thought_signature: str | None = None
 
     @property
     def arguments_json(self) -> str:
@@ -272,7 +281,9 @@ def _model(
     wire_ids = iter(ids.assign([call.call_id for call in calls], keep=keep))
     names = {call.name: wire_tool_name(call.name, builtins=builtins) for call in calls}
     reasoning = [
-        Reasoning(text=item.text, signature=item.signature)
+        Reasoning(
+            text=item.text, signature=item.signature, thought_signature=item.thought_signature
+        )
         for item in entry.output
         if isinstance(item, AssistantReasoning)
     ]
@@ -280,11 +291,16 @@ def _model(
     wire: list[Call] = []
     for item in entry.output:
         if isinstance(item, ToolCall):
-            call = Call(call_id=next(wire_ids), name=names[item.name], arguments=_arguments(item))
+            call = Call(
+                call_id=next(wire_ids),
+                name=names[item.name],
+                arguments=_arguments(item),
+                thought_signature=item.thought_signature,
+            )
             parts.append(call)
             wire.append(call)
         elif isinstance(item, AssistantText):
-            parts.append(Text(item.text))
+            parts.append(Text(item.text, item.thought_signature))
     messages: list[Message] = [Assistant(content=tuple(parts))]
     messages += (
         _tool_output(result, call, reader) for result, call in zip(entry.results, wire, strict=True)

@@ -22,6 +22,9 @@ says how that becomes request fields:
   ``reasoning_effort`` (chat completions); ``on``/``off`` leave the default.
 * ``anthropic-thinking``: ``thinking: {type: enabled, budget_tokens}``, the
   budget a share of ``max_tokens`` (below).
+* ``gemini-thinking``: ``generationConfig.thinkingConfig`` with a
+  ``thinkingBudget`` (below) and ``includeThoughts`` (thought summaries
+  stream as reasoning).
 * ``none``: nothing, whatever the effort.
 
 Azure OpenAI hosts (``*.openai.azure.com``, ``*.cognitiveservices.azure.com``)
@@ -34,6 +37,14 @@ limit when known) and the budget is a share of it — ``minimal`` 1/8, ``low``
 1/4, ``on``/``medium``/unknown levels 1/2, ``high`` 3/4, ``xhigh``/``max``
 7/8 — at least 1024 (the API's floor) and leaving at least 1024 tokens of
 answer. When that cannot fit, thinking stays off.
+
+Gemini budget (tokens of thinking, Google's own mapping of OpenAI's
+levels): ``minimal`` 512, ``low`` 1024, ``medium`` 8192, ``high`` 24576,
+``xhigh``/``max`` 32768; ``on`` and unknown levels ``-1`` (the model
+decides). ``off`` is a budget of 0, except for the Pro models, which cannot
+stop thinking (0 is a 400 there): they get their floor, 128, and no
+thoughts. A caller's ``max_tokens`` caps the budget at half of it, since
+thinking counts against the output limit.
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ __all__ = [
     "AnthropicThinking",
     "anthropic_thinking",
     "chat_reasoning",
+    "gemini_thinking",
     "is_azure_openai_host",
     "responses_reasoning",
     "thinking_budget",
@@ -66,6 +78,15 @@ small one truncates tool-call JSON."""
 
 _MIN_BUDGET = 1024
 _SHARES = {"minimal": 1 / 8, "low": 1 / 4, "high": 3 / 4, "xhigh": 7 / 8, "max": 7 / 8}
+_GEMINI_BUDGETS = {
+    "minimal": 512,
+    "low": 1024,
+    "medium": 8192,
+    "high": 24576,
+    "xhigh": 32768,
+    "max": 32768,
+}
+_GEMINI_PRO_FLOOR = 128
 _AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com")
 
 
@@ -146,6 +167,22 @@ def anthropic_thinking(
             tokens = max_tokens or _capped(default, limit)
             return AnthropicThinking(max_tokens=tokens, thinking=_toggle(wants), enabled=wants)
     return AnthropicThinking(max_tokens=max_tokens or _capped(ANTHROPIC_DEFAULT_MAX_TOKENS, limit))
+
+
+def gemini_thinking(
+    capabilities: ModelCapabilities, effort: str | None, model: str, max_tokens: int | None
+) -> dict[str, Any] | None:
+    """The ``thinkingConfig`` of a Gemini body, or ``None`` to send none."""
+    wants = _wants(effort)
+    if wants is None or capabilities.reasoning_protocol != "gemini-thinking":
+        return None
+    if not wants:
+        floor = _GEMINI_PRO_FLOOR if "pro" in model.lower() else 0
+        return {"thinkingBudget": floor, "includeThoughts": False}
+    budget = _GEMINI_BUDGETS.get((effort or "").lower(), -1)
+    if max_tokens is not None and budget != -1:
+        budget = max(min(budget, max_tokens // 2), _GEMINI_PRO_FLOOR)
+    return {"thinkingBudget": budget, "includeThoughts": True}
 
 
 def thinking_budget(effort: str | None, max_tokens: int) -> int | None:

@@ -25,6 +25,8 @@ Each format's rule (:data:`ID_RULES`): chat completions takes any printable
 ASCII up to 40 characters (OpenAI's limit; Kimi's ids go back to Kimi
 unchanged); Responses and Anthropic take ``[a-zA-Z0-9_-]``, up to 64
 characters (Responses' limit; Anthropic documents none and relays use 64).
+Gemini pairs calls and responses by name and order and is sent no id; its
+rule is Anthropic's, for the ids kun keeps in its own projection.
 
 Names (:func:`wire_tool_name`): every format takes ``^[a-zA-Z0-9_-]{1,64}$``.
 A name outside it becomes ``<stem>_<hash>`` (6 hex digits): the call and its
@@ -69,6 +71,7 @@ ID_RULES: dict[str, IdRule] = {
     "chat_completions": IdRule("\\x21-\\x7e", 40),
     "responses": IdRule(_SAFE, 64),
     "messages": IdRule(_SAFE, 64),
+    "gemini": IdRule(_SAFE, 64),
 }
 
 _HASH = 8

@@ -1,4 +1,4 @@
-"""Sans-IO decoders for the three wire formats, one module each.
+"""Sans-IO decoders for the wire formats, one module each.
 
 :func:`new_decoder` gives a fresh stream decoder for a format;
 :func:`materialize` turns a non-streaming JSON body (or a server that
@@ -11,11 +11,13 @@ from __future__ import annotations
 from kun.contracts.model import ModelStreamChunk, WireFormat
 from kun.model.wire.base import StreamDecoder
 from kun.model.wire.chat_completions import ChatCompletionsDecoder
+from kun.model.wire.gemini import GeminiDecoder
 from kun.model.wire.messages import MessagesDecoder
 from kun.model.wire.responses import ResponsesDecoder
 
 __all__ = [
     "ChatCompletionsDecoder",
+    "GeminiDecoder",
     "MessagesDecoder",
     "ResponsesDecoder",
     "StreamDecoder",
@@ -27,6 +29,7 @@ _DECODERS: dict[str, type[StreamDecoder]] = {
     "chat_completions": ChatCompletionsDecoder,
     "responses": ResponsesDecoder,
     "messages": MessagesDecoder,
+    "gemini": GeminiDecoder,
 }
 
 

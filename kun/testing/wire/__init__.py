@@ -19,7 +19,9 @@ renders a stream that just stops (no finish reason, no end marker), as a
 truncated stream would. The response id and model are the usage chunk's.
 
 What a format cannot carry raises ``ValueError``: a reasoning signature
-outside Messages, a tool name streamed in pieces outside chat completions.
+outside Messages (Gemini's ``thought_signature`` is carried by Gemini
+only, and left out elsewhere), a tool name streamed in pieces outside chat
+completions.
 Usage fields a format lacks (reasoning tokens on Messages) are dropped.
 
 Knobs: ``finish_reason=False`` leaves the stop reason out (chat: no finish
@@ -39,6 +41,7 @@ from typing import Literal
 from kun.contracts.model import ModelStreamChunk, WireFormat
 from kun.testing.wire.base import Frame, Renderer, encode, frame
 from kun.testing.wire.chat_completions import ChatCompletionsRenderer, chat_completions_body
+from kun.testing.wire.gemini import GeminiRenderer, gemini_body, gemini_error
 from kun.testing.wire.kimi import KimiRenderer, kimi_body
 from kun.testing.wire.messages import MessagesRenderer, messages_body
 from kun.testing.wire.responses import ResponsesRenderer, responses_body
@@ -60,11 +63,13 @@ _RENDERERS: dict[str, type[Renderer]] = {
     "chat_completions": ChatCompletionsRenderer,
     "responses": ResponsesRenderer,
     "messages": MessagesRenderer,
+    "gemini": GeminiRenderer,
 }
 _BODIES: dict[str, Callable[[Sequence[ModelStreamChunk]], bytes]] = {
     "chat_completions": chat_completions_body,
     "responses": responses_body,
     "messages": messages_body,
+    "gemini": gemini_body,
 }
 
 
@@ -107,9 +112,12 @@ def render_body(
     return _BODIES[format](chunks)
 
 
-def render_error(format: WireFormat, message: str, code: str) -> bytes:
+def render_error(format: WireFormat, message: str, code: str, status: int | None = None) -> bytes:
     """An HTTP error body in ``format``'s shape; ``code`` is the error type
-    (``rate_limit_error``, ``insufficient_quota``, ...)."""
+    (``rate_limit_error``, ``insufficient_quota``, ...; Gemini: a status
+    name such as ``UNAVAILABLE``, else the one of ``status``)."""
+    if format == "gemini":
+        return encode(gemini_error(message, code, status))
     if format == "messages":
         return encode({"type": "error", "error": {"type": code, "message": message}})
     return encode({"error": {"message": message, "type": code, "param": None, "code": code}})

@@ -28,8 +28,15 @@ from kun.contracts.items import (
 from kun.contracts.model import ModelRequest, ToolSpec, WireFormat
 from kun.model.request_codec import RequestCodec, codec_for
 
-FORMATS: tuple[WireFormat, ...] = ("chat_completions", "responses", "messages")
-MODEL = {"chat_completions": "gpt-test", "responses": "gpt-test", "messages": "claude-test"}
+FORMATS: tuple[WireFormat, ...] = ("chat_completions", "responses", "messages", "gemini")
+ID_FORMATS: tuple[WireFormat, ...] = ("chat_completions", "responses", "messages")
+"""The formats that send call ids (Gemini pairs calls by name and order)."""
+MODEL = {
+    "chat_completions": "gpt-test",
+    "responses": "gpt-test",
+    "messages": "claude-test",
+    "gemini": "gemini-test",
+}
 
 
 def png(width: int, height: int) -> bytes:
@@ -78,6 +85,14 @@ DEEPSEEK_THINKING = ModelCapabilities(
 )
 OPENAI_REASONING = ModelCapabilities(
     known=True, tool_use=True, reasoning=True, reasoning_protocol="openai-responses"
+)
+GEMINI_THINKING = ModelCapabilities(
+    known=True,
+    tool_use=True,
+    reasoning=True,
+    reasoning_protocol="gemini-thinking",
+    input_modalities=("text", "image"),
+    max_output_tokens=65536,
 )
 CLAUDE_THINKING = ModelCapabilities(
     known=True,

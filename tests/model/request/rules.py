@@ -24,6 +24,17 @@ go as ``builtin_function`` by name only, and a called builtin keeps its
 name; with a thinking model (``thinking`` enabled) every assistant message
 that calls tools carries a non-empty ``reasoning_content``; only a final
 assistant message is ``partial``.
+Gemini (:func:`gemini_violations`): at least one content; roles ``user``
+and ``model`` only, alternating, the first a user's; no content without
+parts and no part without data (blank text included); every model content
+with ``functionCall`` parts is followed at once by a user content opening
+with exactly as many ``functionResponse`` parts, of the same names in the
+same order (Gemini pairs them by name and position: it has no call ids),
+and no ``functionResponse`` answers anything else; function names start
+with a letter or ``_`` (``^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$``), declared or
+called; a ``thought`` part carries its signature; a thought signature is
+never an Anthropic one (:func:`foreign_signatures`), and no Anthropic
+thinking block carries a Gemini one.
 
 One rule needs the log as well as the body:
 :func:`anthropic_thinking_dropped` — with thinking asked for, a body may turn
@@ -38,6 +49,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from kun.contracts.items import AssistantReasoning, Item, UserMessage
 from kun.domain.history import ModelEntry, UserEntry, repair_history
 
@@ -46,6 +59,8 @@ BUILTIN_NAME = re.compile(r"\$[a-zA-Z0-9_-]{1,64}")
 KIMI_COMBINATORS = ("anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+GEMINI_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}")
+PART_DATA = ("text", "inlineData", "functionCall", "functionResponse")
 CHAT_ID_MAX = 40
 RESPONSES_ID_MAX = 64
 
@@ -423,9 +438,105 @@ def _refs(node: Any, root: dict[str, Any], seen: set[str]) -> set[str]:
     return found
 
 
+def gemini_violations(body: dict[str, Any]) -> list[str]:
+    broken: list[str] = []
+    declarations = [d for tool in body.get("tools", ()) for d in tool["functionDeclarations"]]
+    if "tools" in body and not declarations:
+        broken.append("empty functionDeclarations")
+    broken += _gemini_names("tool", (d["name"] for d in declarations))
+    contents = body["contents"]
+    if not contents:
+        broken.append("no contents")
+    for n, content in enumerate(contents):
+        expected = "user" if n % 2 == 0 else "model"
+        if content["role"] != expected:
+            broken.append(f"content {n} is {content['role']}, expected {expected}")
+        if not content["parts"]:
+            broken.append(f"content {n} has no parts")
+        for part in content["parts"]:
+            broken += _gemini_part(n, part)
+        broken += _gemini_pairs(n, contents)
+    return broken
+
+
+def _gemini_part(n: int, part: dict[str, Any]) -> list[str]:
+    broken: list[str] = []
+    data = [key for key in PART_DATA if key in part]
+    if len(data) != 1:
+        broken.append(f"content {n}: a part with data {data}")
+    if "text" in part and not part["text"].strip():
+        broken.append(f"content {n}: a blank text part")
+    if part.get("thought") and not part.get("thoughtSignature"):
+        broken.append(f"content {n}: a thought part without its signature")
+    if "thoughtSignature" in part and not part["thoughtSignature"]:
+        broken.append(f"content {n}: an empty thoughtSignature")
+    if "functionCall" in part:
+        broken += _gemini_names(f"content {n} call", [part["functionCall"]["name"]])
+        args = part["functionCall"].get("args", {})
+        if isinstance(args, msgspec.Raw):
+            args = msgspec.json.decode(bytes(args))
+        if not isinstance(args, dict):
+            broken.append(f"content {n}: functionCall args is not an object")
+    if "functionResponse" in part and not isinstance(part["functionResponse"]["response"], dict):
+        broken.append(f"content {n}: functionResponse response is not an object")
+    return broken
+
+
+def _gemini_pairs(n: int, contents: list[dict[str, Any]]) -> list[str]:
+    """The calls of content ``n`` and the responses of content ``n + 1``."""
+    parts = contents[n]["parts"]
+    called = [p["functionCall"]["name"] for p in parts if "functionCall" in p]
+    answered = [p["functionResponse"]["name"] for p in parts if "functionResponse" in p]
+    if answered:
+        before = contents[n - 1]["parts"] if n else []
+        asked = [p["functionCall"]["name"] for p in before if "functionCall" in p]
+        leading = parts[: len(answered)]
+        if answered != asked or not all("functionResponse" in p for p in leading):
+            return [f"content {n} answers {answered}, the content before called {asked}"]
+    if called:
+        following = contents[n + 1]["parts"] if n + 1 < len(contents) else []
+        given = [p["functionResponse"]["name"] for p in following if "functionResponse" in p]
+        if given != called:
+            return [f"content {n} calls {called}, answered by {given}"]
+    return []
+
+
+def _gemini_names(where: str, names: Iterable[str]) -> list[str]:
+    return [
+        f"{where} name {name!r} is not {GEMINI_NAME.pattern}"
+        for name in names
+        if GEMINI_NAME.fullmatch(name) is None
+    ]
+
+
+def foreign_signatures(fmt: str, body: dict[str, Any], anthropic: set[str]) -> list[str]:
+    """Signatures sent to the wrong provider: an Anthropic thinking signature
+    (one of ``anthropic``) as a Gemini ``thoughtSignature``, or anything
+    else on an Anthropic thinking block."""
+    if fmt == "gemini":
+        return [
+            f"Anthropic signature {part['thoughtSignature']!r} sent to Gemini"
+            for content in body["contents"]
+            for part in content["parts"]
+            if part.get("thoughtSignature") in anthropic
+        ]
+    if fmt == "messages":
+        return [
+            f"signature {block['signature']!r} of another provider sent to Anthropic"
+            for turn in body["messages"]
+            for block in turn["content"]
+            if block["type"] == "thinking"
+            and block.get("signature")
+            and block["signature"] not in anthropic
+        ]
+    return []
+
+
 def violations(fmt: str, body: dict[str, Any]) -> list[str]:
     if fmt == "chat_completions":
         return chat_violations(body)
     if fmt == "responses":
         return responses_violations(body)
+    if fmt == "gemini":
+        return gemini_violations(body)
     return anthropic_violations(body)

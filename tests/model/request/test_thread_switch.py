@@ -13,15 +13,18 @@ import msgspec
 import pytest
 
 from kun.contracts.capabilities import ModelCapabilities
-from kun.contracts.items import AssistantReasoning, Attachment, Item
+from kun.contracts.items import AssistantReasoning, AssistantText, Attachment, Item, ToolCall
 from kun.contracts.model import ModelRequest, WireFormat
 from kun.model.errors import AttachmentTooLarge
+from kun.model.request.gemini import SKIP_SIGNATURE
 from kun.model.request_codec import codec_for
 
+from .gemini_sdk_check import sdk_violations
 from .histories import (
     CLAUDE_THINKING,
     DEEPSEEK_THINKING,
     FORMATS,
+    GEMINI_THINKING,
     MODEL,
     SCREENSHOT,
     TEXT_ONLY,
@@ -33,7 +36,7 @@ from .histories import (
     think,
     user,
 )
-from .rules import violations
+from .rules import foreign_signatures, violations
 
 DEEPSEEK_ANTHROPIC = "https://api.deepseek.com/anthropic"
 
@@ -250,3 +253,68 @@ def test_an_image_a_text_only_model_cannot_take_is_a_note_in_the_history(
 def test_the_requests_own_oversized_attachment_is_still_refused(fmt: WireFormat) -> None:
     with pytest.raises(AttachmentTooLarge, match=r"big\.log"):
         encode(fmt, (user(1, "Look."),), loader=big_loader, attachments=(BIG,))
+
+
+# -- issue 23: a thread moving between Anthropic, OpenAI and Gemini ---------------
+
+CLAUDE_STEP = (
+    user(1, "Read a.py."),
+    AssistantReasoning(id="r1", text="Read it first.", signature="claude-sig-1"),
+    call("toolu_01A", path="a.py"),
+    result("toolu_01A", "A"),
+    say(1, "It prints A."),
+)
+OPENAI_STEP = (user(2, "And b.py?"), call("call_0", path="b.py"), result("call_0", "B"))
+GEMINI_STEP = (
+    user(3, "Now c.py and d.py."),
+    AssistantReasoning(id="r3", text="**Two files**", thought_signature="Z2VtLXRob3VnaHQ="),
+    ToolCall(
+        id="call_01gem",
+        call_id="call_01gem",
+        name="read_file",
+        arguments=msgspec.Raw(b'{"path":"c.py"}'),
+        thought_signature="Z2VtLWNhbGw=",
+    ),
+    call("call_01gen", path="d.py"),
+    result("call_01gen", "D"),
+    result("call_01gem", "C"),
+    AssistantText(id="t3", text="C and D.", thought_signature="Z2VtLXRleHQ="),
+)
+SWITCHING = (*CLAUDE_STEP, *OPENAI_STEP, *GEMINI_STEP, user(4, "Summarize."))
+
+
+@pytest.mark.parametrize(
+    ("fmt", "capabilities", "effort"),
+    [
+        ("chat_completions", TEXT_ONLY, None),
+        ("responses", TEXT_ONLY, "high"),
+        ("messages", CLAUDE_THINKING, "high"),
+        ("gemini", GEMINI_THINKING, "high"),
+    ],
+)
+def test_a_thread_across_anthropic_openai_and_gemini(
+    fmt: WireFormat, capabilities: ModelCapabilities, effort: str | None
+) -> None:
+    """Each provider's reasoning, signatures and calls reach the others as
+    bodies they accept: Claude's signature goes to Anthropic only, Gemini's
+    to Gemini only, on the very part it came with."""
+    body = encode(fmt, SWITCHING, capabilities=capabilities, effort=effort)
+    assert violations(fmt, body) == []
+    assert foreign_signatures(fmt, body, {"claude-sig-1"}) == []
+    text = msgspec.json.encode(body)
+    assert (b"claude-sig-1" in text) == (fmt == "messages")
+    assert (b"Z2VtLWNhbGw=" in text) == (fmt == "gemini")
+    if fmt == "gemini":
+        assert sdk_violations(body) == []
+        model = [c for c in body["contents"] if c["role"] == "model"]
+        claude_turn, _, openai_turn, gemini_turn, answer = model
+        assert all("thought" not in p for p in claude_turn["parts"]), "no Anthropic thinking"
+        assert claude_turn["parts"][0]["thoughtSignature"] == SKIP_SIGNATURE
+        assert openai_turn["parts"][0]["thoughtSignature"] == SKIP_SIGNATURE
+        assert gemini_turn["parts"][0]["thoughtSignature"] == "Z2VtLXRob3VnaHQ="
+        assert gemini_turn["parts"][1]["thoughtSignature"] == "Z2VtLWNhbGw="
+        assert "thoughtSignature" not in gemini_turn["parts"][2]
+        assert answer["parts"] == [{"text": "C and D.", "thoughtSignature": "Z2VtLXRleHQ="}]
+    if fmt == "messages":
+        thinking = [b for t in assistant_turns(body) for b in t if b["type"] == "thinking"]
+        assert [b.get("signature") for b in thinking] == ["claude-sig-1"]

@@ -23,7 +23,7 @@ from kun.contracts.items import Item, ToolCall, ToolResult
 from kun.contracts.model import ModelRequest, WireFormat
 from kun.model.request_codec import codec_for
 
-from .histories import FORMATS, MODEL, TOOLS, say, user
+from .histories import ID_FORMATS, MODEL, TOOLS, say, user
 from .rules import violations
 
 VLLM_ID = "chatcmpl-tool-" + "0123456789abcdef" * 2
@@ -102,7 +102,7 @@ HISTORIES = {
 }
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", ID_FORMATS)
 @pytest.mark.parametrize("case", HISTORIES)
 def test_call_ids_keep_every_formats_rules_and_pairing(fmt: WireFormat, case: str) -> None:
     history = HISTORIES[case]
@@ -116,7 +116,7 @@ def test_call_ids_keep_every_formats_rules_and_pairing(fmt: WireFormat, case: st
     assert encode(fmt, history) == body, "the same history gives the same ids"
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", ID_FORMATS)
 def test_valid_unique_ids_are_sent_as_they_are(fmt: WireFormat) -> None:
     history = thread(step(1, "call_abc", "toolu_01XyZ"), step(2, SYNTHETIC))
     assert pairs(fmt, encode(fmt, history))[0] == ["call_abc", "toolu_01XyZ", SYNTHETIC]
@@ -137,7 +137,7 @@ def test_a_rewritten_id_keeps_its_origin_readable() -> None:
     )
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", ID_FORMATS)
 def test_earlier_ids_never_change_when_later_steps_collide_with_them(fmt: WireFormat) -> None:
     """The second ``call_0`` is renamed; a later step whose id happens to be
     that new name is renamed in turn, and the earlier ids stay."""
@@ -153,7 +153,7 @@ def test_earlier_ids_never_change_when_later_steps_collide_with_them(fmt: WireFo
 HALLUCINATED = ("functions.read_file", "multi_tool_use.parallel", "read file", "x" * 70, "")
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", ID_FORMATS)
 @pytest.mark.parametrize("name", HALLUCINATED)
 def test_hallucinated_tool_names_keep_every_formats_rules(fmt: WireFormat, name: str) -> None:
     history = thread(step(1, "call_1", name=name), [user(2, "Go on.")], step(3, "call_3"))
