@@ -51,9 +51,14 @@ async def _workers(
         for n in range(count):
             folder = tmp_path / f"w{n}"
             folder.mkdir()
-            workers.append(
-                await stack.enter_async_context(_serve(folder, base_url, "--store", url))
+            process, client = await stack.enter_async_context(
+                _serve(folder, base_url, "--store", url)
             )
+            # A burst of hundreds of requests on a loaded 2-core machine can
+            # take longer than httpx's 5 s to answer one; what is judged here
+            # is that nothing is lost, not how fast.
+            client.timeout = httpx.Timeout(60.0)
+            workers.append((process, client))
         yield workers
 
 
